@@ -1,0 +1,1 @@
+"""Driver model: talks to the hardware through a small platform interface only."""

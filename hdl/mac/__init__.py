@@ -1,0 +1,1 @@
+"""Ethernet MAC: GMII/MII framing, CRC, statistics."""

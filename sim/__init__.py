@@ -1,0 +1,1 @@
+"""Simulation: Verilog export and cache, simulator discovery, cocotb runner and test benches."""
