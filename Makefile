@@ -1,0 +1,63 @@
+# macdma: build, test and lint entry points. `make help` lists them.
+# The first target that needs Python creates .venv and installs the project into it.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+RUFF := $(VENV)/bin/ruff
+# Written after a successful install; pip runs again when the packaging files change.
+INSTALLED := $(VENV)/.installed
+LINT_PATHS := hdl sim firmware tests
+# Two xdist workers: this machine has 2 cores, and each Verilator build runs make -j2.
+JOBS ?= 2
+SIM ?=
+TEST ?=
+
+# The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
+export SIM WAVES
+
+.DEFAULT_GOAL := help
+.PHONY: help venv test sim verilog lint format demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
+	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
+
+$(INSTALLED): pyproject.toml setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(INSTALLED) ## create .venv and install the project (done on demand by the others)
+
+test: $(INSTALLED) ## run the whole suite on both simulators (SIM= to restrict)
+	$(PY) -m pytest -n $(JOBS) tests
+
+# TEST may be a path (tests/test_x.py, tests/test_x.py::test_y) or a bare module name
+# (test_x or test_x::test_y), which is looked up in tests/.
+sim: $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST=test_runner
+	@test -n "$(SIM)" || { echo "error: set SIM=icarus or SIM=verilator" >&2; exit 2; }
+	@test -n "$(TEST)" || { echo "error: set TEST=<test module or pytest node>" >&2; exit 2; }
+	node='$(TEST)'; \
+	case "$$node" in tests/*) ;; *) node="tests/$$node" ;; esac; \
+	case "$$node" in *.py|*.py::*) ;; *::*) node="$${node%%::*}.py::$${node#*::}" ;; *) node="$$node.py" ;; esac; \
+	$(PY) -m pytest --sim $(SIM) "$$node"
+
+verilog: $(INSTALLED) ## write build/verilog/<top>.v for every registered top
+	$(PY) -m macdma.sim.verilog --out build/verilog
+
+lint: $(INSTALLED) ## ruff check + format check
+	$(RUFF) check $(LINT_PATHS)
+	$(RUFF) format --check $(LINT_PATHS)
+
+format: $(INSTALLED) ## ruff fix (imports etc.) + format, in place
+	$(RUFF) check --fix $(LINT_PATHS)
+	$(RUFF) format $(LINT_PATHS)
+
+demo: $(INSTALLED) ## run the demo scenario (macdma demo)
+	$(VENV)/bin/macdma demo
+
+clean: ## remove build/ (Verilog cache, simulator builds, waves)
+	rm -rf build

@@ -1,0 +1,1 @@
+"""Scatter-gather DMA engine: AXI4 data movers, descriptor fetch/write-back, TX and RX."""

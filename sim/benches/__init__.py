@@ -1,0 +1,1 @@
+"""cocotb test benches: clocks, bus-functional models and monitors around exported tops."""

@@ -1,0 +1,203 @@
+"""Export Amaranth tops to Verilog, with a content-keyed build cache.
+
+A top is named by its entry in ``macdma.hdl.tops.TOPS`` (or given as a factory). Its Verilog
+is cached under ``build/cache/verilog/<name>-<key>/<name>.v`` where the key hashes the name,
+the design parameters, every .py file of the hdl/ package (and the factory's own source file
+when it lives elsewhere) and the Amaranth version; an unchanged design is never re-elaborated.
+
+Command line (what ``make verilog`` runs)::
+
+    python -m macdma.sim.verilog [--out build/verilog] [names...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import importlib.metadata
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT: Path = Path(__file__).resolve().parents[1]
+"""The repository root: the folder holding hdl/, sim/, firmware/ and tests/."""
+
+Factory = Callable[..., Any]
+
+
+def build_dir() -> Path:
+    """Return the build folder: ``<root>/build``, or env MACDMA_BUILD_DIR when set."""
+    override = os.environ.get("MACDMA_BUILD_DIR")
+    return Path(override).resolve() if override else ROOT / "build"
+
+
+@contextmanager
+def file_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on *lock_path* (created if needed) for the with-block.
+
+    Serialises pytest-xdist workers that build or export the same thing at the same time.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write *text* to *path* through a temporary file and a rename, so readers never
+    see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def registered_tops() -> dict[str, Factory]:
+    """Return ``macdma.hdl.tops.TOPS``, imported on first use so this module loads without it."""
+    try:
+        from macdma.hdl.tops import TOPS
+    except ModuleNotFoundError as error:
+        if error.name not in ("macdma.hdl.tops", "macdma.hdl"):
+            raise  # a real import error inside the hdl package must stay visible
+        return {}
+    return dict(TOPS)
+
+
+def _resolve_factory(name: str, factory: Factory | None) -> Factory:
+    if factory is not None:
+        return factory
+    tops = registered_tops()
+    if name not in tops:
+        known = ", ".join(sorted(tops)) or "(none: macdma.hdl.tops.TOPS is missing or empty)"
+        raise KeyError(f"Unknown top {name!r}; registered tops: {known}")
+    return tops[name]
+
+
+def _hdl_dir() -> Path:
+    spec = importlib.util.find_spec("macdma.hdl")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    return ROOT / "hdl"
+
+
+def _source_files(factory: Factory) -> list[Path]:
+    """The Python files whose contents decide the Verilog: hdl/**.py plus the factory's file."""
+    files = sorted(_hdl_dir().rglob("*.py"))
+    try:
+        factory_file = inspect.getsourcefile(factory)
+    except TypeError:  # a builtin or C-level callable has no source file
+        factory_file = None
+    if factory_file is not None and Path(factory_file).resolve() not in files:
+        files.append(Path(factory_file).resolve())
+    return files
+
+
+def cache_key(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
+    """Return the 16-hex-digit cache key of top *name* built by *factory* with *params*."""
+    digest = hashlib.sha256()
+    digest.update(f"name={name}\n".encode())
+    digest.update(f"factory={getattr(factory, '__qualname__', repr(factory))}\n".encode())
+    digest.update(f"params={sorted(params.items())!r}\n".encode())
+    digest.update(f"amaranth={importlib.metadata.version('amaranth')}\n".encode())
+    for path in _source_files(factory):
+        digest.update(f"file={path.name}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def elaborate_verilog(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
+    """Elaborate ``factory(**params)`` and return its Verilog text with module name *name*."""
+    from amaranth.back import verilog
+
+    component = factory(**params)
+    return verilog.convert(component, name=name)
+
+
+def _copy_if_changed(source: Path, destination: Path) -> None:
+    text = source.read_text()
+    if destination.is_file() and destination.read_text() == text:
+        return  # keep the timestamp, so make and simulators see nothing new
+    write_atomically(destination, text)
+
+
+def export_verilog(
+    name: str,
+    factory: Factory | None = None,
+    params: Mapping[str, Any] | None = None,
+    out_dir: Path | None = None,
+) -> Path:
+    """Return the path of ``<name>.v`` for top *name*, elaborating it only on a cache miss.
+
+    *factory* defaults to ``TOPS[name]``; *params* are its keyword design parameters. With
+    *out_dir* the cached file is also copied to ``out_dir/<name>.v`` and that path returned.
+    Safe to call from several processes at once (file lock + atomic rename).
+    """
+    params = dict(params or {})
+    factory = _resolve_factory(name, factory)
+    entry = build_dir() / "cache" / "verilog" / f"{name}-{cache_key(name, factory, params)}"
+    cached = entry / f"{name}.v"
+    with file_lock(entry.with_name(entry.name + ".lock")):
+        if not cached.is_file():
+            write_atomically(cached, elaborate_verilog(name, factory, params))
+    if out_dir is None:
+        return cached
+    destination = Path(out_dir) / f"{name}.v"
+    _copy_if_changed(cached, destination)
+    return destination
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m macdma.sim.verilog",
+        description="Write <out>/<top>.v for the named (default: every registered) top.",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: <build>/verilog)"
+    )
+    parser.add_argument("names", nargs="*", help="tops from macdma.hdl.tops.TOPS")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry: export tops, return a process exit code."""
+    args = _parse_args(argv)
+    tops = registered_tops()
+    names = args.names or sorted(tops)
+    if not names:
+        print("error: no tops registered in macdma.hdl.tops.TOPS", file=sys.stderr)
+        return 1
+    unknown = [name for name in names if name not in tops]
+    if unknown:
+        known = ", ".join(sorted(tops)) or "(none)"
+        print(f"error: unknown top(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
+        return 2
+    out_dir = args.out if args.out is not None else build_dir() / "verilog"
+    for name in names:
+        print(export_verilog(name, tops[name], out_dir=out_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
