@@ -46,6 +46,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .mac.counters import RX_COUNTERS, TX_COUNTERS
+
 __all__ = [
     "ACCESS_KINDS",
     "EnumValue",
@@ -818,24 +820,7 @@ def _build_register_map() -> RegisterMap:
         ),
         "Ethernet MAC configuration.",
     )
-    stats_names = (
-        ("TX_FRAMES_GOOD", "Frames transmitted without error."),
-        ("TX_BYTES_GOOD", "Bytes of good transmitted frames."),
-        ("TX_FRAMES_BAD", "Frames transmitted with an error (aborted)."),
-        ("TX_BYTES_BAD", "Bytes of bad transmitted frames."),
-        ("TX_UNDERRUNS", "Transmit underruns."),
-        ("RX_FRAMES_GOOD", "Frames received without error."),
-        ("RX_BYTES_GOOD", "Bytes of good received frames."),
-        ("RX_FRAMES_BAD", "Frames received with any error."),
-        ("RX_BYTES_BAD", "Bytes of bad received frames."),
-        ("RX_FCS_ERRORS", "Received frames with a bad FCS."),
-        ("RX_RUNTS", "Received frames shorter than 64 bytes."),
-        ("RX_OVERSIZE", "Received frames longer than MAC_MAX_LEN."),
-        ("RX_PHY_ERRORS", "Received frames with rx_er asserted."),
-        ("RX_ALIGNMENT_ERRORS", "Received frames with an odd number of nibbles (MII)."),
-        ("RX_PREAMBLE_ERRORS", "Received frames with a malformed preamble or SFD."),
-        ("RX_DROPPED_DISABLED", "Frames dropped because MAC_CTRL.rx_enable was 0."),
-    )
+    stats_names = [(name.upper(), doc) for name, doc in {**TX_COUNTERS, **RX_COUNTERS}.items()]
     stats = Block(
         "STATS",
         0x400,

@@ -533,14 +533,16 @@
 #define MACDMA_STATS_TX_FRAMES_GOOD_MASK 0xFFFFFFFFu
 
 /* STATS_TX_BYTES_GOOD (0x404)
- * Bytes of good transmitted frames. 32-bit counter, wraps; cleared by reset only. */
+ * Bytes of good transmitted frames (padding and FCS included). 32-bit counter, wraps; cleared
+ * by reset only. */
 #define MACDMA_STATS_TX_BYTES_GOOD 0x404u
 #define MACDMA_STATS_TX_BYTES_GOOD_SHIFT 0u
 #define MACDMA_STATS_TX_BYTES_GOOD_WIDTH 32u
 #define MACDMA_STATS_TX_BYTES_GOOD_MASK 0xFFFFFFFFu
 
 /* STATS_TX_FRAMES_BAD (0x408)
- * Frames transmitted with an error (aborted). 32-bit counter, wraps; cleared by reset only. */
+ * Frames transmitted with tx_er: aborted by the client or underrun. 32-bit counter, wraps;
+ * cleared by reset only. */
 #define MACDMA_STATS_TX_FRAMES_BAD 0x408u
 #define MACDMA_STATS_TX_FRAMES_BAD_SHIFT 0u
 #define MACDMA_STATS_TX_FRAMES_BAD_WIDTH 32u
@@ -554,7 +556,8 @@
 #define MACDMA_STATS_TX_BYTES_BAD_MASK 0xFFFFFFFFu
 
 /* STATS_TX_UNDERRUNS (0x410)
- * Transmit underruns. 32-bit counter, wraps; cleared by reset only. */
+ * Frames cut short because the client ran dry mid-frame. 32-bit counter, wraps; cleared by
+ * reset only. */
 #define MACDMA_STATS_TX_UNDERRUNS 0x410u
 #define MACDMA_STATS_TX_UNDERRUNS_SHIFT 0u
 #define MACDMA_STATS_TX_UNDERRUNS_WIDTH 32u
@@ -568,14 +571,15 @@
 #define MACDMA_STATS_RX_FRAMES_GOOD_MASK 0xFFFFFFFFu
 
 /* STATS_RX_BYTES_GOOD (0x418)
- * Bytes of good received frames. 32-bit counter, wraps; cleared by reset only. */
+ * Bytes of good received frames (FCS included). 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_STATS_RX_BYTES_GOOD 0x418u
 #define MACDMA_STATS_RX_BYTES_GOOD_SHIFT 0u
 #define MACDMA_STATS_RX_BYTES_GOOD_WIDTH 32u
 #define MACDMA_STATS_RX_BYTES_GOOD_MASK 0xFFFFFFFFu
 
 /* STATS_RX_FRAMES_BAD (0x41C)
- * Frames received with any error. 32-bit counter, wraps; cleared by reset only. */
+ * Frames received with an error (sum of the cause counters below). 32-bit counter, wraps;
+ * cleared by reset only. */
 #define MACDMA_STATS_RX_FRAMES_BAD 0x41Cu
 #define MACDMA_STATS_RX_FRAMES_BAD_SHIFT 0u
 #define MACDMA_STATS_RX_FRAMES_BAD_WIDTH 32u
@@ -589,21 +593,23 @@
 #define MACDMA_STATS_RX_BYTES_BAD_MASK 0xFFFFFFFFu
 
 /* STATS_RX_FCS_ERRORS (0x424)
- * Received frames with a bad FCS. 32-bit counter, wraps; cleared by reset only. */
+ * Received frames whose only fault is a bad FCS. 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_STATS_RX_FCS_ERRORS 0x424u
 #define MACDMA_STATS_RX_FCS_ERRORS_SHIFT 0u
 #define MACDMA_STATS_RX_FCS_ERRORS_WIDTH 32u
 #define MACDMA_STATS_RX_FCS_ERRORS_MASK 0xFFFFFFFFu
 
 /* STATS_RX_RUNTS (0x428)
- * Received frames shorter than 64 bytes. 32-bit counter, wraps; cleared by reset only. */
+ * Received frames shorter than 64 bytes including FCS. 32-bit counter, wraps; cleared by reset
+ * only. */
 #define MACDMA_STATS_RX_RUNTS 0x428u
 #define MACDMA_STATS_RX_RUNTS_SHIFT 0u
 #define MACDMA_STATS_RX_RUNTS_WIDTH 32u
 #define MACDMA_STATS_RX_RUNTS_MASK 0xFFFFFFFFu
 
 /* STATS_RX_OVERSIZE (0x42C)
- * Received frames longer than MAC_MAX_LEN. 32-bit counter, wraps; cleared by reset only. */
+ * Received frames longer than MAC_MAX_LEN (+4 with a VLAN tag). 32-bit counter, wraps; cleared
+ * by reset only. */
 #define MACDMA_STATS_RX_OVERSIZE 0x42Cu
 #define MACDMA_STATS_RX_OVERSIZE_SHIFT 0u
 #define MACDMA_STATS_RX_OVERSIZE_WIDTH 32u
@@ -617,16 +623,15 @@
 #define MACDMA_STATS_RX_PHY_ERRORS_MASK 0xFFFFFFFFu
 
 /* STATS_RX_ALIGNMENT_ERRORS (0x434)
- * Received frames with an odd number of nibbles (MII). 32-bit counter, wraps; cleared by reset
- * only. */
+ * Received frames ending on half a byte (MII). 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_STATS_RX_ALIGNMENT_ERRORS 0x434u
 #define MACDMA_STATS_RX_ALIGNMENT_ERRORS_SHIFT 0u
 #define MACDMA_STATS_RX_ALIGNMENT_ERRORS_WIDTH 32u
 #define MACDMA_STATS_RX_ALIGNMENT_ERRORS_MASK 0xFFFFFFFFu
 
 /* STATS_RX_PREAMBLE_ERRORS (0x438)
- * Received frames with a malformed preamble or SFD. 32-bit counter, wraps; cleared by reset
- * only. */
+ * Carrier without a start-of-frame delimiter; nothing delivered. 32-bit counter, wraps; cleared
+ * by reset only. */
 #define MACDMA_STATS_RX_PREAMBLE_ERRORS 0x438u
 #define MACDMA_STATS_RX_PREAMBLE_ERRORS_SHIFT 0u
 #define MACDMA_STATS_RX_PREAMBLE_ERRORS_WIDTH 32u

@@ -9,10 +9,11 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
+from .counters import RX_COUNTERS, TX_COUNTERS
 from .frame import ByteBeat, RxError
 from .gmii import GmiiRxSignature, GmiiTxSignature
 from .rx import GmiiRxDecoder, MacRx
-from .stats import RX_COUNTERS, TX_COUNTERS, RxStatistics, TxStatistics, counters_signature
+from .stats import RxStatistics, TxStatistics, counters_signature
 from .tx import MacTx
 
 

@@ -1,39 +1,17 @@
 """MAC statistics counters, one set per direction, each in its own clock domain.
 
-The counter names are the single source of truth for the statistics registers: the
-register map lists them in this order. Counters are 32 bits and wrap, as a driver
-reading them periodically expects.
+The counter names and meanings live in :mod:`.counters`, which the register map reads
+too. Counters are 32 bits and wrap, as a driver reading them periodically expects.
 """
 
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .counters import RX_COUNTERS, TX_COUNTERS
 from .frame import RxError, RxStatus, TxStatus
 
 COUNTER_WIDTH = 32
-
-TX_COUNTERS = (
-    "tx_frames_good",
-    "tx_bytes_good",
-    "tx_frames_bad",
-    "tx_bytes_bad",
-    "tx_underruns",
-)
-
-RX_COUNTERS = (
-    "rx_frames_good",
-    "rx_bytes_good",
-    "rx_frames_bad",
-    "rx_bytes_bad",
-    "rx_fcs_errors",
-    "rx_runts",
-    "rx_oversize",
-    "rx_phy_errors",
-    "rx_alignment_errors",
-    "rx_preamble_errors",
-    "rx_dropped_disabled",
-)
 
 #: Bad-frame causes and the counter each one increments (exactly one per bad frame).
 RX_ERROR_COUNTERS = {

@@ -10,6 +10,7 @@ from cocotbext.axi import AxiStreamFrame
 from cocotbext.eth import GmiiFrame
 from macdma.sim.benches.mac import (
     GMII_1000,
+    MII_10,
     MII_100,
     LinkMode,
     MacBench,
@@ -174,6 +175,12 @@ async def test_line_rate_other_ifg(dut, ifg):
 async def test_mii_100_both_ways(dut):
     """100 Mb/s MII (nibbles, 25 MHz): frames intact, gaps equal the IFG, full rate."""
     await line_rate(dut, MII_100, 60, 12)
+
+
+@cocotb.test()
+async def test_mii_10_with_clock_enable(dut):
+    """10 Mb/s: MII nibbles on a 25 MHz clock enabled 1 in 10, full rate, exact gaps."""
+    await line_rate(dut, MII_10, 60, 4)
 
 
 @cocotb.test()

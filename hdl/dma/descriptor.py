@@ -1,0 +1,95 @@
+"""The DMA descriptor: one 16-byte entry of a TX or RX ring in host memory.
+
+:class:`Descriptor` is the single hardware definition of the layout. Host memory holds it
+as four little-endian 32-bit words; bit ``32 * w + b`` of the struct is bit ``b`` of word
+``w``, so a ``Descriptor`` view over the 128 bits read from memory (word 0 in the low bits)
+decodes it directly. The driver model mirrors it in ``firmware/descriptor.py`` (plain
+Python, no Amaranth); ``tests/test_descriptor.py`` checks that the two agree field by field.
+``docs/descriptors.md`` describes the hand-off protocol.
+
+Fields named ``reserved_*`` are padding: the driver writes 0, the DMA writes 0 on
+write-back and ignores them on fetch.
+"""
+
+from amaranth.lib import data
+
+from ..mac.frame import RxError
+
+__all__ = [
+    "DESCRIPTOR_BYTES",
+    "DESCRIPTOR_WORDS",
+    "MAX_BUFFER_BYTES",
+    "MIN_RX_BUFFER_BYTES",
+    "WRITEBACK_FIRST_WORD",
+    "Descriptor",
+]
+
+DESCRIPTOR_WORDS = 4
+DESCRIPTOR_BYTES = 4 * DESCRIPTOR_WORDS
+#: ``length`` and ``done_length`` are 16 bits wide.
+MAX_BUFFER_BYTES = 0xFFFF
+#: Smaller RX buffers halt the RX channel (DmaErrorCode.RX_BUFFER_TOO_SMALL): a minimum
+#: frame must never need more than one buffer just because the driver posted tiny ones.
+MIN_RX_BUFFER_BYTES = 64
+#: The DMA writes back words 1..3 (12 bytes at descriptor offset 4, one burst, so the word
+#: holding ``own`` lands last); it never writes word 0, so the posted address stays.
+WRITEBACK_FIRST_WORD = 1
+
+
+class Descriptor(data.Struct):
+    """One ring entry, word 0 in bits 31:0 through word 3 in bits 127:96.
+
+    Word 0 (driver writes; the DMA only reads it):
+        addr:         buffer byte address, any alignment (TX fragment or RX buffer).
+    Word 1 (DMA writes back):
+        done_length:  TX: fragment bytes read; RX: bytes written into this buffer.
+    Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame):
+        frame_length: RX: the whole frame's length in bytes, without FCS.
+        rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
+        rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
+        error:        the frame is bad (``rx_error`` != NONE or ``rx_truncated``).
+    Word 3 (driver writes, OWN last; DMA reads, then writes it back with ``own`` = 0):
+        length:       TX: fragment bytes (>= 1); RX: buffer size (>= 64).
+        ioc:          interrupt on completion (IRQ_MODE = PER_DESC).
+        sop, eop:     start / end of packet. TX: set by the driver on the first / last
+                      fragment of a frame. RX: written by the DMA on the first / last buffer
+                      of a frame (the driver posts them as 0; they are ignored on fetch).
+        own:          1: the DMA owns the descriptor. The driver sets it when handing over;
+                      the DMA clears it on write-back and never uses a descriptor without it.
+
+    Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and 4 reserved bits) are the
+    *status byte*; TX defines no status yet and writes 0.
+
+    Why the control word (with ``own``) is last: the DMA writes words 1..3 back in one
+    INCR burst, whose beats reach memory in address order. With ``own`` in the last word a
+    driver polling ``own`` can never see it cleared while the lengths and status are still
+    stale (the rule of e1000/igb, whose "descriptor done" bit is in the last dword).
+    """
+
+    # Word 0
+    addr: 32
+    # Word 1
+    done_length: 16
+    reserved_w1_16: 16
+    # Word 2
+    frame_length: 16
+    rx_error: RxError
+    rx_truncated: 1
+    reserved_w2_20: 11
+    error: 1
+    # Word 3
+    length: 16
+    reserved_w3_16: 8
+    ioc: 1
+    reserved_w3_25: 3
+    sop: 1
+    eop: 1
+    reserved_w3_30: 1
+    own: 1
+
+
+# Checked at import so that an edit of the struct cannot silently change the ring stride.
+if Descriptor.as_shape().size != 8 * DESCRIPTOR_BYTES:
+    raise RuntimeError(
+        f"Descriptor is {Descriptor.as_shape().size} bits, not {8 * DESCRIPTOR_BYTES}"
+    )

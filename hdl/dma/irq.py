@@ -1,0 +1,345 @@
+"""Interrupt moderation: when DMA completions become ``*_done`` causes, and the irq line.
+
+Two blocks, all in the sys clock domain:
+
+* :class:`IrqModerator`, one per DMA channel (TX and RX): turns the channel's one-cycle
+  completion strobes (:class:`IrqEventSignature`) into ``done_set`` / ``error_set`` strobes
+  for the CSR bank's sticky (w1c) ``IRQ_STATUS`` bits, according to ``IRQ_MODE``.
+* :class:`IrqController`: owns both moderators and the level ``irq`` output
+  (``IRQ_STATUS & IRQ_ENABLE``, registered) and counts its rising edges (``IRQ_COUNT``).
+  :func:`connect_csr_bank` wires it to the generated :class:`~macdma.hdl.bus.axi_lite.CsrBank`.
+
+Timing (cycle N = the cycle in which an input strobe is high)
+-----------------------------------------------------------
+* ``done_set`` / ``error_set`` are registered: high in cycle N+1 for an event in cycle N.
+  The CSR bank then shows the status bit from N+2, and ``irq`` rises in N+3 if enabled.
+* The coalescing timer, started by a frame in cycle N, expires in cycle
+  N + timer_us * sys_clk_mhz exactly (it restarts its µs prescaler when it starts), so
+  ``done_set`` is high one cycle later, like for every other event.
+
+Changing the configuration never loses a completion
+--------------------------------------------------
+Frames completed in COALESCE mode and not yet signalled are *pending*. They are signalled
+as soon as the count reaches ``coalesce_frames`` (so lowering it to or below the pending
+count fires at once), when the timer expires, or, at once, when the mode becomes
+PER_DESC or EOP. In NONE mode they are kept, neither signalled nor dropped, and the timer
+pauses; new frames are not counted (the driver polls the ring). Setting ``timer_us`` to 0
+stops the timer; setting it non-zero while frames are pending starts it then. A running
+timer keeps the ``timer_us`` it started with; ``sys_clk_mhz`` is sampled at each µs.
+"""
+
+from amaranth import *
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..regmap import REGISTER_MAP, RegisterMap, port_name
+
+__all__ = [
+    "IrqMode",
+    "IrqEventSignature",
+    "IrqModerator",
+    "IrqController",
+    "irq_causes_layout",
+    "connect_csr_bank",
+]
+
+
+class IrqMode(enum.Enum, shape=2):
+    """When a channel raises ``*_done``; mirrors the register map's ``IrqMode``."""
+
+    PER_DESC = 0  # each descriptor written back with IOC set
+    EOP = 1  # each frame (its EOP descriptor written back)
+    COALESCE = 2  # after coalesce_frames frames or timer_us µs, whichever first
+    NONE = 3  # never: the driver polls
+
+
+class IrqEventSignature(wiring.Signature):
+    """Completion events of one DMA channel, from the channel's point of view (all ``Out``,
+    one-cycle strobes; several may be high in the same cycle).
+
+    Members:
+        desc_done:  a descriptor was written back.
+        desc_ioc:   that descriptor's IOC flag (meaningful with ``desc_done``).
+        frame_done: the EOP descriptor of a frame was written back (also with ``desc_done``).
+        error:      the channel halted with an error.
+    """
+
+    def __init__(self):
+        super().__init__(
+            {
+                "desc_done": Out(1),
+                "desc_ioc": Out(1),
+                "frame_done": Out(1),
+                "error": Out(1),
+            }
+        )
+
+
+def _check_width(name: str, width: object) -> int:
+    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= 32:
+        raise ValueError(f"{name} must be an integer in 1..32, not {width!r}")
+    return width
+
+
+class IrqModerator(wiring.Component):
+    """Interrupt moderation for one DMA channel (see the module docstring for timing).
+
+    Parameters:
+        frames_width:      width of ``coalesce_frames`` (8: 1..255 frames).
+        timer_us_width:    width of ``timer_us`` (16).
+        sys_clk_mhz_width: width of ``sys_clk_mhz`` (10: 1..1000 MHz).
+
+    Members:
+        events:          ``In(IrqEventSignature())``: the channel's completion strobes.
+        mode:            ``In(IrqMode)``.
+        coalesce_frames: ``In(frames_width)``: COALESCE raises after this many frames;
+                         0 acts as 1.
+        timer_us:        ``In(timer_us_width)``: COALESCE raises this many µs after the first
+                         pending frame; 0 = no timer.
+        sys_clk_mhz:     ``In(sys_clk_mhz_width)``: sys clock in MHz, the µs prescaler;
+                         0 acts as 1.
+        done_set:        ``Out(1)``: one-cycle strobe for ``IRQ_STATUS.<dir>_done_set``.
+        error_set:       ``Out(1)``: one-cycle strobe for ``IRQ_STATUS.<dir>_error_set``;
+                         follows ``events.error`` by one cycle in every mode.
+        pending_frames:  ``Out(frames_width)``: frames completed in COALESCE mode and not
+                         yet signalled (for observation).
+        timer_running:   ``Out(1)``: the coalescing timer is counting (for observation).
+    """
+
+    def __init__(
+        self, *, frames_width: int = 8, timer_us_width: int = 16, sys_clk_mhz_width: int = 10
+    ):
+        self._frames_width = _check_width("frames_width", frames_width)
+        self._timer_us_width = _check_width("timer_us_width", timer_us_width)
+        self._sys_clk_mhz_width = _check_width("sys_clk_mhz_width", sys_clk_mhz_width)
+        super().__init__(
+            {
+                "events": In(IrqEventSignature()),
+                "mode": In(IrqMode),
+                "coalesce_frames": In(frames_width),
+                "timer_us": In(timer_us_width),
+                "sys_clk_mhz": In(sys_clk_mhz_width),
+                "done_set": Out(1),
+                "error_set": Out(1),
+                "pending_frames": Out(frames_width),
+                "timer_running": Out(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        events = self.events
+        pending = self.pending_frames
+        running = self.timer_running
+        us_left = Signal(self._timer_us_width)
+        # Cycles left in the current µs after this one: sys_clk_mhz - 1 down to 0.
+        cycles_left = Signal(self._sys_clk_mhz_width)
+        cycles_per_us_minus_1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
+
+        # Pending frames including one completing in this cycle; one bit wider so the
+        # count cannot wrap even if it reaches the largest coalesce_frames.
+        frames_now = Signal(self._frames_width + 1)
+        m.d.comb += frames_now.eq(pending + events.frame_done)
+        has_frames = frames_now != 0
+        # The last cycle of the last µs: the timer has run timer_us * sys_clk_mhz cycles.
+        timer_expires = running & (us_left == 1) & (cycles_left == 0)
+
+        m.d.sync += [
+            self.done_set.eq(0),
+            self.error_set.eq(events.error),
+        ]
+
+        def flush(extra_cause):
+            """Signal ``extra_cause`` and every pending frame; forget both."""
+            m.d.sync += [
+                self.done_set.eq(extra_cause | (pending != 0)),
+                pending.eq(0),
+                running.eq(0),
+            ]
+
+        with m.Switch(self.mode):
+            with m.Case(IrqMode.PER_DESC):
+                flush(events.desc_done & events.desc_ioc)
+            with m.Case(IrqMode.EOP):
+                flush(events.frame_done)
+            with m.Case(IrqMode.COALESCE):
+                by_count = has_frames & (frames_now >= self.coalesce_frames)
+                by_timer = has_frames & timer_expires
+                with m.If(by_count | by_timer):
+                    m.d.sync += [
+                        self.done_set.eq(1),
+                        pending.eq(0),
+                        running.eq(0),
+                    ]
+                with m.Else():
+                    m.d.sync += pending.eq(frames_now)
+                    with m.If(self.timer_us == 0):
+                        m.d.sync += running.eq(0)
+                    with m.Elif(~running & has_frames):
+                        # First pending frame (or the timer was just switched on): start.
+                        m.d.sync += [
+                            running.eq(1),
+                            us_left.eq(self.timer_us),
+                            cycles_left.eq(cycles_per_us_minus_1),
+                        ]
+                    with m.Elif(running):
+                        with m.If(cycles_left == 0):
+                            m.d.sync += [
+                                us_left.eq(us_left - 1),
+                                cycles_left.eq(cycles_per_us_minus_1),
+                            ]
+                        with m.Else():
+                            m.d.sync += cycles_left.eq(cycles_left - 1)
+            with m.Case(IrqMode.NONE):
+                pass  # pending frames and the timer hold until the mode changes
+
+        return m
+
+
+def _irq_causes(regmap: RegisterMap) -> tuple[str, ...]:
+    """The IRQ_STATUS cause names, bit 0 first; they must be contiguous 1-bit fields
+    from bit 0 so that a cause vector lines up with the register word."""
+    try:
+        status = regmap.register("IRQ_STATUS")
+        enable = regmap.register("IRQ_ENABLE")
+    except KeyError as exc:
+        raise ValueError(f"The register map has no IRQ_STATUS / IRQ_ENABLE: {exc}") from None
+    causes = tuple(f.name for f in sorted(status.fields, key=lambda f: f.lsb))
+    for bit, fld in enumerate(sorted(status.fields, key=lambda f: f.lsb)):
+        if fld.bits != (bit, 1) or fld.access != "w1c":
+            raise ValueError(
+                f"IRQ_STATUS field {fld.name} must be a w1c bit at bit {bit}, not "
+                f"{fld.access} bits {fld.bits}"
+            )
+    if tuple(f.name for f in sorted(enable.fields, key=lambda f: f.lsb)) != causes:
+        raise ValueError(f"IRQ_ENABLE fields must match the IRQ_STATUS causes {causes}")
+    for needed in ("tx_done", "rx_done", "tx_error", "rx_error"):
+        if needed not in causes:
+            raise ValueError(f"IRQ_STATUS has no {needed!r} cause (causes: {causes})")
+    return causes
+
+
+def irq_causes_layout(regmap: RegisterMap = REGISTER_MAP) -> data.StructLayout:
+    """One bit per IRQ_STATUS cause, in register bit order (tx_done, rx_done, ...)."""
+    return data.StructLayout({name: 1 for name in _irq_causes(regmap)})
+
+
+class IrqController(wiring.Component):
+    """Both channels' moderators and the level interrupt output.
+
+    Parameters:
+        regmap: the register map the CSR bank implements; the cause list and the widths of
+                the moderation fields come from its IRQ block.
+
+    Members (``<dir>`` is ``tx`` or ``rx``):
+        tx, rx:                   ``In(IrqEventSignature())``: the channels' events.
+        <dir>_mode:               ``In(IrqMode)``: IRQ_MODE.<dir>_mode.
+        <dir>_coalesce_frames:    ``In``: IRQ_<DIR>_COALESCE.frames.
+        <dir>_coalesce_timer_us:  ``In``: IRQ_<DIR>_COALESCE.timer_us.
+        sys_clk_mhz:              ``In``: IRQ_SYS_CLK_MHZ.
+        status, enable:           ``In(irq_causes_layout())``: the CSR bank's IRQ_STATUS
+                                  and IRQ_ENABLE values.
+        <dir>_done_set:           ``Out(1)``: to IRQ_STATUS.<dir>_done_set.
+        <dir>_error_set:          ``Out(1)``: to IRQ_STATUS.<dir>_error_set.
+        irq:                      ``Out(1)``: level, high the cycle after
+                                  ``status & enable`` becomes non-zero. Registered so the
+                                  line never glitches.
+        irq_count:                ``Out(32)``: rising edges of ``irq`` (IRQ_COUNT); counts
+                                  up in the cycle ``irq`` rises, wraps.
+    """
+
+    def __init__(self, regmap: RegisterMap = REGISTER_MAP):
+        if not isinstance(regmap, RegisterMap):
+            raise TypeError(f"regmap must be a RegisterMap, not {regmap!r}")
+        causes = irq_causes_layout(regmap)
+        try:
+            frames_width = regmap.register("IRQ_TX_COALESCE").field("frames").width
+            timer_us_width = regmap.register("IRQ_TX_COALESCE").field("timer_us").width
+            sys_clk_mhz_width = regmap.register("IRQ_SYS_CLK_MHZ").fields[0].width
+            count_width = regmap.register("IRQ_COUNT").fields[0].width
+        except KeyError as exc:
+            raise ValueError(f"The register map lacks an IRQ moderation register: {exc}") from None
+        self._regmap = regmap
+        self._widths = {
+            "frames_width": frames_width,
+            "timer_us_width": timer_us_width,
+            "sys_clk_mhz_width": sys_clk_mhz_width,
+        }
+        members = {}
+        for direction in ("tx", "rx"):
+            members[direction] = In(IrqEventSignature())
+            members[f"{direction}_mode"] = In(IrqMode)
+            members[f"{direction}_coalesce_frames"] = In(frames_width)
+            members[f"{direction}_coalesce_timer_us"] = In(timer_us_width)
+        members["sys_clk_mhz"] = In(sys_clk_mhz_width)
+        members["status"] = In(causes)
+        members["enable"] = In(causes)
+        for direction in ("tx", "rx"):
+            members[f"{direction}_done_set"] = Out(1)
+            members[f"{direction}_error_set"] = Out(1)
+        members["irq"] = Out(1)
+        members["irq_count"] = Out(count_width)
+        super().__init__(members)
+
+    @property
+    def regmap(self) -> RegisterMap:
+        return self._regmap
+
+    def elaborate(self, platform):
+        m = Module()
+        for direction in ("tx", "rx"):
+            moderator = IrqModerator(**self._widths)
+            m.submodules[f"{direction}_moderator"] = moderator
+            wiring.connect(m, wiring.flipped(getattr(self, direction)), moderator.events)
+            m.d.comb += [
+                moderator.mode.eq(getattr(self, f"{direction}_mode")),
+                moderator.coalesce_frames.eq(getattr(self, f"{direction}_coalesce_frames")),
+                moderator.timer_us.eq(getattr(self, f"{direction}_coalesce_timer_us")),
+                moderator.sys_clk_mhz.eq(self.sys_clk_mhz),
+                getattr(self, f"{direction}_done_set").eq(moderator.done_set),
+                getattr(self, f"{direction}_error_set").eq(moderator.error_set),
+            ]
+
+        # Level interrupt = any enabled cause. Status is sticky, so enabling a cause that is
+        # already set raises irq at once: a NAPI driver that re-enables after polling cannot
+        # miss work that arrived while it was masked.
+        irq_next = (self.status.as_value() & self.enable.as_value()).any()
+        m.d.sync += self.irq.eq(irq_next)
+        with m.If(irq_next & ~self.irq):
+            m.d.sync += self.irq_count.eq(self.irq_count + 1)
+        return m
+
+
+def connect_csr_bank(m: Module, controller: IrqController, bank) -> None:
+    """Wire ``controller`` to a :class:`~macdma.hdl.bus.axi_lite.CsrBank` built from the
+    same register map: configuration and IRQ_STATUS / IRQ_ENABLE in, the ``*_set`` strobes
+    and IRQ_COUNT out. The DMA channels' events (``controller.tx`` / ``.rx``) stay for the
+    caller to connect."""
+    regmap = controller.regmap
+    if bank.regmap is not regmap:
+        raise ValueError("The CSR bank and the IRQ controller use different register maps")
+
+    def status_set_port(cause):
+        block, reg = regmap.lookup("IRQ_STATUS")
+        return getattr(bank, port_name(block, reg, reg.field(cause)) + "_set")
+
+    for direction in ("tx", "rx"):
+        coalesce = f"IRQ_{direction.upper()}_COALESCE"
+        m.d.comb += [
+            getattr(controller, f"{direction}_mode").eq(bank.port("IRQ_MODE", f"{direction}_mode")),
+            getattr(controller, f"{direction}_coalesce_frames").eq(bank.port(coalesce, "frames")),
+            getattr(controller, f"{direction}_coalesce_timer_us").eq(
+                bank.port(coalesce, "timer_us")
+            ),
+            status_set_port(f"{direction}_done").eq(getattr(controller, f"{direction}_done_set")),
+            status_set_port(f"{direction}_error").eq(getattr(controller, f"{direction}_error_set")),
+        ]
+    for cause, _ in controller.status.shape():
+        m.d.comb += [
+            controller.status[cause].eq(bank.port("IRQ_STATUS", cause)),
+            controller.enable[cause].eq(bank.port("IRQ_ENABLE", cause)),
+        ]
+    m.d.comb += [
+        controller.sys_clk_mhz.eq(bank.port("IRQ_SYS_CLK_MHZ")),
+        bank.port("IRQ_COUNT").eq(controller.irq_count),
+    ]

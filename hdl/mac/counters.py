@@ -1,0 +1,27 @@
+"""The MAC's statistics counters: names and meanings, in register order.
+
+Plain Python (no Amaranth) so the register map can list them too: this is the one
+source of truth for the counters in :mod:`.stats` and for the STATS register block.
+"""
+
+TX_COUNTERS = {
+    "tx_frames_good": "Frames transmitted without error.",
+    "tx_bytes_good": "Bytes of good transmitted frames (padding and FCS included).",
+    "tx_frames_bad": "Frames transmitted with tx_er: aborted by the client or underrun.",
+    "tx_bytes_bad": "Bytes of bad transmitted frames.",
+    "tx_underruns": "Frames cut short because the client ran dry mid-frame.",
+}
+
+RX_COUNTERS = {
+    "rx_frames_good": "Frames received without error.",
+    "rx_bytes_good": "Bytes of good received frames (FCS included).",
+    "rx_frames_bad": "Frames received with an error (sum of the cause counters below).",
+    "rx_bytes_bad": "Bytes of bad received frames.",
+    "rx_fcs_errors": "Received frames whose only fault is a bad FCS.",
+    "rx_runts": "Received frames shorter than 64 bytes including FCS.",
+    "rx_oversize": "Received frames longer than MAC_MAX_LEN (+4 with a VLAN tag).",
+    "rx_phy_errors": "Received frames with rx_er asserted.",
+    "rx_alignment_errors": "Received frames ending on half a byte (MII).",
+    "rx_preamble_errors": "Carrier without a start-of-frame delimiter; nothing delivered.",
+    "rx_dropped_disabled": "Frames dropped because MAC_CTRL.rx_enable was 0.",
+}

@@ -1,0 +1,158 @@
+"""The descriptor layout: the HDL data.Struct and the driver's plain-Python mirror agree."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+from amaranth.lib import data
+from macdma.firmware import descriptor as fw
+from macdma.hdl.dma import descriptor as hw
+from macdma.hdl.mac.frame import RxError
+
+
+def hdl_fields():
+    """``[(name, bit offset, width)]`` of the HDL struct, in layout order."""
+    return [(name, f.offset, f.width) for name, f in hw.Descriptor.as_shape()]
+
+
+def hdl_named_fields():
+    return [entry for entry in hdl_fields() if not entry[0].startswith("reserved_")]
+
+
+def test_hdl_and_firmware_layouts_agree_field_by_field():
+    firmware = [(bf.name, bf.offset, bf.width) for bf in fw.Descriptor.layout()]
+    assert hdl_named_fields() == firmware
+
+
+def test_hdl_struct_is_16_bytes_and_reserved_fields_fill_the_gaps():
+    fields = hdl_fields()
+    assert hw.Descriptor.as_shape().size == 8 * fw.DESCRIPTOR_BYTES == 128
+    # Contiguous: the struct has no implicit holes, so padding is always named.
+    end = 0
+    for name, offset, width in fields:
+        assert offset == end, name
+        end = offset + width
+        # Reserved names carry their word and first bit, and no field crosses a word.
+        if name.startswith("reserved_"):
+            assert name == f"reserved_w{offset // 32}_{offset % 32}"
+        assert offset // 32 == (offset + width - 1) // 32, name
+    assert end == 128
+
+
+def test_layout_matches_the_documented_positions():
+    # Written from docs/descriptors.md, independently of either definition.
+    documented = {
+        "addr": (0, 0, 32),
+        "done_length": (1, 0, 16),
+        "frame_length": (2, 0, 16),
+        "rx_error": (2, 16, 3),
+        "rx_truncated": (2, 19, 1),
+        "error": (2, 31, 1),
+        "length": (3, 0, 16),
+        "ioc": (3, 24, 1),
+        "sop": (3, 28, 1),
+        "eop": (3, 29, 1),
+        "own": (3, 31, 1),
+    }
+    assert {bf.name: (bf.word, bf.lsb, bf.width) for bf in fw.Descriptor.layout()} == documented
+
+
+def test_rx_error_enum_and_constants_agree():
+    assert [(m.name, m.value) for m in RxError] == [(m.name, m.value) for m in fw.RxErrorCause]
+    assert hw.Descriptor.as_shape()["rx_error"].shape is RxError
+    assert hw.DESCRIPTOR_BYTES == fw.DESCRIPTOR_BYTES
+    assert hw.DESCRIPTOR_WORDS == fw.DESCRIPTOR_WORDS
+    assert hw.MIN_RX_BUFFER_BYTES == fw.MIN_RX_BUFFER_BYTES
+    assert hw.MAX_BUFFER_BYTES == fw.MAX_BUFFER_BYTES
+    assert hw.WRITEBACK_FIRST_WORD == fw.WRITEBACK_FIRST_WORD
+    assert (fw.WRITEBACK_OFFSET, fw.WRITEBACK_BYTES) == (4, 12)
+
+
+def test_pack_gives_the_documented_bytes():
+    desc = fw.Descriptor.tx(0x1234_5678, 1514, sop=True, eop=True, ioc=True)
+    # word3 = 0x05EA | IOC (bit 24) | SOP (28) | EOP (29) | OWN (31) = 0xB100_05EA
+    words = ("78563412", "00000000", "00000000", "ea0500b1")
+    assert desc.pack() == bytes.fromhex("".join(words))
+    # RX EOP write-back: addr 0x1000; 0x40 bytes in this buffer; frame 0x2A bytes with
+    # rx_error FCS (5) at bit 16 and error at bit 31 (word2 = 0x8005_002A); length 0x200
+    # with EOP (word3 = 0x2000_0200).
+    words = ("00100000", "40000000", "2a000580", "00020020")
+    rx = fw.Descriptor.unpack(bytes.fromhex("".join(words)))
+    assert (rx.addr, rx.length, rx.eop, rx.own, rx.sop) == (0x1000, 0x200, True, False, False)
+    assert (rx.done_length, rx.frame_length, rx.rx_error, rx.error) == (0x40, 0x2A, 5, True)
+    assert rx.rx_error == fw.RxErrorCause.FCS
+
+
+def random_descriptor(rng: random.Random) -> fw.Descriptor:
+    values = {}
+    for bf in fw.Descriptor.layout():
+        limit = len(fw.RxErrorCause) - 1 if bf.name == "rx_error" else bf.max_value
+        value = rng.randint(0, limit)
+        values[bf.name] = bool(value) if bf.width == 1 else value
+    return fw.Descriptor(**values)
+
+
+def test_firmware_bytes_decode_identically_in_the_hdl_view():
+    rng = random.Random(7)
+    for _ in range(300):
+        desc = random_descriptor(rng)
+        image = desc.pack()
+        # The DMA reads the four words little-endian, word 0 in the low bits of the struct.
+        view = data.Const(hw.Descriptor, int.from_bytes(image, "little"))
+        for bf in fw.Descriptor.layout():
+            got = view[bf.name]
+            got = got.value if isinstance(got, RxError) else int(got)
+            assert got == int(getattr(desc, bf.name)), bf.name
+        assert fw.Descriptor.unpack(image) == desc
+
+
+def test_hdl_constant_encodes_identically_to_firmware_pack():
+    rng = random.Random(11)
+    for _ in range(300):
+        desc = random_descriptor(rng)
+        init = {bf.name: int(getattr(desc, bf.name)) for bf in fw.Descriptor.layout()}
+        init["rx_error"] = RxError(init["rx_error"])
+        bits = hw.Descriptor.const(init).as_value().value
+        assert bits.to_bytes(16, "little") == desc.pack()
+
+
+def test_reserved_bits_are_written_zero_and_ignored_on_read():
+    assert fw.Descriptor().pack() == bytes(16)
+    every_named_bit = fw.Descriptor(
+        **{bf.name: (True if bf.width == 1 else bf.max_value) for bf in fw.Descriptor.layout()}
+    )
+    named_mask = int.from_bytes(every_named_bit.pack(), "little")
+    reserved_mask = ((1 << 128) - 1) & ~named_mask
+    expected_reserved = sum(
+        ((1 << width) - 1) << offset
+        for name, offset, width in hdl_fields()
+        if name.startswith("reserved_")
+    )
+    assert reserved_mask == expected_reserved
+    assert fw.Descriptor.unpack(reserved_mask.to_bytes(16, "little")) == fw.Descriptor()
+
+
+def test_constructors_and_pack_reject_bad_values():
+    with pytest.raises(ValueError, match="TX fragment length 0"):
+        fw.Descriptor.tx(0, 0, sop=True, eop=True)
+    with pytest.raises(ValueError, match="RX buffer size 63"):
+        fw.Descriptor.rx(0, 63)
+    with pytest.raises(ValueError, match="RX buffer size 65536"):
+        fw.Descriptor.rx(0, 65536)
+    with pytest.raises(ValueError, match="addr = 4294967296"):
+        fw.Descriptor.tx(1 << 32, 64, sop=True, eop=True)
+    with pytest.raises(ValueError, match="done_length = -1"):
+        fw.Descriptor(done_length=-1).pack()
+    with pytest.raises(ValueError, match="16 bytes, not 12"):
+        fw.Descriptor.unpack(bytes(12))
+    rx = fw.Descriptor.rx(0x8000_0003, 64, ioc=True)
+    assert (rx.own, rx.sop, rx.eop, rx.ioc, rx.length) == (True, False, False, True, 64)
+
+
+def test_firmware_module_does_not_import_amaranth():
+    code = (
+        "import sys, macdma.firmware.descriptor; "
+        "sys.exit('amaranth' in sys.modules or 'macdma.hdl' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
