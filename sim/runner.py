@@ -56,6 +56,10 @@ class CocotbTestFailure(AssertionError):
         self.result = result
 
 
+class SimulatorBuildError(RuntimeError):
+    """The simulator could not compile the exported Verilog."""
+
+
 @dataclass(frozen=True)
 class TestCaseResult:
     """One ``<testcase>`` of the cocotb results XML."""
@@ -140,16 +144,22 @@ def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]
             write_atomically(dump, _icarus_dump_module(top))
             sources.append(dump)
         started = time.monotonic()
-        get_runner(sim).build(
-            sources=sources,
-            hdl_toplevel=top,
-            build_dir=sim_build,
-            build_args=build_args,
-            timescale=TIMESCALE,
-            # Icarus traces through our own dump module; Verilator needs VM_TRACE=1.
-            waves=waves and sim == "verilator",
-            always=True,
-        )
+        try:
+            get_runner(sim).build(
+                sources=sources,
+                hdl_toplevel=top,
+                build_dir=sim_build,
+                build_args=build_args,
+                timescale=TIMESCALE,
+                # Icarus traces through our own dump module; Verilator needs VM_TRACE=1.
+                waves=waves and sim == "verilator",
+                always=True,
+            )
+        except (RuntimeError, SystemExit) as error:
+            raise SimulatorBuildError(
+                f"{sim} could not build {top} from {verilog} ({error}); "
+                "the compiler output (pytest: Captured stdout/stderr) says why"
+            ) from error
         seconds = time.monotonic() - started
         stamp = {"sim": sim, "top": top, "verilog": str(verilog), "build_seconds": seconds}
         write_atomically(sim_build / _STAMP, json.dumps(stamp, indent=2))

@@ -122,7 +122,7 @@ def cache_key(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
     digest.update(f"params={sorted(params.items())!r}\n".encode())
     digest.update(f"amaranth={importlib.metadata.version('amaranth')}\n".encode())
     for path in _source_files(factory):
-        digest.update(f"file={path.name}\n".encode())
+        digest.update(f"file={path}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

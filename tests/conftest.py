@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from macdma.sim.runner import RunResult, run_cocotb
 from macdma.sim.simulators import SIMULATORS
 

@@ -8,6 +8,7 @@ from amaranth import *
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 from axi_model import AxiMemory, StreamSink, StreamSource
+
 from macdma.hdl.bus.axi4 import RESP_DECERR, RESP_SLVERR, Axi4WriteSignature
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import plan_bursts, transfer_beats

@@ -7,6 +7,7 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
+
 from macdma.hdl.bus.axi_lite import RESP_OKAY, RESP_SLVERR, AxiLiteSignature, CsrBank
 from macdma.hdl.regmap import REGISTER_MAP
 

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from amaranth.lib import data
+
 from macdma.firmware import descriptor as fw
 from macdma.hdl.dma import descriptor as hw
 from macdma.hdl.mac.frame import RxError

@@ -17,6 +17,8 @@ from amaranth import *
 from amaranth.back import verilog
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
+from test_csr_bank import AxiLiteMaster
+
 from macdma.hdl.bus.axi_lite import CsrBank
 from macdma.hdl.dma.irq import (
     IrqController,
@@ -26,7 +28,6 @@ from macdma.hdl.dma.irq import (
     irq_causes_layout,
 )
 from macdma.hdl.regmap import IRQ_MODE, REGISTER_MAP, Block, Field, Register, RegisterMap
-from test_csr_bank import AxiLiteMaster
 
 STROBES = ("desc_done", "desc_ioc", "frame_done", "error")
 A = REGISTER_MAP.address

@@ -4,6 +4,7 @@ import zlib
 
 from amaranth.sim import Simulator
 from mac_reference import fcs
+
 from macdma.hdl.mac.frame import ETHERNET_CRC
 
 

@@ -5,6 +5,7 @@ from amaranth import Elaboratable, Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 from mac_reference import PREAMBLE, fcs, make_payload, wire_frame
+
 from macdma.hdl.mac.frame import RxError
 from macdma.hdl.mac.rx import GmiiRxDecoder, MacRx
 from macdma.hdl.mac.stats import RxStatistics

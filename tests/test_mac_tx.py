@@ -3,6 +3,7 @@
 import pytest
 from amaranth.sim import Simulator
 from mac_reference import PREAMBLE, make_payload, wire_frame
+
 from macdma.hdl.mac.tx import MacTx
 
 

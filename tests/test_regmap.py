@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from macdma.hdl import regmap_gen
 from macdma.hdl.regmap import (
     REGISTER_MAP,

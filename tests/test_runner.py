@@ -12,7 +12,9 @@ import pytest
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from macdma.sim.runner import CocotbTestFailure
+
+from macdma.sim import runner
+from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError
 from macdma.sim.simulators import wave_format
 from macdma.sim.verilog import export_verilog
 
@@ -102,3 +104,10 @@ def test_unknown_top_names_the_known_ones(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MACDMA_BUILD_DIR", str(tmp_path))
     with pytest.raises(KeyError, match="Unknown top 'no_such_top'; registered tops"):
         export_verilog("no_such_top")
+
+
+def test_build_error_is_reported(tmp_path: Path, monkeypatch, cocotb_run) -> None:
+    monkeypatch.setenv("MACDMA_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(runner, "ICARUS_BUILD_ARGS", ("-gno-such-generation",))
+    with pytest.raises(SimulatorBuildError, match="icarus could not build runner_smoke_counter"):
+        run_smoke(cocotb_run, "icarus", testcase="test_counts_when_enabled")

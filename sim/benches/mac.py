@@ -17,6 +17,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
+
 from macdma.hdl.mac.counters import RX_COUNTERS, TX_COUNTERS
 from macdma.hdl.mac.frame import DEFAULT_IFG_BYTES, DEFAULT_MAX_FRAME_LENGTH
 

@@ -8,6 +8,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamFrame
 from cocotbext.eth import GmiiFrame
+
 from macdma.sim.benches.mac import (
     GMII_1000,
     MII_10,
