@@ -22,7 +22,6 @@ from macdma.hdl.mac.counters import RX_COUNTERS, TX_COUNTERS
 from macdma.hdl.mac.frame import DEFAULT_IFG_BYTES, DEFAULT_MAX_FRAME_LENGTH
 
 PREAMBLE_AND_SFD = 8
-FCS = 4
 
 
 @dataclass(frozen=True)
