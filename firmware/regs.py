@@ -144,6 +144,9 @@ TX_STATUS_RUNNING_MASK = 0x00000001
 TX_STATUS_HALTED_SHIFT = 1
 TX_STATUS_HALTED_WIDTH = 1
 TX_STATUS_HALTED_MASK = 0x00000002
+TX_STATUS_BAD_TAIL_SHIFT = 2
+TX_STATUS_BAD_TAIL_WIDTH = 1
+TX_STATUS_BAD_TAIL_MASK = 0x00000004
 TX_STATUS_ERROR_CODE_SHIFT = 4
 TX_STATUS_ERROR_CODE_WIDTH = 4
 TX_STATUS_ERROR_CODE_MASK = 0x000000F0
@@ -166,7 +169,8 @@ TX_RING_SIZE_MASK = 0x00001FFF
 
 # TX_TAIL (0x110)
 # Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
-# 12-bit value is accepted here: the DMA engine checks it against RING_SIZE.
+# 12-bit value is accepted here: the DMA engine ignores a value not less than RING_SIZE and sets
+# STATUS.bad_tail.
 TX_TAIL = 0x110
 TX_TAIL_RESET_VALUE = 0x00000000
 TX_TAIL_SHIFT = 0
@@ -273,6 +277,9 @@ RX_STATUS_RUNNING_MASK = 0x00000001
 RX_STATUS_HALTED_SHIFT = 1
 RX_STATUS_HALTED_WIDTH = 1
 RX_STATUS_HALTED_MASK = 0x00000002
+RX_STATUS_BAD_TAIL_SHIFT = 2
+RX_STATUS_BAD_TAIL_WIDTH = 1
+RX_STATUS_BAD_TAIL_MASK = 0x00000004
 RX_STATUS_ERROR_CODE_SHIFT = 4
 RX_STATUS_ERROR_CODE_WIDTH = 4
 RX_STATUS_ERROR_CODE_MASK = 0x000000F0
@@ -295,7 +302,8 @@ RX_RING_SIZE_MASK = 0x00001FFF
 
 # RX_TAIL (0x190)
 # Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
-# 12-bit value is accepted here: the DMA engine checks it against RING_SIZE.
+# 12-bit value is accepted here: the DMA engine ignores a value not less than RING_SIZE and sets
+# STATUS.bad_tail.
 RX_TAIL = 0x190
 RX_TAIL_RESET_VALUE = 0x00000000
 RX_TAIL_SHIFT = 0

@@ -623,6 +623,13 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
                 Field("running", (0, 1), "ro", doc="The channel is enabled and not halted."),
                 Field("halted", (1, 1), "ro", doc="The channel stopped on an error."),
                 Field(
+                    "bad_tail",
+                    (2, 1),
+                    "ro",
+                    doc="A TAIL write was not less than RING_SIZE and was ignored; sticky "
+                    "until CTRL.reset.",
+                ),
+                Field(
                     "error_code",
                     (4, 4),
                     "ro",
@@ -653,8 +660,8 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
             0x10,
             "rw",
             "Index one past the last descriptor handed to the DMA; writing it rings the "
-            "doorbell. Every 12-bit value is accepted here: the DMA engine checks it against "
-            "RING_SIZE.",
+            "doorbell. Every 12-bit value is accepted here: the DMA engine ignores a value "
+            "not less than RING_SIZE and sets STATUS.bad_tail.",
             width=12,
             write_strobe=True,
         ),

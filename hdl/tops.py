@@ -1,8 +1,10 @@
 """Every design exported to Verilog, by module name. ``make verilog`` writes each one."""
 
 from .mac.top import EthMacTop
+from .soc import SocTop
 
 #: Verilog module name -> factory taking the design's build-time parameters.
 TOPS = {
     "macdma_eth_mac": EthMacTop,
+    "macdma_soc": SocTop,
 }

@@ -141,6 +141,9 @@
 #define MACDMA_TX_STATUS_HALTED_SHIFT 1u
 #define MACDMA_TX_STATUS_HALTED_WIDTH 1u
 #define MACDMA_TX_STATUS_HALTED_MASK 0x00000002u
+#define MACDMA_TX_STATUS_BAD_TAIL_SHIFT 2u
+#define MACDMA_TX_STATUS_BAD_TAIL_WIDTH 1u
+#define MACDMA_TX_STATUS_BAD_TAIL_MASK 0x00000004u
 #define MACDMA_TX_STATUS_ERROR_CODE_SHIFT 4u
 #define MACDMA_TX_STATUS_ERROR_CODE_WIDTH 4u
 #define MACDMA_TX_STATUS_ERROR_CODE_MASK 0x000000F0u
@@ -163,7 +166,8 @@
 
 /* TX_TAIL (0x110)
  * Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
- * 12-bit value is accepted here: the DMA engine checks it against RING_SIZE. */
+ * 12-bit value is accepted here: the DMA engine ignores a value not less than RING_SIZE and
+ * sets STATUS.bad_tail. */
 #define MACDMA_TX_TAIL 0x110u
 #define MACDMA_TX_TAIL_RESET_VALUE 0x00000000u
 #define MACDMA_TX_TAIL_SHIFT 0u
@@ -270,6 +274,9 @@
 #define MACDMA_RX_STATUS_HALTED_SHIFT 1u
 #define MACDMA_RX_STATUS_HALTED_WIDTH 1u
 #define MACDMA_RX_STATUS_HALTED_MASK 0x00000002u
+#define MACDMA_RX_STATUS_BAD_TAIL_SHIFT 2u
+#define MACDMA_RX_STATUS_BAD_TAIL_WIDTH 1u
+#define MACDMA_RX_STATUS_BAD_TAIL_MASK 0x00000004u
 #define MACDMA_RX_STATUS_ERROR_CODE_SHIFT 4u
 #define MACDMA_RX_STATUS_ERROR_CODE_WIDTH 4u
 #define MACDMA_RX_STATUS_ERROR_CODE_MASK 0x000000F0u
@@ -292,7 +299,8 @@
 
 /* RX_TAIL (0x190)
  * Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
- * 12-bit value is accepted here: the DMA engine checks it against RING_SIZE. */
+ * 12-bit value is accepted here: the DMA engine ignores a value not less than RING_SIZE and
+ * sets STATUS.bad_tail. */
 #define MACDMA_RX_TAIL 0x190u
 #define MACDMA_RX_TAIL_RESET_VALUE 0x00000000u
 #define MACDMA_RX_TAIL_SHIFT 0u

@@ -1,4 +1,4 @@
-"""The Ethernet MAC core: transmitter, receiver and their statistics.
+"""The Ethernet MAC core: transmitter and receiver, with per-frame status reports.
 
 ``EthMac`` uses two clock domains, ``tx`` and ``rx``, which the enclosing design
 defines (the PHY's clocks). Everything on the client side of each path lives in that
@@ -9,11 +9,9 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from .counters import RX_COUNTERS, TX_COUNTERS
-from .frame import ByteBeat, RxError
+from .frame import ByteBeat, RxError, RxStatus, TxStatus
 from .gmii import GmiiRxSignature, GmiiTxSignature
 from .rx import GmiiRxDecoder, MacRx
-from .stats import RxStatistics, TxStatistics, counters_signature
 from .tx import MacTx
 
 
@@ -40,8 +38,13 @@ class EthMac(wiring.Component):
     tx_clk_enable, rx_clk_enable, tx_mii_select, rx_mii_select : In(1)
         Per direction: which clocks carry a symbol, and MII nibble mode.
     config : In(MacConfig)
-    tx_counters, rx_counters : Out
-        Statistics in the ``tx`` and ``rx`` domains (see :mod:`.stats`).
+    tx_status : Out(stream TxStatus, always ready), ``tx`` domain
+    rx_status : Out(stream RxStatus, always ready), ``rx`` domain
+    rx_preamble_error, rx_dropped_disabled : Out(1), ``rx`` domain
+        One report per frame (see :mod:`.frame`) and pulses for frames never delivered:
+        what :mod:`.stats` counts. The core keeps no counters itself, so a design can
+        count in the PHY's domains (the standalone top) or after crossing to its
+        system clock (the SoC).
     tx_error_underflow, rx_error_bad_frame, rx_error_bad_fcs : Out(1)
         Registered one-cycle pulses in their path's domain, one per affected frame.
         ``rx_error_bad_fcs`` comes with ``rx_error_bad_frame`` for an FCS error.
@@ -56,8 +59,10 @@ class EthMac(wiring.Component):
     tx_mii_select: In(1)
     rx_mii_select: In(1)
     config: In(MacConfig)
-    tx_counters: Out(counters_signature(TX_COUNTERS))
-    rx_counters: Out(counters_signature(RX_COUNTERS))
+    tx_status: Out(stream.Signature(TxStatus, always_ready=True))
+    rx_status: Out(stream.Signature(RxStatus, always_ready=True))
+    rx_preamble_error: Out(1)
+    rx_dropped_disabled: Out(1)
     tx_error_underflow: Out(1)
     rx_error_bad_frame: Out(1)
     rx_error_bad_fcs: Out(1)
@@ -68,11 +73,9 @@ class EthMac(wiring.Component):
         rx_domain = DomainRenamer("rx")
 
         m.submodules.tx_mac = tx_mac = tx_domain(MacTx())
-        m.submodules.tx_stats = tx_stats = tx_domain(TxStatistics())
         connect(m, flipped(self.tx), tx_mac.i)
         connect(m, tx_mac.gmii, flipped(self.gmii_tx))
-        connect(m, tx_mac.status, tx_stats.status)
-        connect(m, tx_stats.counters, flipped(self.tx_counters))
+        connect(m, tx_mac.status, flipped(self.tx_status))
         m.d.comb += [
             tx_mac.clk_enable.eq(self.tx_clk_enable),
             tx_mac.mii_select.eq(self.tx_mii_select),
@@ -84,19 +87,17 @@ class EthMac(wiring.Component):
 
         m.submodules.rx_decoder = rx_decoder = rx_domain(GmiiRxDecoder())
         m.submodules.rx_mac = rx_mac = rx_domain(MacRx())
-        m.submodules.rx_stats = rx_stats = rx_domain(RxStatistics())
         connect(m, rx_decoder.gmii, flipped(self.gmii_rx))
         connect(m, rx_mac.o, flipped(self.rx))
-        connect(m, rx_mac.status, rx_stats.status)
-        connect(m, rx_stats.counters, flipped(self.rx_counters))
+        connect(m, rx_mac.status, flipped(self.rx_status))
         m.d.comb += [
             rx_decoder.clk_enable.eq(self.rx_clk_enable),
             rx_decoder.mii_select.eq(self.rx_mii_select),
             rx_mac.i.eq(rx_decoder.o),
             rx_mac.cfg_enable.eq(self.config.rx_enable),
             rx_mac.cfg_max_length.eq(self.config.rx_max_length),
-            rx_stats.preamble_error.eq(rx_mac.preamble_error),
-            rx_stats.dropped_disabled.eq(rx_mac.dropped_disabled),
+            self.rx_preamble_error.eq(rx_mac.preamble_error),
+            self.rx_dropped_disabled.eq(rx_mac.dropped_disabled),
         ]
         rx_status = rx_mac.status
         m.d.rx += [

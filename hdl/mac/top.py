@@ -2,15 +2,17 @@
 
 Port names follow verilog-ethernet's ``eth_mac_1g`` where the two overlap, so a design
 or test bench built around that core can switch to this one. The statistics counters are
-not ports of this top (its port list is a contract); they stay reachable in the
-hierarchy as ``mac.tx_stats.counters__*`` and ``mac.rx_stats.counters__*``.
+not ports of this top (its port list is a contract); they count in the PHY clock
+domains and stay reachable in the hierarchy as ``tx_stats.counters__*`` and
+``rx_stats.counters__*``.
 """
 
 from amaranth import *
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect
 
 from .mac import EthMac
+from .stats import RxStatistics, TxStatistics
 
 
 class EthMacTop(wiring.Component):
@@ -65,6 +67,14 @@ class EthMacTop(wiring.Component):
             rx.rst.eq(self.rx_rst),
         ]
         m.submodules.mac = mac = EthMac()
+        m.submodules.tx_stats = tx_stats = DomainRenamer("tx")(TxStatistics())
+        m.submodules.rx_stats = rx_stats = DomainRenamer("rx")(RxStatistics())
+        connect(m, mac.tx_status, tx_stats.status)
+        connect(m, mac.rx_status, rx_stats.status)
+        m.d.comb += [
+            rx_stats.preamble_error.eq(mac.rx_preamble_error),
+            rx_stats.dropped_disabled.eq(mac.rx_dropped_disabled),
+        ]
 
         m.d.comb += [
             mac.tx.p.data.eq(self.tx_axis_tdata),

@@ -12,7 +12,8 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import with_timeout
 
-from macdma.sim.benches.mac import GMII_1000, MacBench, rx_rate, tx_rate
+from macdma.sim.benches.gmii import GMII_1000, rx_rate, tx_rate
+from macdma.sim.benches.mac import MacBench
 
 SIZES = {64: 60, 1518: 1514}  # Ethernet frame size -> bytes the client hands over
 

@@ -9,15 +9,8 @@ from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamFrame
 from cocotbext.eth import GmiiFrame
 
-from macdma.sim.benches.mac import (
-    GMII_1000,
-    MII_10,
-    MII_100,
-    LinkMode,
-    MacBench,
-    rx_rate,
-    tx_rate,
-)
+from macdma.sim.benches.gmii import GMII_1000, MII_10, MII_100, LinkMode, rx_rate, tx_rate
+from macdma.sim.benches.mac import MacBench
 
 PREAMBLE = bytes([0x55] * 7 + [0xD5])
 TX_LENGTHS = list(range(1, 65)) + [512, 1500, 1514]

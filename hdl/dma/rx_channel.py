@@ -1,0 +1,701 @@
+"""RX DMA channel: frames from the RX FIFO into the host's RX descriptor ring.
+
+See :class:`RxDmaChannel` for the ports and the exact behaviour; ``docs/descriptors.md`` for
+the descriptor hand-off protocol it implements.
+"""
+
+from amaranth import *
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
+from ..mac.frame import RxError
+from ..regmap import DMA_ERROR_CODE
+from .axi_reader import AxiBurstReader
+from .axi_writer import AxiBurstWriter
+from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES
+from .irq import IrqEventSignature
+from .tx_fifo import packed_layout
+
+__all__ = ["RxDmaChannel", "ERROR_CODES"]
+
+
+#: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
+ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
+
+
+#: Largest data write command (bytes) the channel hands to the AXI writer; a frame is staged
+#: in pieces of at most this size, so the staging FIFO holds two of them.
+CHUNK_BEATS = 64
+#: Bytes of one descriptor write-back (words 1..3).
+WRITEBACK_BYTES = 12
+WRITEBACK_OFFSET = 4
+#: Write commands queued for the AXI writer (data chunks and write-backs).
+CMD_QUEUE_DEPTH = 8
+
+
+class RxDmaChannel(wiring.Component):
+    """One RX DMA channel: descriptor prefetch, frame scatter, write-back, drops, errors.
+
+    Parameters
+    ----------
+    data_width : 32 or 64
+        Width of ``i`` and of both AXI interfaces (``W = data_width // 8`` bytes a beat).
+    addr_width : 12..64
+        AXI address width (RING_BASE and buffer addresses are 32-bit in the descriptor).
+    max_prefetch : 1..16
+        Most descriptors held prefetched (and the clamp of ``prefetch``).
+
+    Members (all in the ``sync`` domain)
+    -------
+    run, reset : In(1)
+        CTRL.run; CTRL.reset (one-cycle strobe).
+    ring_base, ring_size : In(32), In(13)
+        RING_BASE (16-byte aligned), RING_SIZE (0 = not configured; 1 never fetches because
+        at most RING_SIZE - 1 descriptors are ever in the DMA's hands).
+    tail, tail_written : In(12), In(1)
+        TAIL and its write strobe (the doorbell). A doorbell with ``tail >= ring_size`` is
+        ignored (the previous tail stays) and sets the sticky ``bad_tail``.
+    poll_us, sys_clk_mhz : In(16), In(10)
+        POLL_US (0 = off) and the sys clock in MHz (0 acts as 1): every ``poll_us`` µs the
+        channel re-reads the descriptor(s) at its fetch position even without a doorbell.
+    burst_beats : In(9)
+        BURST_BEATS, passed to both AXI movers.
+    prefetch : In(5)
+        PREFETCH: descriptors per fetch burst, clamped to 1..max_prefetch.
+    i : In(stream {data, count, last, error, overflow})
+        Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``.
+    i_cause : In(RxError)
+        The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
+        NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
+        EOP descriptor bad (with ``rx_error`` = NONE).
+    head : Out(12)
+        HEAD: next descriptor whose write-back is awaited; advances after each write-back's
+        OKAY B response.
+    running, halted, error_code : Out(1), Out(1), Out(4)
+        STATUS. ``running`` = run & ring configured & not halted.
+    desc_fetched, bursts, bytes, frames, drops : Out(32)
+        Counters (wrap; kept across CTRL.reset, cleared by the system reset only):
+        descriptors read from the ring (owned or not); AXI write bursts (AW handshakes) of
+        frame data; frame bytes written (after OKAY); frames completed (EOP write-back
+        OKAY); frames dropped whole because no owned descriptor was available.
+    events : Out(IrqEventSignature())
+        desc_done / desc_ioc / frame_done with each write-back's OKAY; error when halting.
+    bad_tail : Out(1)
+        Sticky: a doorbell had ``tail >= ring_size``; cleared by CTRL.reset.
+    axi_read, axi_write : Out(Axi4ReadSignature), Out(Axi4WriteSignature)
+        Descriptor fetches (one :class:`AxiBurstReader`); frame data and write-backs (one
+        :class:`AxiBurstWriter`).
+
+    Behaviour
+    ---------
+    * Nothing touches memory until ``run`` = 1 and ``ring_size`` > 0. ``run`` = 0 stops new
+      fetches and new frames; a frame in progress finishes with descriptors already held
+      (if it needs more, it ends truncated as below). Change the ring registers only with
+      ``run`` = 0, followed by CTRL.reset.
+      While not running (or halted) ``i`` is not consumed: the RX FIFO fills and counts
+      its overflows.
+    * Fetch: up to ``prefetch`` contiguous descriptors per burst from the fetch position,
+      never past the ring end, never past ``tail`` (unless a re-check is forced by a doorbell,
+      poll expiry or a frame needing a buffer, which reads from the fetch position anyway
+      since ``own`` is the only authority), never more than the free prefetch slots and
+      never so many that more than ``ring_size - 1`` descriptors are in the DMA's hands.
+      The first descriptor without ``own`` ends the burst's use (later ones of the same burst
+      are ignored) and stops automatic fetching until a doorbell or poll.
+    * Frames: a frame starts in the buffer of the next prefetched descriptor. When the set
+      is empty, the channel re-reads the ring once; still nothing owned: the whole frame is
+      consumed and dropped (``drops`` + 1), nothing is written. A zero-length frame (a lone
+      ``count = 0`` marker beat: a frame the FIFO lost whole, already in its overflow count)
+      is discarded without using a descriptor.
+    * Spill: a full buffer is written back (not EOP) only once the next descriptor is in
+      hand; if the frame ends exactly at the buffer end (or the next beat is a ``count = 0``
+      last beat) that buffer is the EOP one.
+    * Out of descriptors mid-frame (after one re-read of the ring): the channel stops writing,
+      writes the current (full) buffer back as EOP with ``error`` = 1 and ``rx_truncated``
+      = 1 (``frame_length`` = bytes written), then consumes and discards the rest of the
+      frame. NOTE: this deliberately differs from the "wait for the next descriptor"
+      wording of docs/descriptors.md: waiting would jam the FIFO for every later frame.
+    * Buffers shorter than 64 bytes halt with RX_BUFFER_TOO_SMALL when their descriptor comes
+      up for use; queued writes still drain (HEAD ends at that descriptor).
+    * AXI errors: descriptor fetch -> DESC_FETCH_BUS_ERROR, frame data write ->
+      DATA_WRITE_BUS_ERROR, write-back -> WRITEBACK_BUS_ERROR. The channel halts at once: no
+      further AXI command is issued, ``i`` is no longer consumed (the RX FIFO overflows and
+      counts), ``events.error`` pulses, and it stays halted until CTRL.reset.
+    * CTRL.reset: stops issuing commands, lets the movers finish the command in progress
+      (AXI transactions are never cut), then resets the channel state: HEAD 0, latched tail
+      0, error and ``bad_tail`` cleared, prefetched descriptors and queued writes forgotten.
+      Stop the channel (``run`` = 0) and re-post the ring before running it again: descriptors
+      left with ``own`` = 1 would be fetched again. A frame partly consumed from ``i``
+      is discarded up to its last beat.
+    """
+
+    def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
+        if data_width not in (32, 64):
+            self._MustUse__silence = True
+            raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
+        if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
+            self._MustUse__silence = True
+            raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
+        self._data_width = data_width
+        self._addr_width = addr_width
+        self._max_prefetch = max_prefetch
+        in_layout = packed_layout(data_width, "error", "overflow")
+        super().__init__(
+            {
+                "run": In(1),
+                "reset": In(1),
+                "ring_base": In(addr_width),
+                "ring_size": In(13),
+                "tail": In(12),
+                "tail_written": In(1),
+                "poll_us": In(16),
+                "sys_clk_mhz": In(10),
+                "burst_beats": In(9),
+                "prefetch": In(5),
+                "i": In(stream.Signature(in_layout)),
+                "i_cause": In(RxError),
+                "head": Out(12),
+                "running": Out(1),
+                "halted": Out(1),
+                "error_code": Out(4),
+                "desc_fetched": Out(32),
+                "bursts": Out(32),
+                "bytes": Out(32),
+                "frames": Out(32),
+                "drops": Out(32),
+                "events": Out(IrqEventSignature()),
+                "bad_tail": Out(1),
+                "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
+                "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
+            }
+        )
+
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def max_prefetch(self) -> int:
+        return self._max_prefetch
+
+    def elaborate(self, platform):
+        m = Module()
+        core = Module()
+        W = self._data_width // 8
+        DW = self._data_width
+        chunk_bytes = CHUNK_BEATS * W
+        desc_beats = DESCRIPTOR_BYTES // W
+        wb_beats = (WRITEBACK_BYTES + W - 1) // W
+
+        # ---- channel reset sequencing (outer, not reset itself) -------------------------------
+        chan_rst = Signal()
+        resetting = Signal()
+        quiet = Signal()
+        m.submodules.core = ResetInserter({"sync": chan_rst})(core)
+        with m.If(self.reset):
+            m.d.sync += resetting.eq(1)
+        with m.Elif(resetting & quiet):
+            m.d.sync += resetting.eq(0)
+        m.d.comb += chan_rst.eq(resetting & quiet)
+        hold = resetting | self.reset
+
+        # A frame partly consumed when the channel resets is skipped up to its last beat.
+        i_mid = Signal()
+        skip = Signal()
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += i_mid.eq(~self.i.p.last)
+        ci_valid = Signal()
+        ci_ready = Signal()
+        m.d.comb += [
+            ci_valid.eq(self.i.valid & ~skip),
+            self.i.ready.eq(skip | ci_ready),
+        ]
+        with m.If(chan_rst):
+            m.d.sync += skip.eq(i_mid)
+        with m.Elif(skip & self.i.valid & self.i.p.last):
+            m.d.sync += skip.eq(0)
+
+        # Doorbell: the last good tail (latched in the core, so a channel reset clears it, as
+        # on TX: nothing is fetched after a reset until a doorbell, poll or frame needs it).
+        tail_q = Signal(12)
+        doorbell = Signal()
+        tail_ok = self.tail < self.ring_size
+        with core.If(self.tail_written & tail_ok):
+            core.d.sync += tail_q.eq(self.tail)
+        m.d.comb += doorbell.eq(self.tail_written & tail_ok)
+
+        # Counters, fed by strobes from the core.
+        inc_fetched = Signal()
+        inc_burst = Signal()
+        inc_frame = Signal()
+        inc_drop = Signal()
+        add_bytes = Signal(16)
+        m.d.sync += [
+            self.desc_fetched.eq(self.desc_fetched + inc_fetched),
+            self.bursts.eq(self.bursts + inc_burst),
+            self.frames.eq(self.frames + inc_frame),
+            self.drops.eq(self.drops + inc_drop),
+            self.bytes.eq(self.bytes + add_bytes),
+        ]
+
+        # ---- core --------------------------------------------------------------------------
+        core.submodules.reader = reader = AxiBurstReader(DW, self._addr_width)
+        core.submodules.writer = writer = AxiBurstWriter(DW, self._addr_width)
+        wiring.connect(core, wiring.flipped(self.axi_read), reader.axi)
+        wiring.connect(core, wiring.flipped(self.axi_write), writer.axi)
+        core.d.comb += [
+            reader.burst_beats.eq(self.burst_beats),
+            writer.burst_beats.eq(self.burst_beats),
+        ]
+
+        error_code = self.error_code
+        halted = error_code != ERROR_CODES["NONE"]
+        bus_error = Signal()  # halted on an AXI error: no command is issued any more
+        configured = self.ring_size != 0
+        can_start = self.run & configured & ~halted & ~hold
+        active = ~halted & ~hold
+        core.d.comb += [
+            self.halted.eq(halted),
+            self.running.eq(self.run & configured & ~halted),
+        ]
+
+        halt_now = Signal()
+        halt_code = Signal(4)
+        with core.If(halt_now & ~halted):
+            core.d.sync += error_code.eq(halt_code)
+            core.d.comb += self.events.error.eq(1)
+            with core.If(halt_code != ERROR_CODES["RX_BUFFER_TOO_SMALL"]):
+                core.d.sync += bus_error.eq(1)
+
+        with core.If(self.tail_written & ~tail_ok):
+            core.d.sync += self.bad_tail.eq(1)
+
+        # Ring indices.
+        ring_size = self.ring_size
+
+        def wrap_inc(idx):
+            return Mux(idx + 1 >= ring_size, 0, idx + 1)
+
+        fetch_idx = Signal(12)  # next descriptor to read
+        use_idx = Signal(12)  # descriptor of the next buffer taken from the set
+        inflight = Signal(13)  # fetched (owned) and not yet written back
+        head_done = Signal()  # a write-back completed OKAY
+        fetched_one = Signal()  # an owned descriptor entered the set
+        core.d.sync += inflight.eq(inflight + fetched_one - head_done)
+        with core.If(head_done):
+            core.d.sync += self.head.eq(wrap_inc(self.head))
+
+        # Prefetched descriptors: addr, length, ioc.
+        desc_layout = data.StructLayout({"addr": 32, "length": 16, "ioc": 1})
+        core.submodules.dset = dset = fifo.SyncFIFO(
+            width=desc_layout.size, depth=self._max_prefetch
+        )
+        dset_out = desc_layout(dset.r_data)
+        dset_in = desc_layout(dset.w_data)
+
+        # ---- poll timer and fetch requests ------------------------------------------------
+        kick = Signal()  # doorbell / poll: re-read even without tail room; clears stalled
+        dp_req = Signal()  # the data path needs a re-check of own (set empty)
+        check_done = Signal()  # a fetch that took a dp_req finished (valid only if ~dp_req)
+        check_now = Signal()  # dp_req answered at once: nothing may be read now
+        stalled = Signal()  # the last fetch met a descriptor without own
+
+        poll_fire = Signal()
+        us_cycles = Signal(10)
+        us_left = Signal(16)
+        poll_on = (self.poll_us != 0) & self.run & configured & ~halted
+        with core.If(~poll_on):
+            core.d.sync += [us_cycles.eq(0), us_left.eq(0)]
+        with core.Elif(us_cycles != 0):
+            core.d.sync += us_cycles.eq(us_cycles - 1)
+        with core.Else():
+            core.d.sync += us_cycles.eq(Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1))
+            with core.If(us_left <= 1):
+                core.d.sync += us_left.eq(self.poll_us)
+                core.d.comb += poll_fire.eq(us_left == 1)
+            with core.Else():
+                core.d.sync += us_left.eq(us_left - 1)
+
+        # How many descriptors to read now.
+        prefetch_c = Mux(
+            self.prefetch == 0,
+            1,
+            Mux(self.prefetch > self._max_prefetch, self._max_prefetch, self.prefetch),
+        )
+        free_slots = self._max_prefetch - dset.level
+        to_end = ring_size - fetch_idx
+        room = Signal(13)
+        core.d.comb += room.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight))
+        tail_valid = tail_q < ring_size
+        tail_dist = Signal(13)
+        core.d.comb += tail_dist.eq(
+            Mux(tail_q >= fetch_idx, tail_q - fetch_idx, tail_q + ring_size - fetch_idx)
+        )
+        force = kick | dp_req
+        auto = ~stalled & tail_valid & (tail_dist != 0)
+        tail_limit = Mux(tail_valid & (tail_dist != 0), tail_dist, 0x1FFF)
+
+        def min_of(*values):
+            result = values[0]
+            for v in values[1:]:
+                result = Mux(v < result, v, result)
+            return result
+
+        n_fetch = Signal(13)
+        core.d.comb += n_fetch.eq(min_of(prefetch_c, free_slots, to_end, room, tail_limit))
+
+        serving = Signal()
+        beat_in_desc = Signal(range(desc_beats))
+        desc_shift = Signal(8 * DESCRIPTOR_BYTES)
+        ignore_rest = Signal()
+        fetch_idle = Signal()
+
+        with core.FSM(name="fetch"):
+            with core.State("Idle"):
+                core.d.comb += fetch_idle.eq(1)
+                go = can_start & configured & (force | auto)
+                with core.If(go & (n_fetch != 0)):
+                    core.d.comb += [
+                        reader.cmd.valid.eq(1),
+                        reader.cmd.p.addr.eq(self.ring_base + (fetch_idx << 4)),
+                        reader.cmd.p.length.eq(n_fetch << 4),
+                    ]
+                    with core.If(reader.cmd.ready):
+                        core.d.sync += [
+                            kick.eq(0),
+                            dp_req.eq(0),
+                            serving.eq(dp_req),
+                            stalled.eq(0),
+                            beat_in_desc.eq(0),
+                            ignore_rest.eq(0),
+                        ]
+                        core.next = "Read"
+                with core.Elif(force):
+                    # Nothing may be read now: the re-check is answered "nothing new".
+                    core.d.sync += dp_req.eq(0)
+                    core.d.comb += check_now.eq(dp_req)
+                    with core.If(can_start):
+                        core.d.sync += kick.eq(0)
+            with core.State("Read"):
+                o = reader.o
+                core.d.comb += o.ready.eq(1)
+                full = Cat(desc_shift[8 * W :], o.p.data[:DW])
+                own = full[127]
+                length = full[96:112]
+                with core.If(o.valid):
+                    with core.If(o.p.error):
+                        core.d.comb += [
+                            halt_now.eq(1),
+                            halt_code.eq(ERROR_CODES["DESC_FETCH_BUS_ERROR"]),
+                        ]
+                        core.d.comb += check_done.eq(serving)
+                        core.next = "Idle"
+                    with core.Else():
+                        core.d.sync += [
+                            desc_shift.eq(full),
+                            beat_in_desc.eq(
+                                Mux(beat_in_desc == desc_beats - 1, 0, beat_in_desc + 1)
+                            ),
+                        ]
+                        with core.If(beat_in_desc == desc_beats - 1):
+                            core.d.comb += inc_fetched.eq(1)
+                            with core.If(~ignore_rest & own):
+                                core.d.comb += [
+                                    dset.w_en.eq(1),
+                                    dset_in.addr.eq(full[0:32]),
+                                    dset_in.length.eq(length),
+                                    dset_in.ioc.eq(full[96 + 24]),
+                                    fetched_one.eq(1),
+                                ]
+                                core.d.sync += fetch_idx.eq(wrap_inc(fetch_idx))
+                            with core.Elif(~ignore_rest):
+                                core.d.sync += [ignore_rest.eq(1), stalled.eq(1)]
+                        with core.If(o.p.last):
+                            core.d.comb += check_done.eq(serving)
+                            core.next = "Idle"
+
+        # After the FSM, so that a doorbell in the cycle a fetch is issued is not lost.
+        with core.If(doorbell | poll_fire):
+            core.d.sync += [kick.eq(1), stalled.eq(0)]
+
+        # ---- write command queue -> AXI writer --------------------------------------------
+        KIND_DATA, KIND_WB = 0, 1
+        cmd_layout = data.StructLayout(
+            {"addr": self._addr_width, "length": 16, "kind": 1, "eop": 1, "ioc": 1}
+        )
+        core.submodules.cmdq = cmdq = fifo.SyncFIFO(width=cmd_layout.size, depth=CMD_QUEUE_DEPTH)
+        cmdq_in = cmd_layout(cmdq.w_data)
+        cmdq_out = cmd_layout(cmdq.r_data)
+        core.submodules.stage = stage = fifo.SyncFIFO(
+            width=DW, depth=2 * CHUNK_BEATS + 2 * wb_beats
+        )
+        core.d.comb += [
+            writer.i.valid.eq(stage.r_rdy),
+            writer.i.p.data.eq(stage.r_data),
+            stage.r_en.eq(writer.i.ready),
+        ]
+        cur = Signal(cmd_layout)
+        writer_idle = Signal()
+        core.d.comb += writer_idle.eq(writer.cmd.ready)
+        core.d.comb += [
+            writer.cmd.valid.eq(cmdq.r_rdy & ~bus_error & ~hold),
+            writer.cmd.p.addr.eq(cmdq_out.addr),
+            writer.cmd.p.length.eq(cmdq_out.length),
+            cmdq.r_en.eq(writer.cmd.ready & ~bus_error & ~hold),
+        ]
+        with core.If(writer.cmd.valid & writer.cmd.ready):
+            core.d.sync += cur.eq(cmdq_out)
+        core.d.comb += [
+            writer.done.ready.eq(1),
+            inc_burst.eq(self.axi_write.awvalid & self.axi_write.awready & (cur.kind == KIND_DATA)),
+        ]
+        with core.If(writer.done.valid):
+            with core.If(writer.done.p.error):
+                core.d.comb += [
+                    halt_now.eq(1),
+                    halt_code.eq(
+                        Mux(
+                            cur.kind == KIND_WB,
+                            ERROR_CODES["WRITEBACK_BUS_ERROR"],
+                            ERROR_CODES["DATA_WRITE_BUS_ERROR"],
+                        )
+                    ),
+                ]
+            with core.Elif(cur.kind == KIND_WB):
+                core.d.comb += [
+                    head_done.eq(1),
+                    self.events.desc_done.eq(1),
+                    self.events.desc_ioc.eq(cur.ioc),
+                    self.events.frame_done.eq(cur.eop),
+                    inc_frame.eq(cur.eop),
+                ]
+            with core.Else():
+                core.d.comb += add_bytes.eq(cur.length)
+
+        m.d.comb += quiet.eq(writer_idle & fetch_idle & reader.cmd.ready)
+
+        # ---- data path ----------------------------------------------------------------------
+        buf_addr = Signal(32)
+        buf_len = Signal(16)
+        buf_ioc = Signal()
+        buf_idx = Signal(12)
+        buf_left = Signal(16)
+        chunk_addr = Signal(32)
+        chunk_n = Signal(range(chunk_bytes + 1))
+        sop = Signal()
+        frame_len = Signal(16)
+        frame_ended = Signal()
+        f_err = Signal()
+        f_ovf = Signal()
+        f_cause = Signal(RxError)
+        forced_trunc = Signal()
+        wb_eop = Signal()
+        wb_beat = Signal(range(wb_beats + 1))
+
+        acc = Signal(16 * W)
+        acc_n = Signal(range(2 * W))
+
+        # Write-back words 1..3.
+        eop_status = wb_eop
+        status_err = f_err | f_ovf | forced_trunc | (f_cause != RxError.NONE)
+        word1 = Cat((buf_len - buf_left)[:16], Const(0, 16))
+        word2 = Mux(
+            eop_status,
+            Cat(
+                frame_len,
+                f_cause.as_value(),
+                f_ovf | forced_trunc,
+                Const(0, 11),
+                status_err,
+            ),
+            0,
+        )
+        word3 = Cat(buf_len, Const(0, 8), buf_ioc, Const(0, 3), sop, wb_eop, Const(0, 2))
+        wb_vec = Cat(word1, word2[:32], word3, Const(0, 8 * (wb_beats * W - WRITEBACK_BYTES)))
+
+        def load_buffer():
+            """Take the next prefetched descriptor as the current buffer."""
+            core.d.comb += dset.r_en.eq(1)
+            core.d.sync += [
+                buf_addr.eq(dset_out.addr),
+                buf_len.eq(dset_out.length),
+                buf_left.eq(dset_out.length),
+                buf_ioc.eq(dset_out.ioc),
+                buf_idx.eq(use_idx),
+                use_idx.eq(wrap_inc(use_idx)),
+                chunk_addr.eq(dset_out.addr),
+                chunk_n.eq(0),
+            ]
+            with core.If(dset_out.length < MIN_RX_BUFFER_BYTES):
+                core.d.comb += [halt_now.eq(1), halt_code.eq(ERROR_CODES["RX_BUFFER_TOO_SMALL"])]
+
+        def absorb_last_flags():
+            core.d.sync += [
+                frame_ended.eq(1),
+                f_err.eq(self.i.p.error),
+                f_ovf.eq(self.i.p.overflow),
+                f_cause.eq(self.i_cause),
+            ]
+
+        in_p = self.i.p
+        # The re-check the data path asked for is over. A fetch that completes while a newer
+        # request is still pending (dp_req) answered an older one and is ignored.
+        checked = (check_done & ~dp_req) | check_now
+        with core.FSM(name="data"):
+            with core.State("Idle"):
+                core.d.sync += [
+                    acc_n.eq(0),
+                    acc.eq(0),
+                    frame_ended.eq(0),
+                    f_err.eq(0),
+                    f_ovf.eq(0),
+                    f_cause.eq(RxError.NONE),
+                    forced_trunc.eq(0),
+                    frame_len.eq(0),
+                    sop.eq(1),
+                ]
+                with core.If(can_start & ci_valid):
+                    with core.If(in_p.last & (in_p.count == 0)):
+                        core.d.comb += ci_ready.eq(1)  # a lost frame's marker: no buffer used
+                    with core.Elif(dset.r_rdy):
+                        load_buffer()
+                        core.next = "Fill"
+                    with core.Else():
+                        core.d.sync += dp_req.eq(1)
+                        core.next = "Wait Start"
+            with core.State("Wait Start"):
+                with core.If(dset.r_rdy):
+                    core.next = "Idle"
+                with core.Elif(checked):
+                    core.next = "Drop"
+            with core.State("Drop"):
+                with core.If(active):
+                    core.d.comb += ci_ready.eq(1)
+                    with core.If(ci_valid & in_p.last):
+                        core.d.comb += inc_drop.eq(1)
+                        core.next = "Idle"
+            with core.State("Discard"):
+                with core.If(active):
+                    core.d.comb += ci_ready.eq(1)
+                    with core.If(ci_valid & in_p.last):
+                        core.next = "Idle"
+            with core.State("Fill"):
+                chunk_room = chunk_bytes - chunk_n
+                want = Signal(range(W + 1))
+                core.d.comb += want.eq(min_of(Const(W, 16), buf_left, chunk_room))
+                close = (chunk_n != 0) & (
+                    (chunk_n == chunk_bytes) | (buf_left == 0) | (frame_ended & (acc_n == 0))
+                )
+                with core.If(~active):
+                    pass
+                with core.Elif(close):
+                    core.d.comb += [
+                        cmdq.w_en.eq(1),
+                        cmdq_in.addr.eq(chunk_addr),
+                        cmdq_in.length.eq(chunk_n),
+                        cmdq_in.kind.eq(KIND_DATA),
+                    ]
+                    with core.If(cmdq.w_rdy):
+                        core.d.sync += [chunk_addr.eq(chunk_addr + chunk_n), chunk_n.eq(0)]
+                with core.Elif(frame_ended & (acc_n == 0)):
+                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                    core.next = "Write Back"
+                with core.Elif(buf_left == 0):
+                    core.next = "Next"
+                with core.Else():
+                    can_emit = (
+                        stage.w_rdy & (want != 0) & ((acc_n >= want) | (frame_ended & (acc_n != 0)))
+                    )
+                    k = Signal(range(W + 1))
+                    core.d.comb += k.eq(Mux(can_emit, Mux(acc_n < want, acc_n, want), 0))
+                    rem = Signal(range(2 * W))
+                    core.d.comb += rem.eq(acc_n - k)
+                    # `ready` does not depend on `valid`: room for a whole beat after emitting.
+                    take = ~frame_ended & (rem < W)
+                    absorb = take & ci_valid
+                    in_data = Cat(
+                        Mux(in_p.count > lane, in_p.data.word_select(lane, 8), 0)
+                        for lane in range(W)
+                    )
+                    shifted_in = (Cat(in_data, Const(0, 8 * W)) << (rem * 8))[: 16 * W]
+                    kept = acc >> (k * 8)
+                    core.d.comb += [
+                        stage.w_en.eq(can_emit),
+                        stage.w_data.eq(acc[:DW]),
+                        ci_ready.eq(take),
+                    ]
+                    core.d.sync += [
+                        acc.eq(kept | Mux(absorb, shifted_in, 0)),
+                        acc_n.eq(rem + Mux(absorb, in_p.count, 0)),
+                        buf_left.eq(buf_left - k),
+                        chunk_n.eq(chunk_n + k),
+                        frame_len.eq(frame_len + k),
+                    ]
+                    with core.If(absorb & in_p.last):
+                        absorb_last_flags()
+            with core.State("Next"):
+                # The buffer is full and its data queued: is the frame over?
+                with core.If(~active):
+                    pass
+                with core.Elif(acc_n != 0):
+                    core.next = "Spill"
+                with core.Elif(frame_ended):
+                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                    core.next = "Write Back"
+                with core.Elif(ci_valid):
+                    with core.If(in_p.last & (in_p.count == 0)):
+                        core.d.comb += ci_ready.eq(1)
+                        absorb_last_flags()
+                        core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                        core.next = "Write Back"
+                    with core.Else():
+                        core.next = "Spill"
+            with core.State("Spill"):
+                with core.If(~active):
+                    pass
+                with core.Elif(dset.r_rdy):
+                    core.d.sync += [wb_eop.eq(0), wb_beat.eq(0)]
+                    core.next = "Write Back"
+                with core.Else():
+                    core.d.sync += dp_req.eq(1)
+                    core.next = "Wait Spill"
+            with core.State("Wait Spill"):
+                with core.If(dset.r_rdy):
+                    core.next = "Spill"
+                with core.Elif(checked):
+                    # Out of descriptors mid-frame: this buffer ends the frame, truncated.
+                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0), forced_trunc.eq(1)]
+                    core.next = "Write Back"
+            with core.State("Write Back"):
+                with core.If(~active):
+                    pass
+                with core.Elif(wb_beat != wb_beats):
+                    core.d.comb += [
+                        stage.w_en.eq(1),
+                        stage.w_data.eq(wb_vec.word_select(wb_beat, DW)),
+                    ]
+                    with core.If(stage.w_rdy):
+                        core.d.sync += wb_beat.eq(wb_beat + 1)
+                with core.Else():
+                    core.d.comb += [
+                        cmdq.w_en.eq(1),
+                        cmdq_in.addr.eq(self.ring_base + (buf_idx << 4) + WRITEBACK_OFFSET),
+                        cmdq_in.length.eq(WRITEBACK_BYTES),
+                        cmdq_in.kind.eq(KIND_WB),
+                        cmdq_in.eop.eq(wb_eop),
+                        cmdq_in.ioc.eq(buf_ioc),
+                    ]
+                    with core.If(cmdq.w_rdy):
+                        core.d.sync += sop.eq(0)
+                        with core.If(~wb_eop):
+                            core.next = "Load"
+                        with core.Elif(forced_trunc & ~frame_ended):
+                            core.next = "Discard"
+                        with core.Else():
+                            core.next = "Idle"
+            with core.State("Load"):
+                with core.If(active):
+                    load_buffer()
+                    core.next = "Fill"
+
+        return m

@@ -1,0 +1,289 @@
+"""RX frame FIFO: MAC bytes in the ``rx`` domain, packed DMA words in the ``sync`` domain.
+
+The wire cannot wait, so the MAC's receive stream has no back-pressure: when the DMA falls
+behind (no RX buffers, a slow bus) this FIFO is where frames are cut short, and it must say
+so in the stream and in a counter rather than lose or merge frames silently.
+"""
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
+from amaranth.lib.fifo import AsyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from ..mac.frame import ByteBeat, RxError
+from .tx_fifo import check_fifo_params, gray_decode, gray_encode, packed_layout
+
+__all__ = ["RxFrameFifo"]
+
+
+class RxFrameFifo(wiring.Component):
+    """Frame FIFO from the MAC (``rx`` domain) to the DMA (``sync`` domain), with overflow.
+
+    Parameters
+    ----------
+    data_width : 32 or 64
+        Width of the DMA side; one word carries ``W = data_width // 8`` bytes.
+    depth_bytes : power of two, 2048..65536
+        Storage for frame data: ``depth_bytes // W`` words of memory (plus the
+        ``AsyncFIFOBuffered`` output register, which is not counted as room).
+
+    Members
+    -------
+    i : In(stream ByteBeat, always ready), ``rx`` domain
+        Frames from the MAC. ``error`` on the last byte marks a bad frame.
+    i_cause : In(RxError), ``rx`` domain
+        Why the frame is bad, sampled with its last byte (the MAC's status report,
+        which comes in the same cycle).
+    o : Out(stream of {data, count, last, error, overflow}), ``sync`` domain
+        Frames packed from byte lane 0: every beat full (``count == W``) except the last
+        (``last=1``, ``count`` in 1..W, or 0 for an overflow marker); lanes at or above
+        ``count`` are zero. On the last beat ``error`` is the MAC's verdict, or 1 with
+        ``overflow=1`` for a frame cut short here.
+    o_cause : Out(RxError), ``sync`` domain
+        With a last beat of ``o``: the ``i_cause`` stored with the frame (NONE for a
+        frame cut short or lost here, which has ``overflow`` instead).
+    overflows : Out(32), ``sync`` domain
+        Frames cut short or lost by this FIFO since reset; wraps. Lags the ``rx`` side by
+        about 4 ``sync`` cycles.
+
+    Packing happens in the ``rx`` domain, so the crossing carries one word per W bytes.
+
+    Overflow: room is counted conservatively in the ``rx`` domain (words written minus words
+    the DMA has taken, as last seen through a synchronizer) and one word is always kept free
+    for the end of the frame being stored. When a word of a frame does not fit:
+
+    - the frame already has words stored: the word goes into the kept slot as its last beat,
+      ``count == W`` with ``error=1, overflow=1``; the rest of the frame is dropped;
+    - it is the frame's first word and one slot is free: the same, so the DMA gets the
+      frame's first W bytes and the overflow flags;
+    - the FIFO is completely full (the kept slot went to the previous frame's end): the frame
+      is lost whole, and as soon as there is room a marker beat ``count=0, last=1, error=1,
+      overflow=1`` is stored in its place. Frames that finish their first word while that
+      marker is still waiting are lost too and share the one marker.
+
+    Every cut-short or lost frame adds one to ``overflows``, so the count is exact even when
+    one marker stands for several lost frames. Frames stored before an overflow are intact,
+    and the first frame to reach its first word after the marker (or after the truncated
+    frame's end) with room to spare starts clean. Bytes of two frames never share a word.
+
+    Resets: either domain's reset empties the FIFO and clears ``overflows``. After a ``sync``
+    reset, a frame the MAC is in the middle of is dropped up to its last byte (the next one
+    starts clean). After an ``rx`` reset alone, a frame the DMA has taken part of is ended
+    with one beat ``count=0, last=1, error=1, overflow=0``. Hold either reset for at least 4
+    cycles of the slower clock.
+    The reset synchronizers start asserted, so after power-up the block stays in reset for
+    the first 2 cycles of each clock.
+    """
+
+    def __init__(self, data_width: int = 32, depth_bytes: int = 4096):
+        try:
+            check_fifo_params(data_width, depth_bytes)
+        except ValueError:
+            # The half-built object would otherwise warn "created but never used" at GC.
+            self._MustUse__silence = True
+            raise
+        self._data_width = data_width
+        self._depth_bytes = depth_bytes
+        self._memory_words = depth_bytes // (data_width // 8)
+        super().__init__(
+            {
+                "i": In(stream.Signature(ByteBeat, always_ready=True)),
+                "i_cause": In(RxError),
+                "o": Out(stream.Signature(packed_layout(data_width, "error", "overflow"))),
+                "o_cause": Out(RxError),
+                "overflows": Out(32),
+            }
+        )
+
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def depth_bytes(self) -> int:
+        return self._depth_bytes
+
+    @property
+    def memory_words(self) -> int:
+        """Words of room the overflow logic counts with (the memory's depth)."""
+        return self._memory_words
+
+    def elaborate(self, platform):
+        m = Module()
+
+        beat_bytes = self._data_width // 8
+        layout = packed_layout(self._data_width, "error", "overflow")
+        capacity = self._memory_words
+        # Words written minus words taken never exceeds capacity + 1 (the output register).
+        level_bits = ceil_log2(capacity + 2) + 1
+
+        # The write side runs in a local domain on the rx clock, reset by either domain's
+        # reset: the AsyncFIFO is emptied only by its write-domain reset.
+        sys_reset_rx = Signal()
+        m.submodules.sys_reset_sync = AsyncFFSynchronizer(
+            ResetSignal("sync"), sys_reset_rx, o_domain="rx"
+        )
+        rx_reset = ResetSignal("rx", allow_reset_less=True)
+        m.domains.rxf = rxf = ClockDomain("rxf", local=True)
+        m.d.comb += [rxf.clk.eq(ClockSignal("rx")), rxf.rst.eq(rx_reset | sys_reset_rx)]
+        # The same reset seen from the sync side: drain the FIFO's output register, which a
+        # write-domain reset alone would leave holding a stale word.
+        flush = Signal()
+        m.submodules.flush_sync = AsyncFFSynchronizer(rxf.rst, flush, o_domain="sync")
+
+        # Each stored word is the packed beat plus the frame's cause (used on last beats).
+        cause_bits = RxError.as_shape().width
+        m.submodules.words = words = AsyncFIFOBuffered(
+            width=layout.size + cause_bits,
+            depth=capacity + 1,
+            w_domain="rxf",
+            r_domain="sync",
+            exact_depth=True,
+        )
+
+        # ---- rx domain: where the MAC is within a frame (survives a flush) -----------------
+        mac_in_frame = Signal()
+        skip = Signal()  # a sync reset hit mid-frame: ignore bytes up to that frame's end
+        mac_in_frame_next = Mux(self.i.valid, ~self.i.p.last, mac_in_frame)
+        m.d.rx += mac_in_frame.eq(mac_in_frame_next)
+        with m.If(sys_reset_rx):
+            m.d.rx += skip.eq(mac_in_frame_next)
+        with m.Elif(self.i.valid & self.i.p.last):
+            m.d.rx += skip.eq(0)
+
+        # ---- rxf domain: pack bytes into words, decide what fits --------------------------
+        written = Signal(level_bits)
+        taken_sync = Signal(level_bits)
+        taken_rx = Signal(level_bits)
+        free = Signal(range(capacity + 1))
+        used = Signal(level_bits)
+        m.d.comb += used.eq(written - taken_rx)
+        # ``used`` can exceed capacity by the output register's word; no room then.
+        m.d.comb += free.eq(Mux(used >= capacity, 0, capacity - used))
+
+        lanes = Signal(self._data_width)  # bytes of the current word so far; higher lanes 0
+        lane_count = Signal(range(beat_bytes))
+        stored = Signal()  # the current frame has words in the FIFO
+        discard = Signal()  # the current frame was cut short or lost: drop up to its end
+        lost_pending = Signal()  # a frame was lost whole; its marker is not stored yet
+        overflow_count = Signal(32)
+        overflow_gray = Signal(32)
+
+        byte = self.i.valid & ~skip
+        word_complete = byte & ~discard & (self.i.p.last | (lane_count == beat_bytes - 1))
+        merged = Cat(
+            Mux(lane_count == lane, self.i.p.data, lanes.word_select(lane, 8))
+            for lane in range(beat_bytes)
+        )
+        w_word = layout(words.w_data[: layout.size])
+        w_cause = words.w_data[layout.size :]
+        write = Signal()
+        overflowed = Signal()
+        m.d.comb += words.w_en.eq(write)
+
+        with m.If(byte & ~discard & ~word_complete):
+            m.d.rxf += [
+                lanes.word_select(lane_count, 8).eq(self.i.p.data),
+                lane_count.eq(lane_count + 1),
+            ]
+        with m.If(byte & discard & self.i.p.last):
+            m.d.rxf += discard.eq(0)
+
+        with m.If(word_complete):
+            m.d.rxf += [lanes.eq(0), lane_count.eq(0)]
+            m.d.comb += [w_word.data.eq(merged), w_word.count.eq(lane_count + 1)]
+            with m.If(lost_pending):
+                # Keep order: the lost frames' marker goes in before any later frame.
+                m.d.comb += overflowed.eq(1)
+                m.d.rxf += discard.eq(~self.i.p.last)
+            with m.Elif(self.i.p.last & (free >= 1)):
+                m.d.comb += [
+                    write.eq(1),
+                    w_word.last.eq(1),
+                    w_word.error.eq(self.i.p.error),
+                    w_cause.eq(self.i_cause),
+                ]
+                m.d.rxf += stored.eq(0)
+            with m.Elif(~self.i.p.last & (free >= 2)):
+                m.d.comb += write.eq(1)
+                m.d.rxf += stored.eq(1)
+            with m.Elif(free >= 1):
+                # Room for one more word only: it becomes the frame's (truncated) end.
+                m.d.comb += [
+                    write.eq(1),
+                    overflowed.eq(1),
+                    w_word.last.eq(1),
+                    w_word.error.eq(1),
+                    w_word.overflow.eq(1),
+                ]
+                m.d.rxf += [stored.eq(0), discard.eq(~self.i.p.last)]
+            with m.Else():
+                # No room at all (only possible for a first word): lose the frame, mark later.
+                m.d.comb += overflowed.eq(1)
+                m.d.rxf += [lost_pending.eq(1), discard.eq(~self.i.p.last)]
+        with m.Elif(lost_pending & (free >= 1)):
+            m.d.comb += [
+                write.eq(1),
+                w_word.last.eq(1),
+                w_word.error.eq(1),
+                w_word.overflow.eq(1),
+            ]
+            m.d.rxf += lost_pending.eq(0)
+
+        with m.If(write):
+            m.d.rxf += written.eq(written + 1)
+        with m.If(overflowed):
+            m.d.rxf += [
+                overflow_count.eq(overflow_count + 1),
+                overflow_gray.eq(gray_encode(overflow_count + 1)),
+            ]
+
+        taken_gray = Signal(level_bits)  # sync domain, registered: safe to synchronize
+        m.submodules.taken_sync = FFSynchronizer(
+            taken_gray, taken_sync, o_domain="rxf", reset_less=False
+        )
+        m.d.rxf += taken_rx.eq(gray_decode(taken_sync))
+
+        # ---- sync side: hand words to the DMA -------------------------------------------
+        taken = Signal(level_bits)
+        o_in_frame = Signal()  # the DMA has non-last beats of a frame
+        abort_pending = Signal()
+        fifo_word = layout(words.r_data[: layout.size])
+        with m.If(abort_pending & ~flush):
+            m.d.comb += [
+                self.o.valid.eq(1),
+                self.o.p.last.eq(1),
+                self.o.p.error.eq(1),
+            ]
+        with m.Else():
+            m.d.comb += [
+                self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
+                self.o.payload.eq(fifo_word),
+                self.o_cause.eq(words.r_data[layout.size :]),
+            ]
+        pop = words.r_rdy & words.r_en & ~flush
+        m.d.comb += words.r_en.eq(flush | (self.o.ready & ~abort_pending))
+        with m.If(flush):
+            m.d.sync += [taken.eq(0), taken_gray.eq(0), o_in_frame.eq(0)]
+            with m.If(o_in_frame):
+                m.d.sync += abort_pending.eq(1)
+        with m.Else():
+            with m.If(pop):
+                m.d.sync += [taken.eq(taken + 1), taken_gray.eq(gray_encode(taken + 1))]
+            with m.If(self.o.valid & self.o.ready):
+                m.d.sync += o_in_frame.eq(~self.o.p.last)
+                with m.If(abort_pending):
+                    m.d.sync += abort_pending.eq(0)
+
+        overflow_sync = Signal(32)
+        m.submodules.overflow_sync = FFSynchronizer(
+            overflow_gray, overflow_sync, o_domain="sync", reset_less=False
+        )
+        with m.If(flush):
+            m.d.sync += self.overflows.eq(0)
+        with m.Else():
+            m.d.sync += self.overflows.eq(gray_decode(overflow_sync))
+
+        return m

@@ -1,0 +1,468 @@
+"""TX DMA channel: walks the TX descriptor ring and streams each frame's fragments out packed.
+
+Sequence (all in the ``sync`` domain)::
+
+    Idle -> Fetch (one read of up to PREFETCH descriptors)
+         -> for each fetched descriptor, in ring order:
+              Next (checks own / length, issues the fragment read)
+              Data (reader output -> ``o``)
+              Hand Off (queues the write-back of words 1..3, one 12-byte write)
+         -> Idle (fetches the next batch at once if work is left)
+
+The write-back engine runs beside the main FSM: descriptor k is written back (and on its
+B response HEAD advances and the events fire) while the fragment of k + 1 is being read.
+"""
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
+from ..regmap import DMA_ERROR_CODE
+from .axi_reader import AxiBurstReader
+from .axi_writer import AxiBurstWriter
+from .descriptor import DESCRIPTOR_BYTES, Descriptor
+from .irq import IrqEventSignature
+from .tx_fifo import packed_layout
+
+__all__ = ["TxDmaChannel", "ERROR_CODES"]
+
+#: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
+ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
+
+RING_INDEX_BITS = 12  # HEAD / TAIL register width
+RING_SIZE_BITS = 13  # RING_SIZE register width (up to 4096 descriptors)
+
+
+class TxDmaChannel(wiring.Component):
+    """The TX DMA engine of one channel (``sync`` domain).
+
+    Parameters
+    ----------
+    data_width : 32 or 64
+    addr_width : 12..64
+    max_prefetch : 1..16
+        Descriptors held on chip; the ``prefetch`` input is clamped to 1..max_prefetch.
+
+    Members (register side)
+    -----------------------
+    run, reset (one-cycle strobe), ring_base, ring_size (0 = not configured), tail,
+    tail_written (doorbell strobe), poll_us (0 = off), sys_clk_mhz (µs prescaler, 0 acts as
+    1), burst_beats, prefetch : In
+    head, running, halted, error_code, bad_tail, desc_fetched, bursts, bytes, frames : Out
+
+    Other members
+    -------------
+    events : Out(IrqEventSignature), registered one-cycle strobes.
+    o : Out(stream of {data, count, last, error}) to ``TxFrameFifo.i``. Each fragment's
+        bytes are packed from lane 0; the last beat of a fragment may be partial (the FIFO
+        honours ``count`` on every beat). ``last`` marks the end of the EOP fragment. A frame
+        cut by an error (data read error, or a halt while a frame is open) ends with the
+        beat ``count=0, last=1, error=1``.
+    axi_read, axi_write : the AXI4 read and write halves (the reader's and writer's ``axi``).
+
+    Behaviour
+    ---------
+    * Work is done only with ``run`` = 1, ``ring_size`` != 0, not halted, and either
+      HEAD != the latched tail (and not stalled) or a poll-timer expiry.
+    * A doorbell with ``tail`` >= ``ring_size`` is ignored and sets ``bad_tail``.
+    * One descriptor read fetches ``min(prefetch, ring_size - head, tail - head)``
+      descriptors (a poll with HEAD == tail ignores the tail limit). The first one without
+      ``own`` stalls the channel at it until the next doorbell or poll expiry.
+    * ``run`` = 0 stops at the next descriptor boundary (the current descriptor is finished
+      and written back).
+    * Errors halt the channel (``halted``, ``error_code``, ``events.error``); the failing
+      descriptor is not written back and HEAD stays at it. Only ``reset`` recovers. The halt
+      becomes visible only after the previous descriptor's write-back has landed, so HEAD
+      already points at the failing descriptor. A failed write-back halts at once; a fragment
+      read already started for the next descriptor is drained and dropped (the reader still
+      completes that one command on the bus), and an open frame on ``o`` is closed with an
+      error beat.
+    * ``reset``: HEAD = 0, the latched tail = 0, halt/error/``bad_tail``/stall cleared. A
+      fragment read in progress is drained and dropped (``o`` gets nothing more; the TX FIFO
+      is expected to be reset together with the channel); a write-back whose command was
+      already accepted is completed but has no other effect. The counters are not cleared.
+    """
+
+    def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
+        if data_width not in (32, 64):
+            self._MustUse__silence = True
+            raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
+        if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
+            self._MustUse__silence = True
+            raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
+        self._data_width = data_width
+        self._addr_width = addr_width
+        self._max_prefetch = max_prefetch
+        beat_bytes = data_width // 8
+        super().__init__(
+            {
+                "run": In(1),
+                "reset": In(1),
+                "ring_base": In(addr_width),
+                "ring_size": In(RING_SIZE_BITS),
+                "tail": In(RING_INDEX_BITS),
+                "tail_written": In(1),
+                "poll_us": In(16),
+                "sys_clk_mhz": In(10),
+                "burst_beats": In(9),
+                "prefetch": In(5),
+                "head": Out(RING_INDEX_BITS),
+                "running": Out(1),
+                "halted": Out(1),
+                "error_code": Out(4),
+                "bad_tail": Out(1),
+                "desc_fetched": Out(32),
+                "bursts": Out(32),
+                "bytes": Out(32),
+                "frames": Out(32),
+                "events": Out(IrqEventSignature()),
+                "o": Out(stream.Signature(packed_layout(data_width, "error"))),
+                "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
+                "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
+            }
+        )
+        self._beat_bytes = beat_bytes
+
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def max_prefetch(self) -> int:
+        return self._max_prefetch
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self._beat_bytes
+        dw = self._data_width
+        maxp = self._max_prefetch
+        beats_per_desc = DESCRIPTOR_BYTES // W
+
+        m.submodules.reader = reader = AxiBurstReader(dw, self._addr_width)
+        m.submodules.writer = writer = AxiBurstWriter(dw, self._addr_width)
+        wiring.connect(m, wiring.flipped(self.axi_read), reader.axi)
+        wiring.connect(m, wiring.flipped(self.axi_write), writer.axi)
+        m.d.comb += [
+            reader.burst_beats.eq(self.burst_beats),
+            writer.burst_beats.eq(self.burst_beats),
+            self.running.eq(self.run & ~self.halted),
+        ]
+
+        # ---- counters -----------------------------------------------------------------------
+        ar_hs = self.axi_read.arvalid & self.axi_read.arready
+        aw_hs = self.axi_write.awvalid & self.axi_write.awready
+        m.d.sync += self.bursts.eq(self.bursts + ar_hs + aw_hs)
+        data_beat = Signal()  # a fragment beat (not the error beat) handed to `o`
+        m.d.sync += self.bytes.eq(self.bytes + Mux(data_beat, self.o.p.count, 0))
+
+        # ---- events: registered strobes, 0 unless set below ---------------------------------
+        ev_done = Signal()
+        ev_ioc = Signal()
+        ev_eop = Signal()
+        ev_error = Signal()
+        cur_eop = Signal()  # the fragment being read is the frame's last
+        m.d.sync += [
+            self.events.desc_done.eq(ev_done),
+            self.events.desc_ioc.eq(ev_done & ev_ioc),
+            self.events.frame_done.eq(ev_done & ev_eop),
+            self.events.error.eq(ev_error),
+        ]
+
+        # ---- doorbell -----------------------------------------------------------------------
+        tail = Signal(RING_INDEX_BITS)
+        stalled = Signal()  # stopped at a descriptor without own
+        with m.If(self.tail_written):
+            with m.If(self.tail < self.ring_size):
+                m.d.sync += [tail.eq(self.tail), stalled.eq(0)]
+            with m.Else():
+                m.d.sync += self.bad_tail.eq(1)
+
+        # ---- poll timer ---------------------------------------------------------------------
+        poll_kick = Signal()
+        poll_cycles = Signal(10)
+        poll_us_count = Signal(16)
+        timing = Signal()  # the channel may work: the poll timer runs
+        cycles_per_us_m1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
+        with m.If(timing & (self.poll_us != 0) & ~poll_kick):
+            with m.If(poll_cycles == 0):
+                m.d.sync += poll_cycles.eq(cycles_per_us_m1)
+                with m.If(poll_us_count + 1 >= self.poll_us):
+                    m.d.sync += [poll_kick.eq(1), poll_us_count.eq(0)]
+                with m.Else():
+                    m.d.sync += poll_us_count.eq(poll_us_count + 1)
+            with m.Else():
+                m.d.sync += poll_cycles.eq(poll_cycles - 1)
+        with m.Elif(~timing):
+            m.d.sync += [poll_cycles.eq(cycles_per_us_m1), poll_us_count.eq(0)]
+
+        # ---- descriptor buffer --------------------------------------------------------------
+        buf = [Signal(dw, name=f"buf{i}") for i in range(maxp * beats_per_desc)]
+        buf_arr = Array(buf)
+        buf_index = Signal(range(maxp * beats_per_desc + 1))
+        fetched = Signal(range(maxp + 1))  # descriptors in the batch
+        index = Signal(range(maxp + 1))  # descriptor of the batch being processed
+        descs = Array(Cat(*buf[i * beats_per_desc : (i + 1) * beats_per_desc]) for i in range(maxp))
+        desc = Descriptor(descs[index])
+
+        # ---- fetch size ---------------------------------------------------------------------
+        # `head` is the committed index (descriptors before it are written back); `cursor` is
+        # the next descriptor to process. They differ while a write-back is in flight.
+        head = self.head
+        cursor = Signal(RING_INDEX_BITS)
+        prefetch = Mux(self.prefetch == 0, 1, Mux(self.prefetch > maxp, maxp, self.prefetch))
+        to_ring_end = self.ring_size - cursor
+        to_tail = Mux(tail > cursor, tail - cursor, tail + self.ring_size - cursor)
+        limit = Mux(cursor == tail, to_ring_end, Mux(to_tail < to_ring_end, to_tail, to_ring_end))
+        fetch_n = Signal(range(maxp + 1))
+        m.d.comb += fetch_n.eq(Mux(limit < prefetch, limit, prefetch))
+        fetch_addr = self.ring_base + (cursor << 4)
+        next_cursor = Mux(cursor + 1 >= self.ring_size, 0, cursor + 1)
+        next_head = Mux(head + 1 >= self.ring_size, 0, head + 1)
+
+        in_frame = Signal()  # some beats of a frame went to `o`, its last beat not yet
+
+        # ---- write-back engine --------------------------------------------------------------
+        # Writes descriptor k back while the main FSM already reads the fragment of k + 1.
+        wb_busy = Signal()
+        wb_addr = Signal(self._addr_width)
+        wb_length = Signal(16)
+        wb_ioc = Signal()
+        wb_sop = Signal()
+        wb_eop = Signal()
+        wb_beats = (12 + W - 1) // W
+        wb_index = Signal(range(wb_beats + 1))
+        wb_cmd_sent = Signal()
+        wb_abort = Signal()  # a reset arrived during the write-back: finish it, no effects
+        word3 = Cat(wb_length, C(0, 8), wb_ioc, C(0, 3), wb_sop, wb_eop, C(0, 2))
+        wb_bytes = Cat(wb_length, C(0, 16), C(0, 32), word3)
+        wb_data = Array(wb_bytes[i * dw : (i + 1) * dw] for i in range(wb_beats))[wb_index]
+        wb_ok = Signal()
+
+        with m.If(wb_busy):
+            m.d.comb += [
+                writer.cmd.valid.eq(~wb_cmd_sent & ~self.reset & ~wb_abort),
+                writer.cmd.p.addr.eq(wb_addr),
+                writer.cmd.p.length.eq(12),
+                writer.i.valid.eq(wb_cmd_sent & (wb_index < wb_beats)),
+                writer.i.p.data.eq(wb_data),
+                writer.i.p.count.eq(Mux(wb_index == wb_beats - 1, 12 - (wb_beats - 1) * W, W)),
+                writer.i.p.last.eq(wb_index == wb_beats - 1),
+                writer.done.ready.eq(1),
+            ]
+            with m.If(writer.cmd.valid & writer.cmd.ready):
+                m.d.sync += wb_cmd_sent.eq(1)
+            with m.If(writer.i.valid & writer.i.ready):
+                m.d.sync += wb_index.eq(wb_index + 1)
+            with m.If(self.reset & ~wb_cmd_sent):
+                m.d.sync += wb_busy.eq(0)  # never reached the bus: just drop it
+            with m.Elif(self.reset):
+                m.d.sync += wb_abort.eq(1)
+            with m.If(writer.done.valid):
+                m.d.sync += wb_busy.eq(0)
+                with m.If(~wb_abort & ~self.reset):
+                    with m.If(writer.done.p.error):
+                        m.d.sync += [
+                            self.halted.eq(1),
+                            self.error_code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
+                        ]
+                        m.d.comb += ev_error.eq(1)
+                    with m.Else():
+                        m.d.comb += [wb_ok.eq(1), ev_done.eq(1)]
+                        m.d.sync += head.eq(next_head)
+                        with m.If(wb_eop):
+                            m.d.sync += self.frames.eq(self.frames + 1)
+        m.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
+
+        # ---- main FSM -----------------------------------------------------------------------
+        pending_code = Signal(4)
+
+        def halt(code):
+            """Halt once the write-back of the previous descriptor has landed."""
+            m.d.sync += pending_code.eq(ERROR_CODES[code])
+            m.next = "Halting"
+
+        def stop():
+            """Leave after a halt: close a frame left open on `o`."""
+            with m.If(in_frame):
+                m.next = "Abort"
+            with m.Else():
+                m.next = "Idle"
+
+        ready_to_work = (
+            self.run
+            & ~self.halted
+            & (self.ring_size != 0)
+            & (cursor < self.ring_size)
+            & ~self.reset
+        )
+        # The poll period runs whenever the channel may work; an expiry is kept until the next
+        # descriptor fetch starts (which also serves as the poll).
+        m.d.comb += timing.eq(ready_to_work)
+
+        with m.FSM(name="tx_channel"):
+            with m.State("Idle"):
+                work = ((cursor != tail) & ~stalled) | poll_kick
+                with m.If(ready_to_work & work & (fetch_n != 0)):
+                    m.d.comb += [
+                        reader.cmd.valid.eq(1),
+                        reader.cmd.p.addr.eq(fetch_addr),
+                        reader.cmd.p.length.eq(fetch_n * DESCRIPTOR_BYTES),
+                    ]
+                    with m.If(reader.cmd.ready):
+                        m.d.sync += [
+                            fetched.eq(fetch_n),
+                            buf_index.eq(0),
+                            index.eq(0),
+                            poll_kick.eq(0),
+                            stalled.eq(0),
+                        ]
+                        m.next = "Fetch"
+                with m.Elif(self.halted & in_frame & ~self.reset):
+                    m.next = "Abort"
+
+            with m.State("Fetch"):
+                m.d.comb += reader.o.ready.eq(1)
+                with m.If(reader.o.valid):
+                    with m.If(~reader.o.p.error):
+                        m.d.sync += [
+                            buf_arr[buf_index].eq(reader.o.p.data),
+                            buf_index.eq(buf_index + 1),
+                        ]
+                    with m.If(reader.o.p.last):
+                        with m.If(self.reset):
+                            m.next = "Idle"
+                        with m.Elif(self.halted):
+                            stop()
+                        with m.Elif(reader.o.p.error):
+                            halt("DESC_FETCH_BUS_ERROR")
+                        with m.Else():
+                            m.d.sync += self.desc_fetched.eq(self.desc_fetched + fetched)
+                            m.next = "Next"
+                    with m.Elif(self.reset):
+                        m.next = "Drain"
+                with m.Elif(self.reset):
+                    m.next = "Drain"
+
+            with m.State("Next"):
+                with m.If(self.reset):
+                    m.next = "Idle"
+                with m.Elif(self.halted):
+                    stop()
+                with m.Elif((index == fetched) | ~self.run):
+                    m.next = "Idle"
+                with m.Elif(~desc.own):
+                    m.d.sync += stalled.eq(1)
+                    m.next = "Idle"
+                with m.Elif(desc.length == 0):
+                    halt("ZERO_LENGTH_DESC")
+                with m.Else():
+                    m.d.comb += [
+                        reader.cmd.valid.eq(1),
+                        reader.cmd.p.addr.eq(desc.addr),
+                        reader.cmd.p.length.eq(desc.length),
+                    ]
+                    with m.If(reader.cmd.ready):
+                        m.d.sync += cur_eop.eq(desc.eop)
+                        m.next = "Data"
+
+            with m.State("Data"):
+                with m.If(self.reset | self.halted):
+                    # Reset, or the previous write-back failed: drop the rest of the read.
+                    m.d.comb += reader.o.ready.eq(1)
+                    with m.If(reader.o.valid & reader.o.p.last):
+                        with m.If(self.reset):
+                            m.next = "Idle"
+                        with m.Else():
+                            stop()
+                    with m.Else():
+                        m.next = "Drain"
+                with m.Else():
+                    r = reader.o.p
+                    m.d.comb += [
+                        self.o.valid.eq(reader.o.valid),
+                        self.o.p.data.eq(r.data),
+                        self.o.p.count.eq(r.count),
+                        self.o.p.last.eq(r.last & (cur_eop | r.error)),
+                        self.o.p.error.eq(r.error),
+                        reader.o.ready.eq(self.o.ready),
+                        data_beat.eq(reader.o.valid & self.o.ready & ~r.error),
+                    ]
+                    with m.If(reader.o.valid & self.o.ready):
+                        m.d.sync += in_frame.eq(~self.o.p.last)
+                        with m.If(r.last):
+                            with m.If(r.error):
+                                # The reader's error beat has just closed the frame on `o`.
+                                halt("DATA_READ_BUS_ERROR")
+                            with m.Else():
+                                m.next = "Hand Off"
+
+            with m.State("Hand Off"):
+                # The fragment is read: queue its write-back and go on with the next one.
+                with m.If(self.reset):
+                    m.next = "Idle"
+                with m.Elif(self.halted):
+                    stop()
+                with m.Elif(~wb_busy):
+                    m.d.sync += [
+                        wb_busy.eq(1),
+                        wb_cmd_sent.eq(0),
+                        wb_abort.eq(0),
+                        wb_index.eq(0),
+                        wb_addr.eq(fetch_addr + 4),
+                        wb_length.eq(desc.length),
+                        wb_ioc.eq(desc.ioc),
+                        wb_sop.eq(desc.sop),
+                        wb_eop.eq(desc.eop),
+                        cursor.eq(next_cursor),
+                        index.eq(index + 1),
+                    ]
+                    m.next = "Next"
+
+            with m.State("Drain"):
+                m.d.comb += reader.o.ready.eq(1)
+                with m.If(reader.o.valid & reader.o.p.last):
+                    with m.If(self.halted & ~self.reset):
+                        stop()
+                    with m.Else():
+                        m.next = "Idle"
+
+            with m.State("Halting"):
+                # Wait for the previous descriptor's write-back, so that HEAD points at the
+                # failing descriptor when the halt becomes visible.
+                with m.If(self.reset):
+                    m.next = "Idle"
+                with m.Elif(~wb_busy):
+                    with m.If(~self.halted):  # a failed write-back reports itself
+                        m.d.sync += [self.halted.eq(1), self.error_code.eq(pending_code)]
+                        m.d.comb += ev_error.eq(1)
+                    stop()
+
+            with m.State("Abort"):
+                # Close the frame left open on `o` by a halt.
+                m.d.comb += [
+                    self.o.valid.eq(1),
+                    self.o.p.count.eq(0),
+                    self.o.p.last.eq(1),
+                    self.o.p.error.eq(1),
+                ]
+                with m.If(self.o.ready | self.reset):
+                    m.d.sync += in_frame.eq(0)
+                    m.next = "Idle"
+
+        # Channel reset: registers only; the FSM and the write-back engine wind down above.
+        with m.If(self.reset):
+            m.d.sync += [
+                head.eq(0),
+                cursor.eq(0),
+                tail.eq(0),
+                stalled.eq(0),
+                poll_kick.eq(0),
+                self.halted.eq(0),
+                self.error_code.eq(0),
+                self.bad_tail.eq(0),
+                in_frame.eq(0),
+            ]
+            m.d.comb += ev_error.eq(0)
+
+        return m

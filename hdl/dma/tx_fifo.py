@@ -1,0 +1,338 @@
+"""TX frame FIFO: packed DMA words in the ``sync`` (system) domain, MAC bytes in ``tx``.
+
+The DMA reads a frame's fragments from memory as packed words and may stall on the bus at
+any time; the MAC must get one byte per ``tx`` clock from the first byte of a frame to its
+last or it underruns. This FIFO decouples the two by storing each frame whole before the
+MAC sees its first byte (store-and-forward).
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
+from amaranth.lib.fifo import AsyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for, ceil_log2
+
+from ..mac.frame import ByteBeat
+
+__all__ = [
+    "TxFrameFifo",
+    "check_fifo_params",
+    "gray_decode",
+    "gray_encode",
+    "packed_layout",
+]
+
+#: Smallest and largest accepted ``depth_bytes`` (powers of two).
+MIN_DEPTH_BYTES = 2048
+MAX_DEPTH_BYTES = 65536
+
+
+def check_fifo_params(data_width, depth_bytes):
+    """Validate the elaboration parameters shared by the TX and RX frame FIFOs."""
+    if not isinstance(data_width, int) or data_width not in (32, 64):
+        raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
+    if (
+        not isinstance(depth_bytes, int)
+        or not MIN_DEPTH_BYTES <= depth_bytes <= MAX_DEPTH_BYTES
+        or depth_bytes & (depth_bytes - 1)
+    ):
+        raise ValueError(
+            f"depth_bytes must be a power of two in {MIN_DEPTH_BYTES}..{MAX_DEPTH_BYTES}, "
+            f"not {depth_bytes!r}"
+        )
+
+
+def packed_layout(data_width: int, *extra: str) -> data.StructLayout:
+    """The DMA's packed word: ``data``, ``count`` valid bytes from lane 0, ``last``, flags."""
+    fields = {"data": data_width, "count": bits_for(data_width // 8), "last": 1}
+    fields.update({name: 1 for name in extra})
+    return data.StructLayout(fields)
+
+
+def gray_encode(value: Value) -> Value:
+    """Gray code of ``value``: consecutive values differ in one bit, so it may cross clocks."""
+    return value ^ value[1:]
+
+
+def gray_decode(value: Value) -> Value:
+    """Binary value of the Gray code ``value`` (each bit is the XOR of the bits above it)."""
+    bits = [value[-1]]
+    for index in reversed(range(len(value) - 1)):
+        bits.insert(0, bits[0] ^ value[index])
+    return Cat(*bits)
+
+
+class TxFrameFifo(wiring.Component):
+    """Store-and-forward frame FIFO from the DMA (``sync`` domain) to the MAC (``tx`` domain).
+
+    Parameters
+    ----------
+    data_width : 32 or 64
+        Width of the DMA side; one word carries ``W = data_width // 8`` bytes.
+    depth_bytes : power of two, 2048..65536
+        Storage for frame data. The FIFO holds ``depth_bytes // W + 1`` words (the
+        ``AsyncFIFOBuffered`` output register is one more entry).
+
+    Members
+    -------
+    i : In(stream of {data, count, last, error}), ``sync`` domain
+        Frames packed from byte lane 0: normally every beat full (``count == W``) except the
+        last, which has ``last=1``. ``count`` is honoured on every beat (values above W count
+        as W; a non-last beat with ``count == 0`` is skipped, at the cost of one idle byte
+        time on ``o``). ``error`` on any beat aborts the frame: the MAC gets it with ``error``
+        on its last byte and sends it with ``tx_er``. A last beat with ``count == 0`` (the
+        ``AxiBurstReader``'s lone error beat) becomes one extra byte 0x00 that is always
+        flagged ``error``, so a frame is never shortened silently.
+    o : Out(stream ByteBeat), ``tx`` domain
+        Frames to the MAC, one byte per beat. ``valid`` never depends on ``ready``.
+    empty : Out(1), ``sync`` domain
+        No frame data anywhere in the block: every frame written has had its last byte taken
+        by the MAC (or was dropped by a reset) and no frame is being written.
+    frames_queued : Out, ``sync`` domain
+        Frames whose first beat was written and whose last byte the MAC has not yet taken.
+        Lags the ``tx`` side by a few cycles (it never under-counts).
+    level_words : Out, ``sync`` domain
+        Words in the FIFO (``AsyncFIFOBuffered.w_level``: lags reads, never under-counts);
+        the word being split into bytes on the ``tx`` side is no longer counted.
+
+    Store-and-forward: a frame is released to the ``tx`` side only when its last beat has
+    been written, so once the MAC has its first byte the rest is already in the FIFO and a
+    slow or stalling bus cannot underrun the MAC. A released frame follows the previous one
+    with no idle cycle on ``o`` (the MAC's IFG spaces them on the wire). From the ``sync``
+    edge that accepts the last beat to ``o.valid`` takes about 4 ``tx`` cycles.
+
+    Oversize frames: a frame that does not fit (more than ``depth_bytes // W + 1`` words) is
+    released early, when its words fill the whole FIFO, and then passes through cut-through
+    for that frame only; the next frame is store-and-forward again. Nothing deadlocks, but
+    if the DMA then delivers the rest of that frame slower than the wire takes it, ``o.valid``
+    drops mid-frame and the MAC underruns (sends ``tx_er`` and discards the rest of the frame).
+
+    Resets: the ``sync`` reset (DMA channel reset) empties the FIFO and, through a reset
+    synchronizer, clears the ``tx`` side. If the MAC was in the middle of a frame it then gets
+    one byte 0x00 with ``last=1, error=1`` so it ends that frame cleanly. The ``tx`` reset
+    (MAC reset) drops the rest of the frame in progress on ``o`` and keeps later frames.
+    Hold either reset for at least 4 cycles of the slower clock.
+    The reset synchronizers start asserted, so after power-up the block stays in reset for
+    the first 2 cycles of each clock.
+    """
+
+    def __init__(self, data_width: int = 32, depth_bytes: int = 4096):
+        try:
+            check_fifo_params(data_width, depth_bytes)
+        except ValueError:
+            # The half-built object would otherwise warn "created but never used" at GC.
+            self._MustUse__silence = True
+            raise
+        self._data_width = data_width
+        self._depth_bytes = depth_bytes
+        beat_bytes = data_width // 8
+        # Words of storage: the memory plus the AsyncFIFOBuffered output register.
+        self._depth_words = depth_bytes // beat_bytes + 1
+        # Frame counters must not wrap while frames are queued: at most one frame per word,
+        # plus the frame in the width converter.
+        self._frame_counter_bits = ceil_log2(self._depth_words + 2) + 1
+        super().__init__(
+            {
+                "i": In(stream.Signature(packed_layout(data_width, "error"))),
+                "o": Out(stream.Signature(ByteBeat)),
+                "empty": Out(1, init=1),
+                "frames_queued": Out(self._frame_counter_bits),
+                "level_words": Out(range(self._depth_words + 1)),
+            }
+        )
+
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def depth_bytes(self) -> int:
+        return self._depth_bytes
+
+    @property
+    def depth_words(self) -> int:
+        """Words the FIFO can hold (a frame of more words is released cut-through)."""
+        return self._depth_words
+
+    def elaborate(self, platform):
+        m = Module()
+
+        beat_bytes = self._data_width // 8
+        layout = packed_layout(self._data_width, "error")
+        counter_bits = self._frame_counter_bits
+
+        # The tx-side logic runs in a local domain on the tx clock whose only reset is the
+        # synchronized sync reset, so that both sides of the FIFO are always cleared together.
+        # The MAC's own tx reset is handled as an ordinary input (it drops one frame).
+        flush = Signal()
+        m.submodules.flush_sync = AsyncFFSynchronizer(ResetSignal("sync"), flush, o_domain="tx")
+        m.domains.txf = txf = ClockDomain("txf", local=True)
+        m.d.comb += [txf.clk.eq(ClockSignal("tx")), txf.rst.eq(flush)]
+        tx_reset = ResetSignal("tx", allow_reset_less=True)
+
+        m.submodules.words = words = AsyncFIFOBuffered(
+            width=layout.size,
+            depth=self._depth_words,
+            w_domain="sync",
+            r_domain="txf",
+            exact_depth=True,
+        )
+
+        # ---- sync side: write words, release frames --------------------------------------
+        accepted = self.i.valid & self.i.ready
+        frame_words = Signal(range(self._depth_words + 1))  # non-last beats of the open frame
+        frame_open = Signal()
+        cut_through = Signal()  # the open frame was released before its last beat
+        released = Signal(counter_bits)
+        released_gray = Signal(counter_bits)
+
+        m.d.comb += [
+            words.w_data.eq(self.i.payload),
+            words.w_en.eq(self.i.valid),
+            self.i.ready.eq(words.w_rdy),
+            self.level_words.eq(words.w_level),
+        ]
+
+        release = Signal()
+        with m.If(accepted):
+            with m.If(self.i.p.last):
+                m.d.sync += [frame_words.eq(0), frame_open.eq(0), cut_through.eq(0)]
+                m.d.comb += release.eq(~cut_through)
+            with m.Else():
+                m.d.sync += frame_open.eq(1)
+                with m.If(~cut_through):
+                    m.d.sync += frame_words.eq(frame_words + 1)
+                # The frame alone fills the FIFO: it can never be complete in it, so let the
+                # tx side start on it now rather than deadlock.
+                with m.If((frame_words + 1 == self._depth_words) & ~cut_through):
+                    m.d.sync += cut_through.eq(1)
+                    m.d.comb += release.eq(1)
+        with m.If(release):
+            m.d.sync += [
+                released.eq(released + 1),
+                released_gray.eq(gray_encode(released + 1)),
+            ]
+
+        # ---- tx side: take released frames, split words into bytes -----------------------
+        # One more stage than the FIFO's own pointer synchronizer: a frame's token can never
+        # be seen before the words it covers.
+        released_tx = Signal(counter_bits)
+        m.submodules.released_sync = FFSynchronizer(
+            released_gray, released_tx, o_domain="txf", stages=3, reset_less=False
+        )
+        started = Signal(counter_bits)
+        started_gray = Signal(counter_bits)  # compared in Gray code: no decoder on the path
+        finished = Signal(counter_bits)
+        finished_gray = Signal(counter_bits)
+
+        in_frame = Signal()  # first word of a frame popped, its last word not yet
+        discard = Signal()  # a tx reset hit mid-frame: drop the rest of that frame
+        word_valid = Signal()
+        word_data = Signal(self._data_width)
+        word_last = Signal()  # the held word is the frame's last
+        bytes_left = Signal(range(beat_bytes + 1))
+        frame_error = Signal()
+
+        abort_pending = Signal()  # tx domain: a sync reset cut a frame the MAC had started
+        mac_in_frame = Signal()
+
+        fifo_word = layout(words.r_data)
+        frame_available = released_tx != started_gray
+        byte_taken = Signal()
+        m.d.comb += byte_taken.eq(self.o.valid & self.o.ready & ~abort_pending)
+        word_done = byte_taken & (bytes_left == 1)
+        want_word = discard | ~word_valid | word_done
+        pop = Signal()
+        m.d.comb += [
+            pop.eq(want_word & words.r_rdy & (in_frame | frame_available) & ~tx_reset),
+            words.r_en.eq(pop),
+        ]
+
+        with m.If(byte_taken):
+            m.d.txf += [word_data.eq(word_data >> 8), bytes_left.eq(bytes_left - 1)]
+            with m.If(word_done):
+                m.d.txf += word_valid.eq(0)
+                with m.If(word_last):
+                    m.d.txf += [
+                        finished.eq(finished + 1),
+                        finished_gray.eq(gray_encode(finished + 1)),
+                    ]
+
+        with m.If(pop):
+            first = ~in_frame
+            empty_end = fifo_word.last & (fifo_word.count == 0)
+            m.d.txf += in_frame.eq(~fifo_word.last)
+            with m.If(first):
+                m.d.txf += [started.eq(started + 1), started_gray.eq(gray_encode(started + 1))]
+            with m.If(discard):
+                with m.If(fifo_word.last):
+                    m.d.txf += [
+                        discard.eq(0),
+                        finished.eq(finished + 1),
+                        finished_gray.eq(gray_encode(finished + 1)),
+                    ]
+            with m.Else():
+                m.d.txf += [
+                    # An empty beat that does not end the frame carries nothing: skip it.
+                    word_valid.eq(fifo_word.last | (fifo_word.count != 0)),
+                    word_data.eq(fifo_word.data),
+                    word_last.eq(fifo_word.last),
+                    bytes_left.eq(
+                        Mux(
+                            empty_end,
+                            1,
+                            Mux(fifo_word.count > beat_bytes, beat_bytes, fifo_word.count),
+                        )
+                    ),
+                    frame_error.eq((frame_error & ~first) | fifo_word.error | empty_end),
+                ]
+
+        with m.If(tx_reset):
+            # The MAC restarts between frames: whatever of the current frame it has not
+            # taken must not reach it, or it would go out as a new (corrupt) frame.
+            m.d.txf += word_valid.eq(0)
+            with m.If(in_frame):
+                m.d.txf += discard.eq(1)
+            with m.Elif(word_valid & word_last):
+                m.d.txf += [finished.eq(finished + 1), finished_gray.eq(gray_encode(finished + 1))]
+
+        with m.If(abort_pending):
+            m.d.comb += [
+                self.o.valid.eq(~flush),
+                self.o.p.data.eq(0),
+                self.o.p.last.eq(1),
+                self.o.p.error.eq(1),
+            ]
+        with m.Else():
+            is_last = word_last & (bytes_left == 1)
+            m.d.comb += [
+                # Nothing moves during a flush: the MAC must not take a byte (maybe the last)
+                # in the very cycle that decides whether it needs the abort byte.
+                self.o.valid.eq(word_valid & ~tx_reset & ~flush),
+                self.o.p.data.eq(word_data[:8]),
+                self.o.p.last.eq(is_last),
+                self.o.p.error.eq(is_last & frame_error),
+            ]
+
+        # Where the MAC is within a frame, kept in the tx domain so that a flush can see it.
+        with m.If(self.o.valid & self.o.ready):
+            m.d.tx += mac_in_frame.eq(~self.o.p.last)
+            with m.If(abort_pending):
+                m.d.tx += abort_pending.eq(0)
+        with m.If(flush & mac_in_frame):
+            m.d.tx += [abort_pending.eq(1), mac_in_frame.eq(0)]
+
+        # ---- status back to the sync side ------------------------------------------------
+        finished_sync = Signal(counter_bits)
+        finished_sys = Signal(counter_bits)
+        m.submodules.finished_sync = FFSynchronizer(
+            finished_gray, finished_sync, o_domain="sync", reset_less=False
+        )
+        m.d.sync += finished_sys.eq(gray_decode(finished_sync))
+        m.d.comb += [
+            self.frames_queued.eq(released - finished_sys + (frame_open & ~cut_through)),
+            self.empty.eq(~frame_open & (released == finished_sys)),
+        ]
+
+        return m

@@ -1,0 +1,284 @@
+"""``macdma_soc``: the MAC, the scatter-gather DMA and the register bank as one device.
+
+A frame's path through the SoC, in the order the blocks appear below:
+
+TX: driver rings the TX doorbell (CSR bank) -> ``TxDmaChannel`` fetches descriptors and
+reads fragments over AXI4 -> ``TxFrameFifo`` (store-and-forward, sys -> tx clock) ->
+``EthMac`` transmitter -> GMII/MII.
+
+RX: GMII/MII -> ``EthMac`` receiver -> ``RxFrameFifo`` (rx -> sys clock) ->
+``RxDmaChannel`` writes buffers and write-backs over AXI4.
+
+Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
+0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
+"""
+
+from dataclasses import dataclass
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.cdc import FFSynchronizer, PulseSynchronizer
+from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.wiring import In, Out, connect, flipped
+from amaranth.utils import exact_log2
+
+from .bus.axi4 import Axi4Signature, connect_read_write
+from .bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
+from .bus.axi_lite import AxiLiteSignature, CsrBank
+from .dma.irq import IrqController, connect_csr_bank
+from .dma.rx_channel import RxDmaChannel
+from .dma.rx_fifo import RxFrameFifo
+from .dma.tx_channel import TxDmaChannel
+from .dma.tx_fifo import TxFrameFifo
+from .flatten import connect_flat, flat_members
+from .mac.gmii import GmiiRxSignature, GmiiTxSignature
+from .mac.mac import EthMac
+from .mac.stats import RxStatistics, TxStatistics
+from .regmap import REGISTER_MAP
+
+CSR_ADDR_WIDTH = 12
+ADDR_WIDTH = 32
+
+
+@dataclass(frozen=True)
+class SocParams:
+    """Build-time parameters; everything a regression sweeps is a register instead."""
+
+    data_width: int = 32  # AXI4 master data width: 32 or 64
+    tx_fifo_bytes: int = 4096  # frames up to this size are stored whole before sending
+    rx_fifo_bytes: int = 4096
+    max_prefetch: int = 8  # most descriptors fetched in one burst (FEATURES.max_prefetch)
+
+    def __post_init__(self):
+        if self.data_width not in (32, 64):
+            raise ValueError(f"data_width must be 32 or 64, not {self.data_width!r}")
+        for name in ("tx_fifo_bytes", "rx_fifo_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 2048 or value & (value - 1):
+                raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
+        if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
+            raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
+
+
+class MacDmaSoc(wiring.Component):
+    """The SoC core, in three clock domains: ``sync`` (system: CSR bank, DMA, AXI), and
+    the PHY's ``tx`` and ``rx``. A top defines the domains (see :class:`SocTop`).
+
+    Members
+    -------
+    csr : In(AxiLiteSignature(12, 32))
+        The register bank (docs/registers.md).
+    axi : Out(Axi4Signature(32, data_width, id_width=2))
+        Host memory: descriptor rings and buffers.
+    irq : Out(1)
+        Level interrupt: IRQ_STATUS & IRQ_ENABLE.
+    gmii_tx, gmii_rx
+        PHY pins, ``tx`` and ``rx`` domains.
+    tx_clk_enable, rx_clk_enable : In(1)
+        Which PHY clocks carry a symbol (10/100 on a fixed clock); MII nibble mode is
+        MAC_CTRL.mii_select.
+    """
+
+    def __init__(self, params: SocParams = SocParams()):
+        self.params = params
+        super().__init__(
+            {
+                "csr": In(AxiLiteSignature(CSR_ADDR_WIDTH, 32)),
+                "axi": Out(Axi4Signature(ADDR_WIDTH, params.data_width, id_width=2)),
+                "irq": Out(1),
+                "gmii_tx": Out(GmiiTxSignature()),
+                "gmii_rx": Out(GmiiRxSignature()),
+                "tx_clk_enable": In(1),
+                "rx_clk_enable": In(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        params = self.params
+        width = params.data_width
+
+        m.submodules.csr_bank = bank = CsrBank(REGISTER_MAP)
+        connect(m, flipped(self.csr), bank.bus)
+        self._features(m, bank)
+
+        m.submodules.irq = irq = IrqController(REGISTER_MAP)
+        connect_csr_bank(m, irq, bank)
+        m.d.comb += self.irq.eq(irq.irq)
+
+        m.submodules.tx_dma = tx_dma = TxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
+        m.submodules.rx_dma = rx_dma = RxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
+        for name, channel in (("TX", tx_dma), ("RX", rx_dma)):
+            _connect_channel(m, bank, name, channel)
+        connect(m, tx_dma.events, irq.tx)
+        connect(m, rx_dma.events, irq.rx)
+
+        m.submodules.read_arbiter = read_arbiter = Axi4ReadArbiter(
+            2, ADDR_WIDTH, width, id_width_in=1
+        )
+        m.submodules.write_arbiter = write_arbiter = Axi4WriteArbiter(
+            2, ADDR_WIDTH, width, id_width_in=1
+        )
+        connect(m, tx_dma.axi_read, read_arbiter.i0)
+        connect(m, rx_dma.axi_read, read_arbiter.i1)
+        connect(m, tx_dma.axi_write, write_arbiter.i0)
+        connect(m, rx_dma.axi_write, write_arbiter.i1)
+        connect_read_write(m, bus=self.axi, read=read_arbiter.o, write=write_arbiter.o)
+
+        m.submodules.tx_fifo = tx_fifo = TxFrameFifo(width, params.tx_fifo_bytes)
+        m.submodules.rx_fifo = rx_fifo = RxFrameFifo(width, params.rx_fifo_bytes)
+        m.submodules.mac = mac = EthMac()
+        connect(m, tx_dma.o, tx_fifo.i)
+        connect(m, tx_fifo.o, mac.tx)
+        connect(m, mac.rx, rx_fifo.i)
+        connect(m, rx_fifo.o, rx_dma.i)
+        m.d.comb += [
+            rx_fifo.i_cause.eq(mac.rx_status.p.error),
+            rx_dma.i_cause.eq(rx_fifo.o_cause),
+            bank.port("RX_FIFO_OVERFLOWS").eq(rx_fifo.overflows),
+            bank.port("TX_FIFO_OVERFLOWS").eq(0),
+        ]
+        connect(m, mac.gmii_tx, flipped(self.gmii_tx))
+        connect(m, mac.gmii_rx, flipped(self.gmii_rx))
+        m.d.comb += [
+            mac.tx_clk_enable.eq(self.tx_clk_enable),
+            mac.rx_clk_enable.eq(self.rx_clk_enable),
+        ]
+        self._mac_config(m, bank, mac)
+        self._mac_statistics(m, bank, mac)
+        return m
+
+    def _features(self, m, bank):
+        params = self.params
+        m.d.comb += [
+            bank.port("ID_FEATURES", "data_bytes").eq(params.data_width // 8),
+            bank.port("ID_FEATURES", "tx_fifo_log2").eq(exact_log2(params.tx_fifo_bytes)),
+            bank.port("ID_FEATURES", "rx_fifo_log2").eq(exact_log2(params.rx_fifo_bytes)),
+            bank.port("ID_FEATURES", "max_prefetch").eq(params.max_prefetch),
+        ]
+
+    @staticmethod
+    def _mac_config(m, bank, mac):
+        # MAC settings are quasi-static (change them while the paths are idle), so each
+        # bit is simply synchronised into the PHY domain that uses it.
+        settings = {
+            "tx": [
+                (bank.port("MAC_IFG"), mac.config.ifg),
+                (bank.port("MAC_CTRL", "tx_enable"), mac.config.tx_enable),
+                (bank.port("MAC_CTRL", "mii_select"), mac.tx_mii_select),
+            ],
+            "rx": [
+                (bank.port("MAC_MAX_LEN"), mac.config.rx_max_length),
+                (bank.port("MAC_CTRL", "rx_enable"), mac.config.rx_enable),
+                (bank.port("MAC_CTRL", "mii_select"), mac.rx_mii_select),
+            ],
+        }
+        for domain, pairs in settings.items():
+            for index, (source, target) in enumerate(pairs):
+                m.submodules[f"{domain}_config_sync{index}"] = FFSynchronizer(
+                    source, target, o_domain=domain
+                )
+
+    @staticmethod
+    def _mac_statistics(m, bank, mac):
+        # One status record per frame crosses to the system clock, and the counters count
+        # there, where the register bank reads them. A frame takes at least 64 byte
+        # times on the wire, so a few entries of FIFO can never fill.
+        tx_stats = m.submodules.tx_stats = TxStatistics()
+        rx_stats = m.submodules.rx_stats = RxStatistics()
+        for domain, status, stats in (
+            ("tx", mac.tx_status, tx_stats),
+            ("rx", mac.rx_status, rx_stats),
+        ):
+            crossing = m.submodules[f"{domain}_status_cdc"] = AsyncFIFO(
+                width=len(status.payload.as_value()), depth=4, w_domain=domain, r_domain="sync"
+            )
+            m.d.comb += [
+                crossing.w_data.eq(status.payload),
+                crossing.w_en.eq(status.valid),
+                stats.status.payload.eq(crossing.r_data),
+                stats.status.valid.eq(crossing.r_rdy),
+                crossing.r_en.eq(1),
+            ]
+        for name in ("preamble_error", "dropped_disabled"):
+            pulse = m.submodules[f"rx_{name}_cdc"] = PulseSynchronizer("rx", "sync")
+            m.d.comb += [
+                pulse.i.eq(getattr(mac, f"rx_{name}")),
+                getattr(rx_stats, name).eq(pulse.o),
+            ]
+        for counters in (tx_stats.counters, rx_stats.counters):
+            for name in counters.signature.members:
+                m.d.comb += bank.port(f"STATS_{name.upper()}").eq(getattr(counters, name))
+        m.d.comb += bank.port("TX_DROPS").eq(tx_stats.counters.tx_underruns)
+
+
+def _connect_channel(m, bank, name, channel):
+    """Registers of one DMA channel block (TX_* or RX_*) to its channel."""
+    reg = lambda register, field=None: bank.port(f"{name}_{register}", field)  # noqa: E731
+    m.d.comb += [
+        channel.run.eq(reg("CTRL", "run")),
+        channel.reset.eq(reg("CTRL", "reset")),
+        channel.ring_base.eq(reg("RING_BASE")),
+        channel.ring_size.eq(reg("RING_SIZE")),
+        channel.tail.eq(reg("TAIL")),
+        channel.tail_written.eq(getattr(bank, f"{name.lower()}_tail_written")),
+        channel.poll_us.eq(reg("POLL_US")),
+        channel.sys_clk_mhz.eq(bank.port("IRQ_SYS_CLK_MHZ")),
+        channel.burst_beats.eq(reg("BURST_BEATS")),
+        channel.prefetch.eq(reg("PREFETCH")),
+        reg("HEAD").eq(channel.head),
+        reg("STATUS", "running").eq(channel.running),
+        reg("STATUS", "halted").eq(channel.halted),
+        reg("STATUS", "bad_tail").eq(channel.bad_tail),
+        reg("STATUS", "error_code").eq(channel.error_code),
+        reg("DESC_FETCHED").eq(channel.desc_fetched),
+        reg("BURSTS").eq(channel.bursts),
+        reg("BYTES").eq(channel.bytes),
+        reg("FRAMES").eq(channel.frames),
+    ]
+    if hasattr(channel, "drops"):
+        m.d.comb += reg("DROPS").eq(channel.drops)
+
+
+class SocTop(wiring.Component):
+    """``macdma_soc`` with flat Verilog ports: ``clk``/``rst`` (system clock, reset active
+    high and synchronous), ``s_axil_*`` (AXI4-Lite slave), ``m_axi_*`` (AXI4 master, the
+    names cocotbext-axi's ``AxiBus.from_prefix(dut, "m_axi")`` expects), ``irq``, and the
+    MAC's PHY side as in ``macdma_eth_mac``: ``tx_clk``, ``tx_rst``, ``rx_clk``,
+    ``rx_rst``, ``gmii_*``, ``tx_clk_enable``, ``rx_clk_enable``."""
+
+    def __init__(self, **params):
+        self.core = MacDmaSoc(SocParams(**params))
+        core_members = self.core.signature.members
+        members = {name: In(1) for name in ("clk", "rst", "tx_clk", "tx_rst", "rx_clk", "rx_rst")}
+        members.update(flat_members("s_axil", core_members["csr"]))
+        members.update(flat_members("m_axi", core_members["axi"]))
+        members["irq"] = Out(1)
+        members.update(flat_members("gmii", core_members["gmii_tx"]))
+        members.update(flat_members("gmii", core_members["gmii_rx"]))
+        members["tx_clk_enable"] = In(1)
+        members["rx_clk_enable"] = In(1)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        for domain in ("sync", "tx", "rx"):
+            prefix = "" if domain == "sync" else f"{domain}_"
+            cd = ClockDomain(domain, local=True)
+            m.domains += cd
+            m.d.comb += [
+                cd.clk.eq(getattr(self, f"{prefix}clk")),
+                cd.rst.eq(getattr(self, f"{prefix}rst")),
+            ]
+        m.submodules.soc = core = self.core
+        members = core.signature.members
+        connect_flat(m, self, "s_axil", core.csr, members["csr"])
+        connect_flat(m, self, "m_axi", core.axi, members["axi"])
+        connect_flat(m, self, "gmii", core.gmii_tx, members["gmii_tx"])
+        connect_flat(m, self, "gmii", core.gmii_rx, members["gmii_rx"])
+        m.d.comb += [
+            self.irq.eq(core.irq),
+            core.tx_clk_enable.eq(self.tx_clk_enable),
+            core.rx_clk_enable.eq(self.rx_clk_enable),
+        ]
+        return m
