@@ -216,7 +216,8 @@ TX_DESC_FETCHED_WIDTH = 32
 TX_DESC_FETCHED_MASK = 0xFFFFFFFF
 
 # TX_BURSTS (0x12C)
-# AXI data bursts issued. 32-bit counter, wraps; cleared by reset only.
+# AXI bursts of frame data issued (TX: fragment reads; RX: buffer writes); descriptor fetches
+# and write-backs are not counted. 32-bit counter, wraps; cleared by reset only.
 TX_BURSTS = 0x12C
 TX_BURSTS_SHIFT = 0
 TX_BURSTS_WIDTH = 32
@@ -349,7 +350,8 @@ RX_DESC_FETCHED_WIDTH = 32
 RX_DESC_FETCHED_MASK = 0xFFFFFFFF
 
 # RX_BURSTS (0x1AC)
-# AXI data bursts issued. 32-bit counter, wraps; cleared by reset only.
+# AXI bursts of frame data issued (TX: fragment reads; RX: buffer writes); descriptor fetches
+# and write-backs are not counted. 32-bit counter, wraps; cleared by reset only.
 RX_BURSTS = 0x1AC
 RX_BURSTS_SHIFT = 0
 RX_BURSTS_WIDTH = 32

@@ -694,7 +694,13 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
             valid=range(1, 17),
         ),
         _whole("DESC_FETCHED", 0x28, "ro", f"Descriptors fetched. {_COUNTER_DOC}"),
-        _whole("BURSTS", 0x2C, "ro", f"AXI data bursts issued. {_COUNTER_DOC}"),
+        _whole(
+            "BURSTS",
+            0x2C,
+            "ro",
+            "AXI bursts of frame data issued (TX: fragment reads; RX: buffer writes); "
+            f"descriptor fetches and write-backs are not counted. {_COUNTER_DOC}",
+        ),
         _whole("BYTES", 0x30, "ro", f"Frame data bytes moved. {_COUNTER_DOC}"),
         _whole("FRAMES", 0x34, "ro", f"Frames completed. {_COUNTER_DOC}"),
         _whole("DROPS", 0x38, "ro", f"{drops_doc} {_COUNTER_DOC}"),

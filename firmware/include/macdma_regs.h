@@ -213,7 +213,8 @@
 #define MACDMA_TX_DESC_FETCHED_MASK 0xFFFFFFFFu
 
 /* TX_BURSTS (0x12C)
- * AXI data bursts issued. 32-bit counter, wraps; cleared by reset only. */
+ * AXI bursts of frame data issued (TX: fragment reads; RX: buffer writes); descriptor fetches
+ * and write-backs are not counted. 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_TX_BURSTS 0x12Cu
 #define MACDMA_TX_BURSTS_SHIFT 0u
 #define MACDMA_TX_BURSTS_WIDTH 32u
@@ -346,7 +347,8 @@
 #define MACDMA_RX_DESC_FETCHED_MASK 0xFFFFFFFFu
 
 /* RX_BURSTS (0x1AC)
- * AXI data bursts issued. 32-bit counter, wraps; cleared by reset only. */
+ * AXI bursts of frame data issued (TX: fragment reads; RX: buffer writes); descriptor fetches
+ * and write-backs are not counted. 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_RX_BURSTS 0x1ACu
 #define MACDMA_RX_BURSTS_SHIFT 0u
 #define MACDMA_RX_BURSTS_WIDTH 32u

@@ -150,9 +150,12 @@ class TxDmaChannel(wiring.Component):
         ]
 
         # ---- counters -----------------------------------------------------------------------
+        # BURSTS counts frame-data bursts only (fragment reads), like RX counts buffer
+        # writes: descriptor fetches and write-backs show in DESC_FETCHED and FRAMES. The
+        # reader runs one command at a time, so an AR belongs to the last command taken.
+        reading_fragment = Signal()
         ar_hs = self.axi_read.arvalid & self.axi_read.arready
-        aw_hs = self.axi_write.awvalid & self.axi_write.awready
-        m.d.sync += self.bursts.eq(self.bursts + ar_hs + aw_hs)
+        m.d.sync += self.bursts.eq(self.bursts + (ar_hs & reading_fragment))
         data_beat = Signal()  # a fragment beat (not the error beat) handed to `o`
         m.d.sync += self.bytes.eq(self.bytes + Mux(data_beat, self.o.p.count, 0))
 
@@ -311,6 +314,7 @@ class TxDmaChannel(wiring.Component):
                     ]
                     with m.If(reader.cmd.ready):
                         m.d.sync += [
+                            reading_fragment.eq(0),
                             fetched.eq(fetch_n),
                             buf_index.eq(0),
                             index.eq(0),
@@ -363,7 +367,7 @@ class TxDmaChannel(wiring.Component):
                         reader.cmd.p.length.eq(desc.length),
                     ]
                     with m.If(reader.cmd.ready):
-                        m.d.sync += cur_eop.eq(desc.eop)
+                        m.d.sync += [cur_eop.eq(desc.eop), reading_fragment.eq(1)]
                         m.next = "Data"
 
             with m.State("Data"):
