@@ -541,6 +541,9 @@ class RxDmaChannel(wiring.Component):
         # The re-check the data path asked for is over. A fetch that completes while a newer
         # request is still pending (dp_req) answered an older one and is ignored.
         checked = (check_done & ~dp_req) | check_now
+        # A descriptor the re-check put into the set on its last beat shows in dset.r_rdy
+        # only in the next cycle: until then the answer is "found", not "nothing owned".
+        nothing_found = checked & ~fetched_one
         with core.FSM(name="data"):
             with core.State("Idle"):
                 core.d.sync += [
@@ -566,7 +569,7 @@ class RxDmaChannel(wiring.Component):
             with core.State("Wait Start"):
                 with core.If(dset.r_rdy):
                     core.next = "Idle"
-                with core.Elif(checked):
+                with core.Elif(nothing_found):
                     core.next = "Drop"
             with core.State("Drop"):
                 with core.If(active):
@@ -662,7 +665,7 @@ class RxDmaChannel(wiring.Component):
             with core.State("Wait Spill"):
                 with core.If(dset.r_rdy):
                     core.next = "Spill"
-                with core.Elif(checked):
+                with core.Elif(nothing_found):
                     # Out of descriptors mid-frame: this buffer ends the frame, truncated.
                     core.d.sync += [wb_eop.eq(1), wb_beat.eq(0), forced_trunc.eq(1)]
                     core.next = "Write Back"
