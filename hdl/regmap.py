@@ -611,7 +611,9 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
                     (1, 1),
                     "wo-pulse",
                     doc="Write 1: channel reset; clears the error code and halt, returns HEAD "
-                    "to 0. The ring registers keep their values.",
+                    "to 0. The ring registers keep their values. TX also empties the TX FIFO "
+                    "(a frame being sent ends with tx_er) and resumes 200 system clocks "
+                    "later; STATUS.running reads 0 meanwhile.",
                 ),
             ),
             "Channel control.",

@@ -38,6 +38,8 @@ from .regmap import REGISTER_MAP
 
 CSR_ADDR_WIDTH = 12
 ADDR_WIDTH = 32
+# Long enough for 4 cycles of a 2.5 MHz MII clock at a 100 MHz system clock.
+TX_FIFO_RESET_CYCLES = 200
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class MacDmaSoc(wiring.Component):
         connect(m, rx_dma.axi_write, write_arbiter.i1)
         connect_read_write(m, bus=self.axi, read=read_arbiter.o, write=write_arbiter.o)
 
-        m.submodules.tx_fifo = tx_fifo = TxFrameFifo(width, params.tx_fifo_bytes)
+        m.submodules.tx_fifo = tx_fifo = self._tx_fifo(m, bank, tx_dma)
         m.submodules.rx_fifo = rx_fifo = RxFrameFifo(width, params.rx_fifo_bytes)
         m.submodules.mac = mac = EthMac()
         connect(m, tx_dma.o, tx_fifo.i)
@@ -147,6 +149,27 @@ class MacDmaSoc(wiring.Component):
         self._mac_config(m, bank, mac)
         self._mac_statistics(m, bank, mac)
         return m
+
+    def _tx_fifo(self, m, bank, tx_dma):
+        """The TX FIFO, emptied by a TX channel reset too: a half-read frame left in it
+        would otherwise be glued to the next frame and sent with a good FCS. Its reset is
+        held long enough for the slowest PHY clock to see it (the FIFO then ends a frame
+        the MAC is sending with an error byte, so it leaves the wire with tx_er), and the
+        channel waits until the FIFO is back."""
+        resetting = Signal(range(TX_FIFO_RESET_CYCLES + 1))
+        with m.If(bank.port("TX_CTRL", "reset")):
+            m.d.sync += resetting.eq(TX_FIFO_RESET_CYCLES)
+        with m.Elif(resetting != 0):
+            m.d.sync += resetting.eq(resetting - 1)
+        domain = ClockDomain("tx_fifo_sys", local=True)
+        m.domains += domain
+        m.d.comb += [
+            domain.clk.eq(ClockSignal("sync")),
+            domain.rst.eq(ResetSignal("sync") | (resetting != 0)),
+            tx_dma.run.eq(bank.port("TX_CTRL", "run") & (resetting == 0)),
+        ]
+        fifo = TxFrameFifo(self.params.data_width, self.params.tx_fifo_bytes)
+        return DomainRenamer({"sync": "tx_fifo_sys"})(fifo)
 
     def _features(self, m, bank):
         params = self.params
@@ -215,8 +238,9 @@ class MacDmaSoc(wiring.Component):
 def _connect_channel(m, bank, name, channel):
     """Registers of one DMA channel block (TX_* or RX_*) to its channel."""
     reg = lambda register, field=None: bank.port(f"{name}_{register}", field)  # noqa: E731
+    if name == "RX":  # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo)
+        m.d.comb += channel.run.eq(reg("CTRL", "run"))
     m.d.comb += [
-        channel.run.eq(reg("CTRL", "run")),
         channel.reset.eq(reg("CTRL", "reset")),
         channel.ring_base.eq(reg("RING_BASE")),
         channel.ring_size.eq(reg("RING_SIZE")),
