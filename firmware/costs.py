@@ -1,0 +1,69 @@
+"""What the driver's work costs on the modelled CPU, in CPU cycles.
+
+The driver charges every step to the platform as ``platform.charge(cycles, "<field>")``
+where ``<field>`` is the name of a :class:`CpuCosts` field, so the accounting can say
+where the cycles went (IRQ entry, descriptor filling, cache maintenance, ...). All costs
+default to 0: ``CpuCosts()`` is the *ideal* CPU, on which only the bus time of MMIO
+accesses (added by the platform) takes any time.
+
+Named presets calibrated against the field reports (``CPU_PRESETS``) live with the CPU
+model in ``sim/cpu.py``. Pure Python: no cocotb, no asyncio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["CpuCosts"]
+
+
+@dataclass(frozen=True)
+class CpuCosts:
+    """The cost table: CPU cycles per unit of driver work (floats, >= 0).
+
+    Members:
+        irq_entry_exit: Hardware interrupt entry and exit (vector, save/restore, EOI).
+        mmio_read: CPU overhead per register read, on top of the bus time the platform adds.
+        mmio_write: CPU overhead per register write, likewise.
+        tx_per_packet: Stack work per transmitted packet (skb, protocol headers, pktgen).
+        tx_per_descriptor: Filling one TX descriptor.
+        tx_per_fragment_map: DMA-mapping one TX fragment.
+        tx_clean_per_descriptor: Reaping one written-back TX descriptor and unmapping it.
+        rx_per_packet: Stack work per received packet.
+        rx_per_descriptor: Reading one RX write-back and refilling its buffer.
+        per_byte_cache: Cache maintenance per byte on a non-coherent CPU: TX cleans each
+            byte sent; RX invalidates the *whole posted buffer* per received buffer, not
+            just the bytes written (the lan743x field report).
+        per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
+        napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
+        timer_tick_overhead: One timer tick (polling loop or TX housekeeping).
+        cpu_mhz: Clock of the modelled CPU, for the platform to turn cycles into time.
+    """
+
+    irq_entry_exit: float = 0.0
+    mmio_read: float = 0.0
+    mmio_write: float = 0.0
+    tx_per_packet: float = 0.0
+    tx_per_descriptor: float = 0.0
+    tx_per_fragment_map: float = 0.0
+    tx_clean_per_descriptor: float = 0.0
+    rx_per_packet: float = 0.0
+    rx_per_descriptor: float = 0.0
+    per_byte_cache: float = 0.0
+    per_byte_copy: float = 0.0
+    napi_poll_overhead: float = 0.0
+    timer_tick_overhead: float = 0.0
+    cpu_mhz: float = 100.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"CpuCosts.{f.name} = {value!r} must be a number >= 0")
+        if self.cpu_mhz <= 0:
+            raise ValueError(f"CpuCosts.cpu_mhz = {self.cpu_mhz!r} must be > 0")
+
+    @classmethod
+    def cost_names(cls) -> tuple[str, ...]:
+        """The names the driver passes to ``platform.charge`` (every field but cpu_mhz)."""
+        return tuple(f.name for f in fields(cls) if f.name != "cpu_mhz")

@@ -1,0 +1,983 @@
+"""The macdma network driver model, written the way a Linux Ethernet driver is.
+
+A kernel engineer should recognise every step:
+
+- two descriptor rings (:class:`TxRing`, :class:`RxRing`) with ``next_to_use`` (producer)
+  and ``next_to_clean`` (consumer) indices; one slot is always left empty so that
+  ``next_to_use == next_to_clean`` means "empty" (the hardware's HEAD == TAIL);
+- ``xmit`` is ``ndo_start_xmit``: map the fragments, fill descriptors (word 3, which holds
+  ``own``, last, after a write barrier), ring the TX doorbell (TAIL), stop the queue when
+  a worst-case frame no longer fits, return ``NETDEV_TX_BUSY`` (False) while stopped;
+- ``tx_clean`` reaps written-back descriptors and wakes the queue with hysteresis
+  (``wake_threshold`` free descriptors, not merely one frame's worth);
+- ``rx_poll`` is the RX half of a NAPI poll: reap write-backs, chain multi-buffer frames
+  from SOP to EOP, hand each to the stack, refill, ring RX TAIL once per poll;
+- ``isr`` is the hard interrupt handler: read and ack IRQ_STATUS, then per strategy clean,
+  or mask the done causes and ``napi_schedule``; DMA errors reset and re-open the channel;
+- ``napi_poll`` returns the work done; only ``work < budget`` completes NAPI and unmasks.
+
+The driver talks to the hardware only through :class:`~macdma.firmware.platform.Platform`
+(MMIO, DMA memory, IRQ line, time, CPU cost). Register offsets and fields come only from
+``regs.py``, descriptor layouts only from ``descriptor.py``. It is plain ``async`` code:
+it imports neither cocotb nor asyncio, and its concurrent contexts are started by
+:meth:`MacDmaDriver.run` through the ``spawn`` callable the platform's scheduler gives it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from . import regs
+from .costs import CpuCosts
+from .descriptor import (
+    DESCRIPTOR_BYTES,
+    MAX_BUFFER_BYTES,
+    MIN_RX_BUFFER_BYTES,
+    Descriptor,
+    RxErrorCause,
+)
+from .platform import Platform
+
+__all__ = [
+    "IRQ_STRATEGIES",
+    "DriverConfig",
+    "DriverStats",
+    "IrqStrategy",
+    "MacDmaDriver",
+    "RxFrameMeta",
+    "RxRing",
+    "TxRing",
+]
+
+IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
+
+#: Worst-case descriptors per frame: MAX_SKB_FRAGS (16 with 4 KiB pages) + the linear part.
+DEFAULT_MAX_FRAGS = 17
+#: NAPI_POLL_WEIGHT in Linux.
+DEFAULT_BUDGET = 64
+#: How often a context that must wait for another one re-checks (no event primitive is
+#: available without importing a scheduler): wait_for_wake and the ring locks.
+WAKE_POLL_NS = 200.0
+
+_DONE_CAUSES = regs.IRQ_STATUS_TX_DONE_MASK | regs.IRQ_STATUS_RX_DONE_MASK
+_ERROR_CAUSES = (
+    regs.IRQ_STATUS_TX_ERROR_MASK | regs.IRQ_STATUS_RX_ERROR_MASK | regs.IRQ_STATUS_CFG_ERROR_MASK
+)
+_ALL_CAUSES = _DONE_CAUSES | _ERROR_CAUSES
+_WORD3_OFFSET = 12  # byte offset of word 3 (length, ioc, sop, eop, own) in a descriptor
+
+
+def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{owner}.{name} = {value!r} must be an integer")
+    if value < low or (high is not None and value > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"{owner}.{name} = {value!r} is out of range ({bound})")
+
+
+def _field(value: int, mask: int, shift: int) -> int:
+    return (value & mask) >> shift
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IrqStrategy:
+    """How completions reach the driver.
+
+    ``name`` is one of:
+
+    - ``"per-desc"``: IRQ_MODE PER_DESC; IOC is set on every TX and RX descriptor, so every
+      descriptor interrupts (the MicroBlaze report). The ISR cleans TX and RX.
+    - ``"eop"``: IRQ_MODE EOP: one interrupt per frame. The ISR cleans.
+    - ``"coalesce"``: IRQ_MODE COALESCE with ``coalesce_frames`` / ``coalesce_us``. The ISR
+      cleans.
+    - ``"polling"``: IRQ_MODE NONE and the done causes never enabled; a loop every
+      ``poll_us`` runs ``tx_clean(budget)`` + ``rx_poll(budget)`` (re-polling at once while
+      a poll used its whole budget). Only error causes interrupt.
+    - ``"napi"``: the ISR masks the done causes, acks and schedules NAPI; the poll runs
+      ``tx_clean`` + ``rx_poll`` with ``budget`` and unmasks only when the work done is
+      below the budget, else polls again. IRQ_MODE COALESCE when ``coalesce_frames > 1`` or
+      ``coalesce_us > 0``, else EOP.
+
+    Members: ``coalesce_frames`` (1..255), ``coalesce_us`` (0..65535), ``poll_us`` (µs
+    between polls, >= 1 for polling), ``budget`` (NAPI / poll budget in packets, >= 1).
+    """
+
+    name: str = "napi"
+    coalesce_frames: int = 1
+    coalesce_us: int = 0
+    poll_us: int = 10
+    budget: int = DEFAULT_BUDGET
+
+    def __post_init__(self) -> None:
+        if self.name not in IRQ_STRATEGIES:
+            raise ValueError(
+                f"IRQ strategy {self.name!r} is not one of {', '.join(IRQ_STRATEGIES)}"
+            )
+        _check_int("IrqStrategy", "coalesce_frames", self.coalesce_frames, 1, 255)
+        _check_int("IrqStrategy", "coalesce_us", self.coalesce_us, 0, 0xFFFF)
+        _check_int("IrqStrategy", "poll_us", self.poll_us, 1 if self.name == "polling" else 0, None)
+        _check_int("IrqStrategy", "budget", self.budget, 1, None)
+
+    @classmethod
+    def parse(cls, text: str | IrqStrategy, **overrides: int) -> IrqStrategy:
+        """Build a strategy from ``"name"`` or ``"name:key=value,key=value"``.
+
+        Keys are the field names; ``frames`` and ``us`` are short for ``coalesce_frames`` and
+        ``coalesce_us`` (``us`` means ``poll_us`` for ``polling``). Keyword ``overrides`` win.
+        Examples: ``"eop"``, ``"coalesce:frames=8,us=50"``, ``"polling:us=20,budget=16"``,
+        ``"napi:budget=32"``. Raises ValueError naming a bad name, key or value.
+        """
+        if isinstance(text, IrqStrategy):
+            return replace(text, **overrides) if overrides else text
+        if not isinstance(text, str):
+            raise ValueError(f"IRQ strategy {text!r} must be a string such as 'napi'")
+        name, _, rest = text.strip().partition(":")
+        name = name.strip()
+        if name not in IRQ_STRATEGIES:
+            raise ValueError(f"IRQ strategy {name!r} is not one of {', '.join(IRQ_STRATEGIES)}")
+        aliases = {
+            "frames": "coalesce_frames",
+            "us": "poll_us" if name == "polling" else "coalesce_us",
+        }
+        known = {f.name for f in fields(cls)} - {"name"}
+        values: dict[str, int] = {}
+        for item in filter(None, (part.strip() for part in rest.split(","))):
+            key, eq, raw = item.partition("=")
+            key = aliases.get(key.strip(), key.strip())
+            if not eq or key not in known:
+                raise ValueError(
+                    f"IRQ strategy option {item!r} in {text!r}: expected key=value with key in "
+                    f"{', '.join(sorted(known | set(aliases)))}"
+                )
+            try:
+                values[key] = int(raw.strip(), 0)
+            except ValueError:
+                raise ValueError(
+                    f"IRQ strategy option {item!r} in {text!r}: {raw.strip()!r} is not an integer"
+                ) from None
+        values.update(overrides)
+        return cls(name=name, **values)
+
+    @property
+    def irq_mode(self) -> regs.IrqMode:
+        """The IRQ_MODE both channels get."""
+        if self.name == "per-desc":
+            return regs.IrqMode.PER_DESC
+        if self.name == "eop":
+            return regs.IrqMode.EOP
+        if self.name == "coalesce":
+            return regs.IrqMode.COALESCE
+        if self.name == "polling":
+            return regs.IrqMode.NONE
+        # napi
+        if self.coalesce_frames > 1 or self.coalesce_us > 0:
+            return regs.IrqMode.COALESCE
+        return regs.IrqMode.EOP
+
+    @property
+    def ioc(self) -> bool:
+        """Whether descriptors carry IOC (only PER_DESC mode looks at it)."""
+        return self.name == "per-desc"
+
+    @property
+    def irq_enable(self) -> int:
+        """IRQ_ENABLE after open: error causes always; done causes unless polling."""
+        return _ERROR_CAUSES if self.name == "polling" else _ALL_CAUSES
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Everything the driver programs at open, validated (ValueError naming the value).
+
+    Members:
+        tx_ring, rx_ring: descriptors per ring, 2..4096 (at most ring - 1 are in flight).
+        rx_buf: bytes per RX buffer, 64..65535; a longer frame spans several buffers.
+        burst_beats: AXI burst cap for both channels, 1..256.
+        prefetch: descriptors fetched per descriptor read, 1..15.
+        strategy: the :class:`IrqStrategy` (a string is parsed with ``IrqStrategy.parse``).
+        tx_clean_budget: packets per TX clean from the ISR and the housekeeping tick;
+            None = unlimited.
+        housekeeping_hz: None = no tick; else a timer tick that runs
+            ``tx_clean(tx_clean_budget)`` (the MIPS router report).
+        sys_clk_mhz: system clock for IRQ_SYS_CLK_MHZ (the coalescing timer), 1..1000.
+        max_frags: worst-case fragments per frame: the queue stops when fewer descriptors
+            than this are free. 1..tx_ring - 1; None = 17 (16 fragments plus a header, as
+            MAX_SKB_FRAGS + 1), or tx_ring - 1 on a smaller ring.
+        wake_threshold: free descriptors needed to wake the stopped queue (hysteresis);
+            max_frags..tx_ring - 1; None = min(2 * max_frags, tx_ring - 1).
+        dma_poll_us: TX_POLL_US / RX_POLL_US, the DMA's descriptor re-check interval;
+            0 = off (doorbell only). 0..65535.
+        mii: MAC_CTRL.mii_select: 4-bit MII (10/100 Mb/s) instead of GMII.
+    """
+
+    tx_ring: int = 256
+    rx_ring: int = 256
+    rx_buf: int = 1536
+    burst_beats: int = 16
+    prefetch: int = 4
+    strategy: IrqStrategy = field(default_factory=IrqStrategy)
+    tx_clean_budget: int | None = None
+    housekeeping_hz: float | None = None
+    sys_clk_mhz: int = 100
+    max_frags: int | None = None
+    wake_threshold: int | None = None
+    dma_poll_us: int = 0
+    mii: bool = False
+
+    def __post_init__(self) -> None:
+        own = "DriverConfig"
+        _check_int(own, "tx_ring", self.tx_ring, 2, 4096)
+        _check_int(own, "rx_ring", self.rx_ring, 2, 4096)
+        _check_int(own, "rx_buf", self.rx_buf, MIN_RX_BUFFER_BYTES, MAX_BUFFER_BYTES)
+        _check_int(own, "burst_beats", self.burst_beats, 1, 256)
+        _check_int(own, "prefetch", self.prefetch, 1, 15)
+        if isinstance(self.strategy, str):
+            object.__setattr__(self, "strategy", IrqStrategy.parse(self.strategy))
+        if not isinstance(self.strategy, IrqStrategy):
+            raise ValueError(f"DriverConfig.strategy = {self.strategy!r} must be an IrqStrategy")
+        if self.tx_clean_budget is not None:
+            _check_int(own, "tx_clean_budget", self.tx_clean_budget, 1, None)
+        if self.housekeeping_hz is not None:
+            hz = self.housekeeping_hz
+            if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not hz > 0:
+                raise ValueError(f"DriverConfig.housekeeping_hz = {hz!r} must be > 0 or None")
+        _check_int(own, "sys_clk_mhz", self.sys_clk_mhz, 1, 1000)
+        if self.max_frags is None:
+            object.__setattr__(self, "max_frags", min(DEFAULT_MAX_FRAGS, self.tx_ring - 1))
+        _check_int(own, "max_frags", self.max_frags, 1, self.tx_ring - 1)
+        if self.wake_threshold is None:
+            object.__setattr__(self, "wake_threshold", min(2 * self.max_frags, self.tx_ring - 1))
+        _check_int(own, "wake_threshold", self.wake_threshold, self.max_frags, self.tx_ring - 1)
+        _check_int(own, "dma_poll_us", self.dma_poll_us, 0, 0xFFFF)
+        if not isinstance(self.mii, bool):
+            raise ValueError(f"DriverConfig.mii = {self.mii!r} must be a bool")
+
+
+@dataclass
+class DriverStats:
+    """Counters, like ``struct rtnl_link_stats64`` plus the model's own.
+
+    tx_packets/tx_bytes count frames reaped by tx_clean; tx_descriptors those posted.
+    rx_packets/rx_bytes count good frames; rx_errors bad frames delivered with ok=False;
+    rx_dropped_hw is RX_DROPS + RX_FIFO_OVERFLOWS, read by :meth:`MacDmaDriver.close`.
+    queue_stops/queue_wakes, irqs (ISR invocations), polls (NAPI or polling-loop passes),
+    mmio_reads/mmio_writes. Beyond the contract: tx_dropped (frames discarded by a TX
+    channel reset), rx_dropped (partial frames discarded by an RX reset), dma_errors
+    (channel halts handled), cfg_errors (rejected register writes reported).
+    """
+
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    tx_descriptors: int = 0
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    rx_errors: int = 0
+    rx_dropped_hw: int = 0
+    queue_stops: int = 0
+    queue_wakes: int = 0
+    irqs: int = 0
+    polls: int = 0
+    mmio_reads: int = 0
+    mmio_writes: int = 0
+    tx_dropped: int = 0
+    rx_dropped: int = 0
+    dma_errors: int = 0
+    cfg_errors: int = 0
+
+
+@dataclass(frozen=True)
+class RxFrameMeta:
+    """What the driver tells the stack about a received frame (the third on_receive
+    argument). ``frame_length`` is the write-back's; ``buffers`` how many it spanned."""
+
+    frame_length: int
+    buffers: int
+    error: bool
+    rx_error: RxErrorCause
+    rx_truncated: bool
+    time_ns: float
+
+
+@dataclass(frozen=True)
+class DmaErrorRecord:
+    """One channel halt the ISR handled: when, which channel, why (STATUS.error_code)."""
+
+    time_ns: float
+    channel: str
+    code: regs.DmaErrorCode
+    status: int
+
+
+@dataclass(frozen=True)
+class _ChannelRegs:
+    """One DMA channel's registers (from regs.py), so TX and RX share the setup code."""
+
+    name: str
+    ctrl: int
+    status: int
+    ring_base: int
+    ring_size: int
+    tail: int
+    burst_beats: int
+    prefetch: int
+    poll_us: int
+    error_code_mask: int
+    error_code_shift: int
+
+
+TX_REGS = _ChannelRegs(
+    "tx",
+    regs.TX_CTRL,
+    regs.TX_STATUS,
+    regs.TX_RING_BASE,
+    regs.TX_RING_SIZE,
+    regs.TX_TAIL,
+    regs.TX_BURST_BEATS,
+    regs.TX_PREFETCH,
+    regs.TX_POLL_US,
+    regs.TX_STATUS_ERROR_CODE_MASK,
+    regs.TX_STATUS_ERROR_CODE_SHIFT,
+)
+RX_REGS = _ChannelRegs(
+    "rx",
+    regs.RX_CTRL,
+    regs.RX_STATUS,
+    regs.RX_RING_BASE,
+    regs.RX_RING_SIZE,
+    regs.RX_TAIL,
+    regs.RX_BURST_BEATS,
+    regs.RX_PREFETCH,
+    regs.RX_POLL_US,
+    regs.RX_STATUS_ERROR_CODE_MASK,
+    regs.RX_STATUS_ERROR_CODE_SHIFT,
+)
+
+
+# -- rings ---------------------------------------------------------------------------------
+
+
+class _RingLock:
+    """A non-sleeping lock for the model's cooperative contexts (a spinlock stand-in):
+    ``try_acquire`` never waits; :meth:`MacDmaDriver._lock` spins on it with a short sleep."""
+
+    def __init__(self) -> None:
+        self.held = False
+
+    def try_acquire(self) -> bool:
+        if self.held:
+            return False
+        self.held = True
+        return True
+
+    def release(self) -> None:
+        self.held = False
+
+
+class _Ring:
+    """A descriptor ring in DMA memory: base, size and the two indices."""
+
+    def __init__(self, platform: Platform, size: int) -> None:
+        self.platform = platform
+        self.size = size
+        self.base = platform.dma_alloc(size * DESCRIPTOR_BYTES, align=DESCRIPTOR_BYTES)
+        self.next_to_use = 0  # producer: next slot the driver fills
+        self.next_to_clean = 0  # consumer: next slot the driver reaps
+        self.clean_lock = _RingLock()
+
+    def desc_addr(self, index: int) -> int:
+        return self.base + index * DESCRIPTOR_BYTES
+
+    def next(self, index: int) -> int:
+        return index + 1 if index + 1 < self.size else 0
+
+    def unused(self) -> int:
+        """Free descriptors (like E1000_DESC_UNUSED): one slot always stays empty."""
+        return (self.next_to_clean - self.next_to_use - 1) % self.size
+
+    def in_flight(self) -> int:
+        return (self.next_to_use - self.next_to_clean) % self.size
+
+    def clear(self) -> None:
+        """Zero every descriptor (own = 0) and restart both indices at 0 (HEAD after reset)."""
+        self.platform.mem_write(self.base, bytes(self.size * DESCRIPTOR_BYTES))
+        self.next_to_use = 0
+        self.next_to_clean = 0
+
+    def post(self, index: int, desc: Descriptor) -> None:
+        """Hand a descriptor to the DMA: words 0..2 first, then word 3 (own) last."""
+        image = desc.pack()
+        address = self.desc_addr(index)
+        self.platform.mem_write(address, image[:_WORD3_OFFSET])
+        # wmb(): the address and length must be visible before own hands the descriptor
+        # over; the DMA may fetch it (TX_POLL_US, prefetch) at any moment after this store.
+        self.platform.mem_write(address + _WORD3_OFFSET, image[_WORD3_OFFSET:])
+
+    def read(self, index: int) -> Descriptor:
+        """Read a descriptor as written back; the caller tests ``own`` before trusting the
+        rest (word 3 lands last in the DMA's write-back burst, so own = 0 means complete)."""
+        return Descriptor.unpack(self.platform.mem_read(self.desc_addr(index), DESCRIPTOR_BYTES))
+
+
+@dataclass
+class _TxBuffer:
+    """Per-slot TX bookkeeping (like ``struct e1000_tx_buffer``)."""
+
+    dma: int = 0  # bus address of this slot's bounce buffer
+    capacity: int = 0
+    length: int = 0
+    # Set on a frame's first slot: where it ends (next_to_watch) and its totals.
+    eop_index: int | None = None
+    descriptors: int = 0
+    frame_bytes: int = 0
+
+
+class TxRing(_Ring):
+    """The TX ring: descriptors plus, per slot, a DMA buffer for one fragment.
+
+    The model's "dma_map" copies a fragment into its slot's buffer (memory here has no
+    free, so each slot keeps a buffer and grows it to the largest fragment seen)."""
+
+    def __init__(self, platform: Platform, size: int) -> None:
+        super().__init__(platform, size)
+        self.buffers = [_TxBuffer() for _ in range(size)]
+        self.xmit_lock = _RingLock()  # __netif_tx_lock: one producer at a time
+
+    def clear(self) -> None:
+        super().clear()
+        for buf in self.buffers:
+            buf.eop_index = None
+
+    def map_fragment(self, index: int, data: bytes) -> int:
+        buf = self.buffers[index]
+        if len(data) > buf.capacity:
+            capacity = max(256, 1 << (len(data) - 1).bit_length())
+            buf.dma = self.platform.dma_alloc(capacity, align=64)
+            buf.capacity = capacity
+        buf.length = len(data)
+        self.platform.mem_write(buf.dma, data)
+        return buf.dma
+
+
+class RxRing(_Ring):
+    """The RX ring: descriptors plus one ``buffer_bytes`` buffer per slot.
+
+    A slot's buffer is re-posted only after its data was copied to the stack, so slots can
+    keep their buffers for the ring's lifetime (page reuse, in Linux terms). The frame being
+    reassembled across polls lives in ``partial`` (the chained skb of igb's rx_ring->skb).
+    """
+
+    def __init__(self, platform: Platform, size: int, buffer_bytes: int) -> None:
+        super().__init__(platform, size)
+        self.buffer_bytes = buffer_bytes
+        self.buffers = [platform.dma_alloc(buffer_bytes, align=64) for _ in range(size)]
+        self.partial: bytearray | None = None
+        self.partial_buffers = 0
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+OnReceive = Callable[[bytes, bool, RxFrameMeta], Any]
+Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+class MacDmaDriver:
+    """The netdev: one TX queue, one RX queue, one interrupt line.
+
+    ``on_receive(frame, ok, meta)`` is the stack (``napi_gro_receive``); it may be a plain
+    function or a coroutine function. All work is charged to ``costs`` through
+    ``platform.charge(cycles, "<CpuCosts field>")``; all MMIO goes through the platform and
+    is counted in :attr:`stats`.
+    """
+
+    def __init__(
+        self,
+        platform: Platform,
+        config: DriverConfig,
+        on_receive: OnReceive | None = None,
+        costs: CpuCosts = CpuCosts(),  # noqa: B008 - frozen, so a shared default is safe
+    ) -> None:
+        if not isinstance(config, DriverConfig):
+            raise ValueError(f"config {config!r} must be a DriverConfig")
+        if not isinstance(costs, CpuCosts):
+            raise ValueError(f"costs {costs!r} must be a CpuCosts")
+        self.platform = platform
+        self.config = config
+        self.strategy = config.strategy
+        self.costs = costs
+        self.on_receive = on_receive
+        self.stats = DriverStats()
+        self.errors: list[DmaErrorRecord] = []
+        self.tx: TxRing | None = None
+        self.rx: RxRing | None = None
+        self.queue_stopped = False
+        self.napi_scheduled = False
+        self.is_open = False
+
+    # -- platform access, counted and charged ----------------------------------------------
+
+    async def _charge(self, what: str, count: float = 1) -> None:
+        cycles = getattr(self.costs, what) * count
+        if cycles:
+            await self.platform.charge(cycles, what)
+
+    async def _mmio_read(self, offset: int) -> int:
+        self.stats.mmio_reads += 1
+        await self._charge("mmio_read")
+        return await self.platform.mmio_read(offset)
+
+    async def _mmio_write(self, offset: int, value: int) -> None:
+        self.stats.mmio_writes += 1
+        await self._charge("mmio_write")
+        await self.platform.mmio_write(offset, value)
+
+    async def _lock(self, lock: _RingLock) -> None:
+        """spin_lock(): wait until another context releases ``lock``."""
+        while not lock.try_acquire():
+            await self.platform.sleep_ns(WAKE_POLL_NS)
+
+    # -- ndo_open / ndo_stop -----------------------------------------------------------------
+
+    async def open(self) -> None:
+        """ndo_open: reset, allocate and program the rings, post RX buffers, enable IRQs,
+        start both channels."""
+        cfg = self.config
+        # Quiesce: both channels stopped and reset (HEAD = 0), no interrupt, stale causes acked.
+        await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+        await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
+        await self._mmio_write(regs.IRQ_ENABLE, 0)
+        await self._mmio_write(regs.IRQ_STATUS, _ALL_CAUSES)
+
+        if self.tx is None:
+            self.tx = TxRing(self.platform, cfg.tx_ring)
+        if self.rx is None:
+            self.rx = RxRing(self.platform, cfg.rx_ring, cfg.rx_buf)
+        self.tx.clear()
+
+        for ch, ring in ((TX_REGS, self.tx), (RX_REGS, self.rx)):
+            await self._mmio_write(ch.ring_base, ring.base)
+            await self._mmio_write(ch.ring_size, ring.size)
+            await self._mmio_write(ch.tail, 0)
+            await self._mmio_write(ch.burst_beats, cfg.burst_beats)
+            await self._mmio_write(ch.prefetch, cfg.prefetch)
+            await self._mmio_write(ch.poll_us, cfg.dma_poll_us)
+
+        mode = int(self.strategy.irq_mode)
+        await self._mmio_write(
+            regs.IRQ_MODE,
+            (mode << regs.IRQ_MODE_TX_MODE_SHIFT) | (mode << regs.IRQ_MODE_RX_MODE_SHIFT),
+        )
+        coalesce = (self.strategy.coalesce_frames << regs.IRQ_TX_COALESCE_FRAMES_SHIFT) | (
+            self.strategy.coalesce_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT
+        )
+        await self._mmio_write(regs.IRQ_TX_COALESCE, coalesce)
+        await self._mmio_write(regs.IRQ_RX_COALESCE, coalesce)
+        await self._mmio_write(regs.IRQ_SYS_CLK_MHZ, cfg.sys_clk_mhz)
+        mac_ctrl = regs.MAC_CTRL_TX_ENABLE_MASK | regs.MAC_CTRL_RX_ENABLE_MASK
+        if cfg.mii:
+            mac_ctrl |= regs.MAC_CTRL_MII_SELECT_MASK
+        await self._mmio_write(regs.MAC_CTRL, mac_ctrl)
+
+        await self._rx_post_all()
+        self.queue_stopped = False
+        self.napi_scheduled = False
+        await self._mmio_write(regs.IRQ_ENABLE, self.strategy.irq_enable)
+        await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RUN_MASK)
+        await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
+        self.is_open = True
+
+    async def close(self) -> None:
+        """ndo_stop: mask interrupts, stop the MAC and both channels, read the hardware's
+        drop counters into ``stats.rx_dropped_hw``."""
+        self.is_open = False
+        await self._mmio_write(regs.IRQ_ENABLE, 0)
+        await self._mmio_write(regs.MAC_CTRL, 0)
+        await self._mmio_write(regs.TX_CTRL, 0)
+        await self._mmio_write(regs.RX_CTRL, 0)
+        await self.read_hw_stats()
+
+    async def read_hw_stats(self) -> None:
+        """ndo_get_stats64's hardware part: rx_dropped_hw = RX_DROPS + RX_FIFO_OVERFLOWS."""
+        drops = await self._mmio_read(regs.RX_DROPS)
+        overflows = await self._mmio_read(regs.RX_FIFO_OVERFLOWS)
+        self.stats.rx_dropped_hw = drops + overflows
+
+    # -- TX: ndo_start_xmit ------------------------------------------------------------------
+
+    async def xmit(self, fragments: list[bytes]) -> bool:
+        """ndo_start_xmit for a frame of ``fragments`` (one descriptor each).
+
+        Returns True (NETDEV_TX_OK) when queued, False (NETDEV_TX_BUSY) without queuing
+        anything while the queue is stopped. Stops the queue once fewer than
+        ``max_frags`` descriptors are free, so the next worst-case frame always fits.
+        """
+        tx = self._opened_tx()
+        count = len(fragments)
+        if not 1 <= count <= tx.size - 1:
+            raise ValueError(f"A frame of {count} fragments does not fit a {tx.size}-entry ring")
+        for frag in fragments:
+            if not 1 <= len(frag) <= MAX_BUFFER_BYTES:
+                raise ValueError(f"Fragment length {len(frag)} must be 1..{MAX_BUFFER_BYTES}")
+        if self.queue_stopped:
+            return False  # NETDEV_TX_BUSY: the stack requeues and waits for the wake
+        await self._lock(tx.xmit_lock)
+        try:
+            if tx.unused() < count:
+                # Only reachable with more fragments than max_frags: a driver bug in Linux.
+                self._stop_queue()
+                return False
+            await self._charge("tx_per_packet")
+            first = tx.next_to_use
+            index = first
+            ioc = self.strategy.ioc
+            for n, frag in enumerate(fragments):
+                await self._charge("tx_per_fragment_map")
+                await self._charge("per_byte_cache", len(frag))  # dma_map: clean to memory
+                address = tx.map_fragment(index, frag)
+                await self._charge("tx_per_descriptor")
+                desc = Descriptor.tx(address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc)
+                tx.post(index, desc)
+                last = index
+                index = tx.next(index)
+            head = tx.buffers[first]
+            head.eop_index = last
+            head.descriptors = count
+            head.frame_bytes = sum(len(f) for f in fragments)
+            tx.next_to_use = index
+            self.stats.tx_descriptors += count
+            # wmb() before the doorbell: every descriptor is in memory before TAIL moves.
+            await self._mmio_write(regs.TX_TAIL, tx.next_to_use)
+            if tx.unused() < self.config.max_frags:
+                self._stop_queue()
+            return True
+        finally:
+            tx.xmit_lock.release()
+
+    def _stop_queue(self) -> None:
+        if not self.queue_stopped:
+            self.queue_stopped = True  # netif_stop_queue
+            self.stats.queue_stops += 1
+
+    def _wake_queue(self) -> None:
+        if self.queue_stopped:
+            self.queue_stopped = False  # netif_wake_queue
+            self.stats.queue_wakes += 1
+
+    async def wait_for_wake(self, poll_ns: float = WAKE_POLL_NS) -> None:
+        """Return once the queue is awake (at once if it is). Without a scheduler's event
+        primitive this re-checks every ``poll_ns`` without using the CPU."""
+        while self.queue_stopped:
+            await self.platform.sleep_ns(poll_ns)
+
+    # -- TX completion -----------------------------------------------------------------------
+
+    async def tx_clean(self, budget: int | None = None) -> int:
+        """Reap up to ``budget`` transmitted frames (None: all); wake the queue once
+        ``wake_threshold`` descriptors are free. Returns frames cleaned; 0 at once if another
+        context is cleaning TX."""
+        tx = self._opened_tx()
+        if not tx.clean_lock.try_acquire():
+            return 0
+        try:
+            return await self._tx_clean_locked(budget)
+        finally:
+            tx.clean_lock.release()
+
+    async def _tx_clean_locked(self, budget: int | None) -> int:
+        tx = self.tx
+        assert tx is not None
+        cleaned = 0
+        while tx.next_to_clean != tx.next_to_use and (budget is None or cleaned < budget):
+            first = tx.next_to_clean
+            head = tx.buffers[first]
+            assert head.eop_index is not None, "TX ring bookkeeping lost a frame"
+            # Like e1000's next_to_watch: the frame is done once its EOP is written back
+            # (descriptors complete in ring order).
+            if tx.read(head.eop_index).own:
+                break
+            await self._charge("tx_clean_per_descriptor", head.descriptors)
+            self.stats.tx_packets += 1
+            self.stats.tx_bytes += head.frame_bytes
+            tx.next_to_clean = tx.next(head.eop_index)
+            head.eop_index = None
+            cleaned += 1
+        # Hysteresis: wake only with room for several worst-case frames, so a stopped queue
+        # does not flap once per cleaned frame.
+        if self.queue_stopped and tx.unused() >= self.config.wake_threshold:
+            self._wake_queue()
+        return cleaned
+
+    # -- RX: the NAPI receive half -----------------------------------------------------------
+
+    async def rx_poll(self, budget: int | None) -> int:
+        """Reap up to ``budget`` received frames (None: all that are complete).
+
+        Chains the buffers of a frame from SOP to EOP, delivers it to ``on_receive`` with
+        ``ok`` False when the EOP write-back has ``error``, ``rx_error`` or ``rx_truncated``,
+        refills every reaped buffer and rings RX_TAIL once. Returns frames delivered (good
+        and bad: the NAPI work done); 0 at once if another context is polling RX.
+        """
+        rx = self._opened_rx()
+        if not rx.clean_lock.try_acquire():
+            return 0
+        try:
+            return await self._rx_poll_locked(budget, refill=True)
+        finally:
+            rx.clean_lock.release()
+
+    async def _rx_poll_locked(self, budget: int | None, *, refill: bool) -> int:
+        rx = self.rx
+        assert rx is not None
+        received = 0
+        reaped = 0
+        while rx.next_to_clean != rx.next_to_use and (budget is None or received < budget):
+            index = rx.next_to_clean
+            desc = rx.read(index)
+            if desc.own:
+                break  # not written back yet (own is in word 3, written last)
+            await self._charge("rx_per_descriptor")
+            # dma_sync_single_for_cpu on the whole posted buffer: the CPU cannot know how
+            # much the DMA wrote until it has invalidated, so it pays for all of it.
+            await self._charge("per_byte_cache", rx.buffer_bytes)
+            data = self.platform.mem_read(rx.buffers[index], desc.done_length)
+            rx.next_to_clean = rx.next(index)
+            reaped += 1
+            if desc.sop or rx.partial is None:
+                if rx.partial is not None:
+                    # A SOP while a frame is open: its tail was lost; drop what we have.
+                    self.stats.rx_dropped += 1
+                rx.partial = bytearray()
+                rx.partial_buffers = 0
+            rx.partial += data
+            rx.partial_buffers += 1
+            if not desc.eop:
+                continue
+            frame = bytes(rx.partial)
+            buffers = rx.partial_buffers
+            rx.partial = None
+            rx.partial_buffers = 0
+            ok = not (desc.error or desc.rx_error or desc.rx_truncated)
+            ok = ok and desc.frame_length == len(frame)
+            await self._deliver(frame, ok, desc, buffers)
+            received += 1
+        if refill and reaped:
+            await self._rx_refill()
+        return received
+
+    async def _deliver(self, frame: bytes, ok: bool, desc: Descriptor, buffers: int) -> None:
+        await self._charge("rx_per_packet")
+        await self._charge("per_byte_copy", len(frame))
+        if ok:
+            self.stats.rx_packets += 1
+            self.stats.rx_bytes += len(frame)
+        else:
+            self.stats.rx_errors += 1
+        if self.on_receive is None:
+            return
+        meta = RxFrameMeta(
+            frame_length=desc.frame_length,
+            buffers=buffers,
+            error=desc.error,
+            rx_error=RxErrorCause(desc.rx_error),
+            rx_truncated=desc.rx_truncated,
+            time_ns=self.platform.now_ns(),
+        )
+        result = self.on_receive(frame, ok, meta)
+        if inspect.isawaitable(result):
+            await result
+
+    async def _rx_refill(self) -> None:
+        """Post every free slot again (own last) and ring RX_TAIL once."""
+        rx = self.rx
+        assert rx is not None
+        ioc = self.strategy.ioc
+        while rx.unused():
+            index = rx.next_to_use
+            rx.post(index, Descriptor.rx(rx.buffers[index], rx.buffer_bytes, ioc=ioc))
+            rx.next_to_use = rx.next(index)
+        # wmb() before the doorbell.
+        await self._mmio_write(regs.RX_TAIL, rx.next_to_use)
+
+    async def _rx_post_all(self) -> None:
+        """Post rx_ring - 1 empty buffers from slot 0 and ring the RX doorbell."""
+        rx = self.rx
+        assert rx is not None
+        rx.clear()
+        rx.partial = None
+        rx.partial_buffers = 0
+        await self._rx_refill()
+
+    # -- interrupts and NAPI -----------------------------------------------------------------
+
+    async def isr(self) -> None:
+        """The hard IRQ handler: read IRQ_STATUS, ack it (W1C), recover from DMA errors,
+        then clean (per-desc / eop / coalesce) or mask the done causes and schedule NAPI."""
+        self.stats.irqs += 1
+        status = await self._mmio_read(regs.IRQ_STATUS)
+        status &= _ALL_CAUSES
+        if not status:
+            return  # IRQ_NONE: shared line or already handled
+        # Ack before cleaning: a completion after this point raises the cause again.
+        await self._mmio_write(regs.IRQ_STATUS, status)
+        if status & _ERROR_CAUSES:
+            await self._handle_errors(status)
+        if not status & _DONE_CAUSES or self.strategy.name == "polling":
+            return
+        if self.strategy.name == "napi":
+            if not self.napi_scheduled:
+                # napi_schedule_prep + __napi_schedule: mask, the poll will unmask.
+                await self._mmio_write(regs.IRQ_ENABLE, _ERROR_CAUSES)
+                self.napi_scheduled = True
+            return
+        if status & regs.IRQ_STATUS_TX_DONE_MASK:
+            await self.tx_clean(self.config.tx_clean_budget)
+        if status & regs.IRQ_STATUS_RX_DONE_MASK:
+            await self.rx_poll(None)
+
+    async def napi_poll(self, budget: int | None = None) -> int:
+        """One NAPI poll: tx_clean + rx_poll with ``budget`` (default the strategy's).
+
+        Returns the work done (RX frames; ``budget`` when TX cleaning used all of it, as igb
+        does). Only when work < budget: napi_complete_done and unmask the done causes (a
+        cause that arrived meanwhile fires at once). Otherwise NAPI stays scheduled.
+        """
+        budget = self.strategy.budget if budget is None else budget
+        self.stats.polls += 1
+        await self._charge("napi_poll_overhead")
+        tx_done = await self.tx_clean(budget)
+        work = await self.rx_poll(budget)
+        if tx_done >= budget:
+            work = budget
+        work = min(work, budget)
+        if work < budget and self.napi_scheduled:
+            self.napi_scheduled = False
+            await self._mmio_write(regs.IRQ_ENABLE, self.strategy.irq_enable)
+        return work
+
+    async def _handle_errors(self, status: int) -> None:
+        if status & regs.IRQ_STATUS_CFG_ERROR_MASK:
+            bits = await self._mmio_read(regs.ID_CFG_ERROR)
+            await self._mmio_write(regs.ID_CFG_ERROR, bits)
+            self.stats.cfg_errors += 1
+            self.errors.append(
+                DmaErrorRecord(self.platform.now_ns(), "cfg", regs.DmaErrorCode.NONE, bits)
+            )
+        if status & regs.IRQ_STATUS_TX_ERROR_MASK:
+            await self._record_channel_error(TX_REGS)
+            await self._recover_tx()
+        if status & regs.IRQ_STATUS_RX_ERROR_MASK:
+            await self._record_channel_error(RX_REGS)
+            await self._recover_rx()
+
+    async def _record_channel_error(self, ch: _ChannelRegs) -> None:
+        status = await self._mmio_read(ch.status)
+        code = _field(status, ch.error_code_mask, ch.error_code_shift)
+        self.stats.dma_errors += 1
+        self.errors.append(
+            DmaErrorRecord(self.platform.now_ns(), ch.name, regs.DmaErrorCode(code), status)
+        )
+
+    async def _recover_tx(self) -> None:
+        """TX halted: reap what completed, drop the rest, reset the channel (HEAD = 0) and
+        re-open the ring from slot 0 (the tx_timeout / reset_task path)."""
+        tx = self._opened_tx()
+        await self._lock(tx.xmit_lock)
+        await self._lock(tx.clean_lock)
+        try:
+            await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+            await self._tx_clean_locked(None)
+            while tx.next_to_clean != tx.next_to_use:
+                head = tx.buffers[tx.next_to_clean]
+                assert head.eop_index is not None
+                self.stats.tx_dropped += 1
+                tx.next_to_clean = tx.next(head.eop_index)
+                head.eop_index = None
+            tx.clear()
+            await self._mmio_write(regs.TX_TAIL, 0)
+            await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RUN_MASK)
+            self._wake_queue()
+        finally:
+            tx.clean_lock.release()
+            tx.xmit_lock.release()
+
+    async def _recover_rx(self) -> None:
+        """RX halted: deliver the frames completed before the halt, discard a frame cut
+        short by it (no EOP will come), reset the channel and re-post the whole ring."""
+        rx = self._opened_rx()
+        await self._lock(rx.clean_lock)
+        try:
+            await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
+            await self._rx_poll_locked(None, refill=False)
+            if rx.partial is not None:
+                self.stats.rx_dropped += 1
+            await self._rx_post_all()
+            await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
+        finally:
+            rx.clean_lock.release()
+
+    # -- the driver's contexts ---------------------------------------------------------------
+
+    async def run(self, spawn: Spawn) -> None:
+        """Run the driver's contexts forever; ``spawn(coro)`` starts a concurrent task on
+        the platform's scheduler. The interrupt context runs here; the polling loop and the
+        housekeeping tick are spawned when the configuration asks for them."""
+        if self.strategy.name == "polling":
+            spawn(self._polling_loop())
+        if self.config.housekeeping_hz is not None:
+            spawn(self._housekeeping_tick())
+        await self._interrupt_context()
+
+    async def _interrupt_context(self) -> None:
+        while True:
+            await self.platform.wait_irq()
+            await self._charge("irq_entry_exit")
+            await self.isr()
+            # irq_exit() runs the pending NET_RX softirq: poll until the work drops below
+            # the budget (napi_poll then unmasks and the next IRQ brings us back).
+            while self.napi_scheduled:
+                await self.napi_poll()
+
+    async def _polling_loop(self) -> None:
+        """IRQ-less completion: every poll_us, clean TX and RX; re-poll at once while a pass
+        used its whole budget."""
+        budget = self.strategy.budget
+        interval_ns = self.strategy.poll_us * 1000.0
+        while True:
+            await self.platform.sleep_ns(interval_ns)
+            while True:
+                if not self.is_open:
+                    break
+                self.stats.polls += 1
+                await self._charge("timer_tick_overhead")
+                tx_done = await self.tx_clean(budget)
+                rx_done = await self.rx_poll(budget)
+                if tx_done < budget and rx_done < budget:
+                    break
+
+    async def _housekeeping_tick(self) -> None:
+        """The periodic TX housekeeping of the MIPS router: tx_clean(tx_clean_budget)."""
+        assert self.config.housekeeping_hz is not None
+        period_ns = 1e9 / self.config.housekeeping_hz
+        while True:
+            await self.platform.sleep_ns(period_ns)
+            if not self.is_open:
+                continue
+            await self._charge("timer_tick_overhead")
+            await self.tx_clean(self.config.tx_clean_budget)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _opened_tx(self) -> TxRing:
+        if self.tx is None:
+            raise RuntimeError("The driver is not open: call open() first")
+        return self.tx
+
+    def _opened_rx(self) -> RxRing:
+        if self.rx is None:
+            raise RuntimeError("The driver is not open: call open() first")
+        return self.rx

@@ -1,0 +1,46 @@
+"""What the driver needs from the machine it runs on: the only door to the hardware.
+
+A real port implements this over a kernel's MMIO, DMA API and IRQ line, or over a serial
+bridge to a board; the co-simulation implements it on the cocotb test bench, with every
+action charged to a modelled CPU. The driver imports nothing else that touches hardware.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Platform(Protocol):
+    """The machine under the driver. All methods that take time are ``async``."""
+
+    # -- registers (AXI4-Lite MMIO): each access also stalls the CPU while it runs --------
+    async def mmio_read(self, offset: int) -> int:
+        """Read the 32-bit register at byte ``offset`` of the device's window."""
+
+    async def mmio_write(self, offset: int, value: int) -> None:
+        """Write the 32-bit register at byte ``offset``."""
+
+    # -- DMA-able memory ------------------------------------------------------------------
+    def dma_alloc(self, size: int, align: int = 16) -> int:
+        """Reserve ``size`` bytes the device can reach; return their bus address."""
+
+    def mem_read(self, address: int, length: int) -> bytes:
+        """What the CPU reads at ``address`` (descriptors, received frames)."""
+
+    def mem_write(self, address: int, data: bytes) -> None:
+        """What the CPU stores at ``address`` (descriptors, frames to send)."""
+
+    # -- time and CPU cost ----------------------------------------------------------------
+    async def charge(self, cycles: float, what: str) -> None:
+        """Spend ``cycles`` CPU cycles on ``what`` (a cost-table entry name, for the
+        accounting); returns when the CPU has done that work."""
+
+    def now_ns(self) -> float:
+        """Current time in nanoseconds."""
+
+    async def sleep_ns(self, ns: float) -> None:
+        """Let ``ns`` nanoseconds pass without using the CPU (a timer, a poll interval)."""
+
+    # -- interrupts -----------------------------------------------------------------------
+    async def wait_irq(self) -> None:
+        """Return when the device's interrupt line is high (at once if it already is)."""

@@ -1,0 +1,883 @@
+"""The driver model against a scripted fake device: rings, xmit, clean, RX poll, IRQ/NAPI,
+error recovery and cost accounting. Pure Python and fast: no simulator.
+
+The fake platform keeps memory in a bytearray, registers in a dict and sums charged cycles
+per cost name; :class:`FakeDevice` plays the DMA engine on request (clears own, fills the
+write-back fields, raises IRQ causes). The test drives the driver with asyncio; the driver
+itself never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections import defaultdict
+
+import pytest
+
+from macdma.firmware import regs
+from macdma.firmware.costs import CpuCosts
+from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
+from macdma.firmware.driver import (
+    WAKE_POLL_NS,
+    DriverConfig,
+    IrqStrategy,
+    MacDmaDriver,
+)
+
+DONE = regs.IRQ_STATUS_TX_DONE_MASK | regs.IRQ_STATUS_RX_DONE_MASK
+ERRORS = (
+    regs.IRQ_STATUS_TX_ERROR_MASK | regs.IRQ_STATUS_RX_ERROR_MASK | regs.IRQ_STATUS_CFG_ERROR_MASK
+)
+
+
+class FakePlatform:
+    """A Platform: bytearray memory, dict registers, per-name cycle sums, virtual time."""
+
+    def __init__(self, mem_bytes: int = 1 << 22) -> None:
+        self.mem = bytearray(mem_bytes)
+        self._brk = 0x1000
+        self.regs: dict[int, int] = defaultdict(int)
+        self.mmio_log: list[tuple[str, int, int]] = []
+        self.mem_writes: list[tuple[int, int]] = []  # (address, length), driver stores only
+        self.cycles: dict[str, float] = defaultdict(float)
+        self.charge_calls: dict[str, int] = defaultdict(int)
+        self.time_ns = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future]] = []
+        self._seq = 0
+        self._irq_waiters: list[asyncio.Future] = []
+        self.device: FakeDevice | None = None
+
+    # registers
+    async def mmio_read(self, offset: int) -> int:
+        await asyncio.sleep(0)  # a bus access lets other contexts run
+        value = self.regs[offset]
+        self.mmio_log.append(("r", offset, value))
+        return value
+
+    async def mmio_write(self, offset: int, value: int) -> None:
+        await asyncio.sleep(0)
+        self.mmio_log.append(("w", offset, value))
+        if offset in (regs.IRQ_STATUS, regs.ID_CFG_ERROR):
+            self.regs[offset] &= ~value  # W1C
+        elif offset in (regs.TX_CTRL, regs.RX_CTRL):
+            if value & regs.TX_CTRL_RESET_MASK and self.device is not None:
+                self.device.reset("tx" if offset == regs.TX_CTRL else "rx")
+            self.regs[offset] = value & regs.TX_CTRL_RUN_MASK
+        else:
+            self.regs[offset] = value
+        self._irq_changed()
+
+    def writes_to(self, offset: int) -> list[int]:
+        return [v for kind, off, v in self.mmio_log if kind == "w" and off == offset]
+
+    # memory
+    def dma_alloc(self, size: int, align: int = 16) -> int:
+        address = -(-self._brk // align) * align
+        self._brk = address + size
+        assert self._brk <= len(self.mem), "fake memory exhausted"
+        return address
+
+    def mem_read(self, address: int, length: int) -> bytes:
+        return bytes(self.mem[address : address + length])
+
+    def mem_write(self, address: int, data: bytes) -> None:
+        self.mem_writes.append((address, len(data)))
+        self.mem[address : address + len(data)] = data
+
+    # time and cost
+    async def charge(self, cycles: float, what: str) -> None:
+        self.cycles[what] += cycles
+        self.charge_calls[what] += 1
+
+    def now_ns(self) -> float:
+        return self.time_ns
+
+    async def sleep_ns(self, ns: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        self._sleepers.append((self.time_ns + ns, self._seq, future))
+        await future
+
+    async def advance(self, ns: float) -> None:
+        """Move virtual time forward, waking sleepers in order."""
+        target = self.time_ns + ns
+        await settle()
+        while True:
+            due = sorted(s for s in self._sleepers if s[0] <= target)
+            if not due:
+                break
+            entry = due[0]
+            self._sleepers.remove(entry)
+            self.time_ns = entry[0]
+            entry[2].set_result(None)
+            await settle()
+        self.time_ns = target
+        await settle()
+
+    # interrupts
+    def irq_line(self) -> bool:
+        return bool(self.regs[regs.IRQ_STATUS] & self.regs[regs.IRQ_ENABLE])
+
+    def raise_cause(self, mask: int) -> None:
+        self.regs[regs.IRQ_STATUS] |= mask
+        self._irq_changed()
+
+    def _irq_changed(self) -> None:
+        if self.irq_line():
+            for future in self._irq_waiters:
+                if not future.done():
+                    future.set_result(None)
+            self._irq_waiters.clear()
+
+    async def wait_irq(self) -> None:
+        while not self.irq_line():
+            future = asyncio.get_running_loop().create_future()
+            self._irq_waiters.append(future)
+            await future
+
+
+class FakeDevice:
+    """The DMA engine, scripted: completes descriptors when the test says so."""
+
+    def __init__(self, platform: FakePlatform) -> None:
+        self.p = platform
+        platform.device = self
+        self.tx_head = 0
+        self.rx_head = 0
+        self.sent: list[bytes] = []
+        self._tx_frame = bytearray()
+
+    def reset(self, channel: str) -> None:
+        if channel == "tx":
+            self.tx_head = 0
+            self.p.regs[regs.TX_STATUS] = 0
+        else:
+            self.rx_head = 0
+            self.p.regs[regs.RX_STATUS] = 0
+
+    def _desc(self, channel: str, index: int) -> tuple[int, Descriptor]:
+        base = self.p.regs[regs.TX_RING_BASE if channel == "tx" else regs.RX_RING_BASE]
+        address = base + index * DESCRIPTOR_BYTES
+        return address, Descriptor.unpack(self.p.mem[address : address + DESCRIPTOR_BYTES])
+
+    def _write_back(self, address: int, desc: Descriptor) -> None:
+        # Words 1..3 in address order, own (word 3) last, as the real DMA does.
+        self.p.mem[address + 4 : address + 16] = desc.pack()[4:]
+
+    def complete_tx(self, count: int | None = None, irq: bool = True) -> int:
+        """Write back up to ``count`` owned TX descriptors between HEAD and TAIL."""
+        size = self.p.regs[regs.TX_RING_SIZE]
+        done = 0
+        while self.tx_head != self.p.regs[regs.TX_TAIL] and (count is None or done < count):
+            address, desc = self._desc("tx", self.tx_head)
+            if not desc.own:
+                break
+            self._tx_frame += self.p.mem[desc.addr : desc.addr + desc.length]
+            if desc.eop:
+                self.sent.append(bytes(self._tx_frame))
+                self._tx_frame = bytearray()
+            self._write_back(address, dataclasses.replace(desc, done_length=desc.length, own=False))
+            self.tx_head = (self.tx_head + 1) % size
+            done += 1
+        if done and irq:
+            self.p.raise_cause(regs.IRQ_STATUS_TX_DONE_MASK)
+        return done
+
+    def receive(
+        self,
+        frame: bytes,
+        *,
+        rx_error: int = 0,
+        truncated: bool = False,
+        error_bit: bool | None = None,
+        complete: bool = True,
+        irq: bool = True,
+    ) -> int:
+        """Write ``frame`` into owned RX buffers from HEAD; returns buffers used.
+        ``complete=False`` stops before the EOP (a frame cut by a halt)."""
+        size = self.p.regs[regs.RX_RING_SIZE]
+        address, desc = self._desc("rx", self.rx_head)
+        if not desc.own:
+            self.p.regs[regs.RX_DROPS] += 1
+            return 0
+        offset, used = 0, 0
+        while True:
+            address, desc = self._desc("rx", self.rx_head)
+            assert desc.own, "test frame larger than the posted buffers"
+            chunk = frame[offset : offset + desc.length]
+            self.p.mem[desc.addr : desc.addr + len(chunk)] = chunk
+            offset += len(chunk)
+            eop = offset >= len(frame)
+            if eop and not complete:
+                return used
+            bad = bool(rx_error) or truncated if error_bit is None else error_bit
+            wb = dataclasses.replace(
+                desc,
+                done_length=len(chunk),
+                sop=used == 0,
+                eop=eop,
+                frame_length=len(frame) if eop else 0,
+                rx_error=rx_error if eop else 0,
+                rx_truncated=truncated and eop,
+                error=bad and eop,
+                own=False,
+            )
+            self._write_back(address, wb)
+            self.rx_head = (self.rx_head + 1) % size
+            used += 1
+            if eop:
+                break
+        if irq:
+            self.p.raise_cause(regs.IRQ_STATUS_RX_DONE_MASK)
+        return used
+
+    def halt(self, channel: str, code: regs.DmaErrorCode) -> None:
+        status_reg = regs.TX_STATUS if channel == "tx" else regs.RX_STATUS
+        self.p.regs[status_reg] = regs.TX_STATUS_HALTED_MASK | (
+            int(code) << regs.TX_STATUS_ERROR_CODE_SHIFT
+        )
+        self.p.raise_cause(
+            regs.IRQ_STATUS_TX_ERROR_MASK if channel == "tx" else regs.IRQ_STATUS_RX_ERROR_MASK
+        )
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def run(coro, timeout_s: float = 10.0):
+    """Run a test body; a driver stuck in a loop fails instead of hanging."""
+    return asyncio.run(asyncio.wait_for(coro, timeout_s))
+
+
+async def make(
+    costs: CpuCosts | None = None, **config
+) -> tuple[MacDmaDriver, FakePlatform, FakeDevice, list]:
+    platform = FakePlatform()
+    device = FakeDevice(platform)
+    received: list = []
+    cfg = DriverConfig(**config)
+    driver = MacDmaDriver(
+        platform, cfg, lambda f, ok, meta: received.append((f, ok, meta)), costs or CpuCosts()
+    )
+    await driver.open()
+    return driver, platform, device, received
+
+
+def ring_desc(platform: FakePlatform, base_reg: int, index: int) -> Descriptor:
+    address = platform.regs[base_reg] + index * DESCRIPTOR_BYTES
+    return Descriptor.unpack(platform.mem[address : address + DESCRIPTOR_BYTES])
+
+
+def assert_own_written_last(platform: FakePlatform, desc_address: int) -> None:
+    """The descriptor's stores: words 0..2 first, then word 3 alone, last."""
+    stores = [
+        (a, n)
+        for a, n in platform.mem_writes
+        if desc_address <= a < desc_address + DESCRIPTOR_BYTES
+    ]
+    assert stores[-2:] == [(desc_address, 12), (desc_address + 12, 4)]
+
+
+# -- open ----------------------------------------------------------------------------------
+
+
+def test_open_programs_registers_from_config_and_posts_rx_buffers():
+    async def body():
+        driver, p, _, _ = await make(
+            tx_ring=32,
+            rx_ring=8,
+            rx_buf=256,
+            burst_beats=64,
+            prefetch=5,
+            sys_clk_mhz=125,
+            dma_poll_us=7,
+            strategy=IrqStrategy.parse("coalesce:frames=8,us=50"),
+        )
+        r = p.regs
+        assert r[regs.TX_RING_SIZE] == 32 and r[regs.RX_RING_SIZE] == 8
+        assert r[regs.TX_RING_BASE] % 16 == 0 and r[regs.RX_RING_BASE] % 16 == 0
+        assert r[regs.TX_BURST_BEATS] == r[regs.RX_BURST_BEATS] == 64
+        assert r[regs.TX_PREFETCH] == r[regs.RX_PREFETCH] == 5
+        assert r[regs.TX_POLL_US] == r[regs.RX_POLL_US] == 7
+        mode = int(regs.IrqMode.COALESCE)
+        assert r[regs.IRQ_MODE] == mode | mode << regs.IRQ_MODE_RX_MODE_SHIFT
+        assert r[regs.IRQ_TX_COALESCE] == r[regs.IRQ_RX_COALESCE] == 8 | 50 << 16
+        assert r[regs.IRQ_SYS_CLK_MHZ] == 125
+        assert r[regs.MAC_CTRL] == regs.MAC_CTRL_TX_ENABLE_MASK | regs.MAC_CTRL_RX_ENABLE_MASK
+        assert r[regs.IRQ_ENABLE] == DONE | ERRORS
+        assert r[regs.TX_CTRL] == r[regs.RX_CTRL] == regs.TX_CTRL_RUN_MASK
+        # Both channels were reset first, run set last (after the RX doorbell).
+        writes = [(off, v) for kind, off, v in p.mmio_log if kind == "w"]
+        assert writes[0] == (regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+        assert writes[1] == (regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
+        assert writes.index((regs.RX_TAIL, 7)) < writes.index((regs.RX_CTRL, 1))
+        assert writes[-2:] == [(regs.TX_CTRL, 1), (regs.RX_CTRL, 1)]
+        # rx_ring - 1 buffers posted with own, word 3 stored after words 0..2.
+        assert r[regs.RX_TAIL] == 7
+        addresses = set()
+        for i in range(7):
+            d = ring_desc(p, regs.RX_RING_BASE, i)
+            assert d.own and d.length == 256 and not d.ioc
+            addresses.add(d.addr)
+            assert_own_written_last(p, r[regs.RX_RING_BASE] + 16 * i)
+        assert len(addresses) == 7
+        assert not ring_desc(p, regs.RX_RING_BASE, 7).own
+        assert driver.stats.mmio_writes == len(writes)
+        assert driver.stats.mmio_reads == 0
+
+    run(body())
+
+
+@pytest.mark.parametrize(
+    "spec, mode",
+    [
+        ("per-desc", regs.IrqMode.PER_DESC),
+        ("eop", regs.IrqMode.EOP),
+        ("coalesce", regs.IrqMode.COALESCE),
+        ("polling", regs.IrqMode.NONE),
+        ("napi", regs.IrqMode.EOP),
+        ("napi:frames=4", regs.IrqMode.COALESCE),
+        ("napi:us=20", regs.IrqMode.COALESCE),
+    ],
+)
+def test_irq_mode_per_strategy(spec, mode):
+    async def body():
+        _, p, _, _ = await make(strategy=IrqStrategy.parse(spec), tx_ring=32, rx_ring=4)
+        assert p.regs[regs.IRQ_MODE] == int(mode) | int(mode) << regs.IRQ_MODE_RX_MODE_SHIFT
+
+    run(body())
+
+
+def test_per_desc_posts_rx_buffers_with_ioc():
+    async def body():
+        _, p, _, _ = await make(strategy=IrqStrategy("per-desc"), tx_ring=32, rx_ring=4)
+        assert all(ring_desc(p, regs.RX_RING_BASE, i).ioc for i in range(3))
+
+    run(body())
+
+
+# -- xmit ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["eop", "per-desc"])
+@pytest.mark.parametrize("nfrags", list(range(1, 18)))
+def test_xmit_writes_one_descriptor_per_fragment_and_rings_once(nfrags, strategy):
+    async def body():
+        driver, p, device, _ = await make(strategy=IrqStrategy(strategy), tx_ring=64, rx_ring=4)
+        fragments = [bytes([i + 1]) * (10 + 7 * i) for i in range(nfrags)]
+        tails_before = len(p.writes_to(regs.TX_TAIL))
+        assert await driver.xmit(fragments) is True
+        assert p.writes_to(regs.TX_TAIL)[tails_before:] == [nfrags]
+        base = p.regs[regs.TX_RING_BASE]
+        for i, frag in enumerate(fragments):
+            d = ring_desc(p, regs.TX_RING_BASE, i)
+            assert d.own and d.length == len(frag)
+            assert (d.sop, d.eop) == (i == 0, i == nfrags - 1)
+            assert d.ioc == (strategy == "per-desc")
+            assert p.mem_read(d.addr, d.length) == frag
+            assert_own_written_last(p, base + 16 * i)
+        assert not ring_desc(p, regs.TX_RING_BASE, nfrags).own
+        assert driver.stats.tx_descriptors == nfrags
+        # The device sees exactly the concatenated frame.
+        assert device.complete_tx() == nfrags
+        assert device.sent == [b"".join(fragments)]
+
+    run(body())
+
+
+def test_xmit_rejects_empty_fragments_and_oversized_frames():
+    async def body():
+        driver, *_ = await make(tx_ring=8, rx_ring=4, max_frags=3)
+        with pytest.raises(ValueError, match="Fragment length 0"):
+            await driver.xmit([b"a", b""])
+        with pytest.raises(ValueError, match="8 fragments"):
+            await driver.xmit([b"a"] * 8)
+
+    run(body())
+
+
+def test_queue_stops_below_max_frags_and_wakes_with_hysteresis():
+    async def body():
+        driver, p, device, _ = await make(tx_ring=64, rx_ring=4, max_frags=17)
+        assert driver.config.wake_threshold == 34
+        sent = 0
+        while not driver.queue_stopped:
+            assert await driver.xmit([b"x" * 60])
+            sent += 1
+        # Stopped once fewer than 17 of the 63 usable descriptors were free.
+        assert sent == 63 - 16
+        assert driver.stats.queue_stops == 1
+        tails = len(p.writes_to(regs.TX_TAIL))
+        assert await driver.xmit([b"y" * 60]) is False  # NETDEV_TX_BUSY
+        assert len(p.writes_to(regs.TX_TAIL)) == tails
+        assert not ring_desc(p, regs.TX_RING_BASE, sent).own
+
+        waiter = asyncio.ensure_future(driver.wait_for_wake())
+        device.complete_tx(10)
+        assert await driver.tx_clean() == 10
+        assert driver.queue_stopped  # 26 free < 34: hysteresis keeps it stopped
+        await p.advance(WAKE_POLL_NS)
+        assert not waiter.done()
+        device.complete_tx(8)
+        assert await driver.tx_clean() == 8
+        assert not driver.queue_stopped  # 34 free
+        assert driver.stats.queue_wakes == 1
+        await p.advance(WAKE_POLL_NS)
+        assert waiter.done()
+        assert await driver.xmit([b"z" * 60])
+
+    run(body())
+
+
+def test_tx_clean_honours_budget_and_waits_for_the_whole_frame():
+    async def body():
+        driver, _, device, _ = await make(tx_ring=64, rx_ring=4)
+        for i in range(10):
+            assert await driver.xmit([bytes(100 + i)])
+        device.complete_tx()
+        assert [await driver.tx_clean(4) for _ in range(4)] == [4, 4, 2, 0]
+        assert driver.stats.tx_packets == 10
+        assert driver.stats.tx_bytes == sum(100 + i for i in range(10))
+        # A three-fragment frame is reaped only when its EOP descriptor is written back.
+        assert await driver.xmit([b"a" * 10, b"b" * 10, b"c" * 10])
+        device.complete_tx(2)
+        assert await driver.tx_clean() == 0
+        device.complete_tx(1)
+        assert await driver.tx_clean() == 1
+        assert driver.tx.unused() == 63
+
+    run(body())
+
+
+# -- RX ------------------------------------------------------------------------------------
+
+
+def test_rx_poll_reassembles_a_three_buffer_frame_and_refills():
+    async def body():
+        driver, p, device, received = await make(tx_ring=8, rx_ring=8, rx_buf=64)
+        frame = bytes(range(150))
+        assert device.receive(frame) == 3
+        tails = len(p.writes_to(regs.RX_TAIL))
+        assert await driver.rx_poll(64) == 1
+        [(data, ok, meta)] = received
+        assert data == frame and ok
+        assert (meta.buffers, meta.frame_length, meta.rx_error) == (3, 150, RxErrorCause.NONE)
+        # Refilled: 3 buffers re-posted behind the old tail, doorbell rung once.
+        assert p.writes_to(regs.RX_TAIL)[tails:] == [(7 + 3) % 8]
+        for i in (7, 0, 1):
+            d = ring_desc(p, regs.RX_RING_BASE, i)
+            assert d.own and d.length == 64 and d.done_length == 0 and not d.eop
+        assert not ring_desc(p, regs.RX_RING_BASE, 2).own
+        assert driver.stats.rx_packets == 1 and driver.stats.rx_bytes == 150
+
+    run(body())
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rx_error": int(RxErrorCause.FCS)},
+        {"rx_error": int(RxErrorCause.RUNT)},
+        {"truncated": True},
+        # Each cause alone marks the frame bad, even without the summary error bit.
+        {"rx_error": int(RxErrorCause.PHY), "error_bit": False},
+        {"truncated": True, "error_bit": False},
+    ],
+)
+def test_rx_poll_delivers_bad_frames_with_ok_false(kwargs):
+    async def body():
+        driver, _, device, received = await make(tx_ring=8, rx_ring=8, rx_buf=64)
+        device.receive(bytes(100), **kwargs)
+        device.receive(bytes(80))
+        assert await driver.rx_poll(64) == 2
+        (bad, bad_ok, meta), (_, good_ok, _) = received
+        assert not bad_ok and good_ok
+        assert meta.error == kwargs.get("error_bit", True)
+        assert meta.rx_error == RxErrorCause(kwargs.get("rx_error", 0))
+        assert meta.rx_truncated == kwargs.get("truncated", False)
+        assert driver.stats.rx_errors == 1 and driver.stats.rx_packets == 1
+
+    run(body())
+
+
+def test_rx_poll_budget_counts_frames_and_rings_once():
+    async def body():
+        driver, p, device, received = await make(tx_ring=8, rx_ring=16, rx_buf=64)
+        for n in range(5):
+            device.receive(bytes([n]) * 100)  # two buffers each
+        tails = len(p.writes_to(regs.RX_TAIL))
+        assert await driver.rx_poll(2) == 2
+        assert len(p.writes_to(regs.RX_TAIL)) == tails + 1
+        assert await driver.rx_poll(2) == 2
+        assert await driver.rx_poll(2) == 1
+        assert await driver.rx_poll(2) == 0
+        assert [f[0][0] for f in received] == [0, 1, 2, 3, 4]
+
+    run(body())
+
+
+def test_rx_frame_split_across_polls_is_kept_until_its_eop():
+    async def body():
+        driver, _, device, received = await make(tx_ring=8, rx_ring=8, rx_buf=64)
+        frame = bytes(range(150))
+        # The DMA has written two buffers of the frame; the EOP is not there yet.
+        device.receive(frame, complete=False)
+        assert await driver.rx_poll(64) == 0 and received == []
+        # It finishes the frame (the device restarts the same frame from buffer 3 here).
+        device.rx_head = 2
+        address, desc = device._desc("rx", 2)
+        device.p.mem[desc.addr : desc.addr + 22] = frame[128:]
+        device._write_back(
+            address,
+            dataclasses.replace(desc, done_length=22, eop=True, frame_length=150, own=False),
+        )
+        assert await driver.rx_poll(64) == 1
+        assert received[0][0] == frame and received[0][1]
+
+    run(body())
+
+
+def test_close_reads_hardware_drop_counters():
+    async def body():
+        driver, p, _, _ = await make(tx_ring=8, rx_ring=4)
+        p.regs[regs.RX_DROPS] = 3
+        p.regs[regs.RX_FIFO_OVERFLOWS] = 2
+        await driver.close()
+        assert driver.stats.rx_dropped_hw == 5
+        assert p.regs[regs.TX_CTRL] == p.regs[regs.RX_CTRL] == 0
+        assert p.regs[regs.IRQ_ENABLE] == 0
+
+    run(body())
+
+
+# -- interrupts, NAPI, polling -------------------------------------------------------------
+
+
+def test_eop_isr_acks_and_cleans_both_directions():
+    async def body():
+        driver, p, device, received = await make(strategy=IrqStrategy("eop"), rx_ring=8)
+        await driver.xmit([b"t" * 64])
+        device.complete_tx()
+        device.receive(b"r" * 64)
+        await driver.isr()
+        assert p.writes_to(regs.IRQ_STATUS)[-1] == DONE
+        assert p.regs[regs.IRQ_STATUS] == 0
+        assert driver.stats.tx_packets == 1 and len(received) == 1
+        assert driver.stats.irqs == 1
+
+    run(body())
+
+
+def test_napi_isr_masks_and_poll_unmasks_only_below_budget():
+    async def body():
+        driver, p, device, received = await make(
+            strategy=IrqStrategy("napi", budget=4), rx_ring=16, rx_buf=64
+        )
+        device.receive(bytes(70))
+        device.receive(bytes(70))
+        await driver.isr()
+        assert p.regs[regs.IRQ_ENABLE] == ERRORS  # done causes masked
+        assert driver.napi_scheduled and received == []
+        assert await driver.napi_poll() == 2
+        assert not driver.napi_scheduled
+        assert p.regs[regs.IRQ_ENABLE] == DONE | ERRORS
+
+        for _ in range(6):
+            device.receive(bytes(70))
+        await driver.isr()
+        assert await driver.napi_poll() == 4  # budget used up: stay in polling
+        assert driver.napi_scheduled and p.regs[regs.IRQ_ENABLE] == ERRORS
+        assert await driver.napi_poll() == 2
+        assert not driver.napi_scheduled and p.regs[regs.IRQ_ENABLE] == DONE | ERRORS
+        assert len(received) == 8 and driver.stats.polls == 3
+
+    run(body())
+
+
+def test_napi_run_end_to_end_through_the_interrupt_line():
+    async def body():
+        costs = CpuCosts(irq_entry_exit=500)
+        driver, p, device, received = await make(
+            costs, strategy=IrqStrategy("napi", budget=2), rx_ring=16, rx_buf=64
+        )
+        tasks: list[asyncio.Task] = []
+        runner = asyncio.ensure_future(driver.run(lambda c: tasks.append(asyncio.ensure_future(c))))
+        await settle()
+        for n in range(5):
+            device.receive(bytes([n]) * 70)
+        await driver.xmit([b"a" * 60, b"b" * 60])
+        device.complete_tx()
+        await settle()
+        assert [f[0][0] for f in received] == [0, 1, 2, 3, 4]
+        assert driver.stats.tx_packets == 1
+        assert driver.stats.irqs == 1 and p.cycles["irq_entry_exit"] == 500
+        assert driver.stats.polls == 3  # 2 + 2 + 1: the third poll completes NAPI
+        assert p.regs[regs.IRQ_ENABLE] == DONE | ERRORS and not p.irq_line()
+        runner.cancel()
+        for t in tasks:
+            t.cancel()
+
+    run(body())
+
+
+def test_polling_never_enables_done_irqs_and_polls_on_a_timer():
+    async def body():
+        driver, p, device, received = await make(
+            strategy=IrqStrategy.parse("polling:us=5,budget=8"), rx_ring=8, rx_buf=64
+        )
+        assert all(v & DONE == 0 for v in p.writes_to(regs.IRQ_ENABLE))
+        assert p.regs[regs.IRQ_ENABLE] == ERRORS
+        tasks: list[asyncio.Task] = []
+        runner = asyncio.ensure_future(driver.run(lambda c: tasks.append(asyncio.ensure_future(c))))
+        await settle()
+        device.receive(bytes(70), irq=False)
+        await driver.xmit([b"q" * 60])
+        device.complete_tx(irq=False)
+        await p.advance(4000)
+        assert received == [] and driver.stats.polls == 0
+        await p.advance(1000)
+        assert len(received) == 1 and driver.stats.tx_packets == 1
+        assert driver.stats.polls == 1 and driver.stats.irqs == 0
+        assert all(v & DONE == 0 for v in p.writes_to(regs.IRQ_ENABLE))
+        runner.cancel()
+        for t in tasks:
+            t.cancel()
+
+    run(body())
+
+
+def test_housekeeping_tick_cleans_tx_with_its_budget():
+    async def body():
+        driver, p, device, _ = await make(
+            strategy=IrqStrategy("polling", poll_us=1_000_000),
+            housekeeping_hz=1000,
+            tx_clean_budget=2,
+            tx_ring=16,
+            max_frags=1,
+            rx_ring=4,
+        )
+        tasks: list[asyncio.Task] = []
+        runner = asyncio.ensure_future(driver.run(lambda c: tasks.append(asyncio.ensure_future(c))))
+        for _ in range(5):
+            assert await driver.xmit([b"h" * 60])
+        device.complete_tx(irq=False)
+        await p.advance(999_000)
+        assert driver.stats.tx_packets == 0
+        await p.advance(1_000)
+        assert driver.stats.tx_packets == 2
+        await p.advance(2_000_000)
+        assert driver.stats.tx_packets == 5
+        runner.cancel()
+        for t in tasks:
+            t.cancel()
+
+    run(body())
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_tx_error_irq_resets_the_channel_and_recovers():
+    async def body():
+        driver, p, device, _ = await make(
+            strategy=IrqStrategy("eop"), tx_ring=16, rx_ring=4, max_frags=10
+        )
+        for _ in range(3):
+            assert await driver.xmit([b"e" * 60, b"f" * 10])
+        assert driver.queue_stopped  # 9 free < 10
+        device.complete_tx(2, irq=False)
+        device.halt("tx", regs.DmaErrorCode.DATA_READ_BUS_ERROR)
+        await driver.isr()
+        [record] = driver.errors
+        assert record.channel == "tx" and record.code == regs.DmaErrorCode.DATA_READ_BUS_ERROR
+        ctrl = p.writes_to(regs.TX_CTRL)
+        assert ctrl[-2:] == [regs.TX_CTRL_RESET_MASK, regs.TX_CTRL_RUN_MASK]
+        assert driver.stats.tx_packets == 1 and driver.stats.tx_dropped == 2
+        assert driver.stats.dma_errors == 1
+        assert not driver.queue_stopped and driver.stats.queue_wakes == 1
+        assert all(not ring_desc(p, regs.TX_RING_BASE, i).own for i in range(16))
+        assert p.regs[regs.TX_TAIL] == 0 and driver.tx.next_to_use == 0
+        # Traffic resumes from slot 0, where the reset put HEAD.
+        assert await driver.xmit([b"g" * 60])
+        assert device.complete_tx() == 1 and device.sent[-1] == b"g" * 60
+        assert await driver.tx_clean() == 1
+
+    run(body())
+
+
+def test_rx_error_irq_discards_the_cut_frame_and_reposts_the_ring():
+    async def body():
+        driver, p, device, received = await make(
+            strategy=IrqStrategy("eop"), tx_ring=8, rx_ring=8, rx_buf=64
+        )
+        device.receive(b"A" * 70, irq=False)  # complete before the halt: delivered
+        device.receive(bytes(200), complete=False, irq=False)  # cut by the halt: discarded
+        device.halt("rx", regs.DmaErrorCode.DATA_WRITE_BUS_ERROR)
+        await driver.isr()
+        assert driver.errors[0].channel == "rx"
+        assert driver.errors[0].code == regs.DmaErrorCode.DATA_WRITE_BUS_ERROR
+        assert [f[0] for f in received] == [b"A" * 70]
+        assert driver.stats.rx_dropped == 1
+        assert p.writes_to(regs.RX_CTRL)[-2:] == [regs.RX_CTRL_RESET_MASK, 1]
+        assert p.regs[regs.RX_TAIL] == 7
+        assert all(ring_desc(p, regs.RX_RING_BASE, i).own for i in range(7))
+        device.receive(b"B" * 70)
+        await driver.isr()
+        assert [f[0] for f in received] == [b"A" * 70, b"B" * 70]
+
+    run(body())
+
+
+def test_cfg_error_is_recorded_and_acked():
+    async def body():
+        driver, p, _, _ = await make(strategy=IrqStrategy("eop"), tx_ring=8, rx_ring=4)
+        p.regs[regs.ID_CFG_ERROR] = regs.ID_CFG_ERROR_TX_BURST_BEATS_MASK
+        p.raise_cause(regs.IRQ_STATUS_CFG_ERROR_MASK)
+        await driver.isr()
+        assert driver.stats.cfg_errors == 1
+        assert driver.errors[0].status == regs.ID_CFG_ERROR_TX_BURST_BEATS_MASK
+        assert p.regs[regs.ID_CFG_ERROR] == 0 and not p.irq_line()
+
+    run(body())
+
+
+# -- cost accounting -----------------------------------------------------------------------
+
+
+def test_costs_are_charged_to_their_named_fields():
+    async def body():
+        names = CpuCosts.cost_names()
+        # A distinct cost per field, so a charge to the wrong name cannot pass.
+        costs = CpuCosts(**{name: float(i + 1) for i, name in enumerate(names)})
+        driver, p, device, _ = await make(
+            costs, strategy=IrqStrategy("eop"), tx_ring=32, rx_ring=8, rx_buf=128
+        )
+        p.cycles.clear()
+        reads, writes = driver.stats.mmio_reads, driver.stats.mmio_writes
+
+        fragments = [b"a" * 100, b"b" * 50, b"c" * 7]
+        await driver.xmit(fragments)
+        assert p.cycles["tx_per_packet"] == costs.tx_per_packet
+        assert p.cycles["tx_per_fragment_map"] == 3 * costs.tx_per_fragment_map
+        assert p.cycles["tx_per_descriptor"] == 3 * costs.tx_per_descriptor
+        assert p.cycles["per_byte_cache"] == 157 * costs.per_byte_cache
+
+        device.complete_tx(irq=False)
+        await driver.tx_clean()
+        assert p.cycles["tx_clean_per_descriptor"] == 3 * costs.tx_clean_per_descriptor
+
+        p.cycles["per_byte_cache"] = 0
+        device.receive(bytes(300), irq=False)  # three 128-byte buffers
+        await driver.rx_poll(8)
+        # Invalidation covers each whole posted buffer, not the 300 bytes received.
+        assert p.cycles["per_byte_cache"] == 3 * 128 * costs.per_byte_cache
+        assert p.cycles["rx_per_descriptor"] == 3 * costs.rx_per_descriptor
+        assert p.cycles["rx_per_packet"] == costs.rx_per_packet
+        assert p.cycles["per_byte_copy"] == 300 * costs.per_byte_copy
+
+        await driver.napi_poll(64)
+        assert p.cycles["napi_poll_overhead"] == costs.napi_poll_overhead
+
+        n_reads = driver.stats.mmio_reads - reads
+        n_writes = driver.stats.mmio_writes - writes
+        assert p.cycles["mmio_read"] == n_reads * costs.mmio_read
+        assert p.cycles["mmio_write"] == n_writes * costs.mmio_write
+        assert set(p.cycles) <= set(names)
+
+    run(body())
+
+
+def test_ideal_cpu_charges_nothing_and_costs_are_validated():
+    async def body():
+        driver, p, device, _ = await make(tx_ring=8, rx_ring=4)
+        await driver.xmit([b"x" * 64])
+        device.complete_tx()
+        await driver.isr()
+        assert sum(p.cycles.values()) == 0
+
+    run(body())
+    with pytest.raises(ValueError, match="-1"):
+        CpuCosts(mmio_read=-1)
+    with pytest.raises(ValueError, match="cpu_mhz = 0"):
+        CpuCosts(cpu_mhz=0)
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, bad",
+    [
+        ({"tx_ring": 1}, "1"),
+        ({"tx_ring": 4097}, "4097"),
+        ({"rx_ring": 0}, "0"),
+        ({"rx_buf": 63}, "63"),
+        ({"rx_buf": 65536}, "65536"),
+        ({"burst_beats": 0}, "0"),
+        ({"burst_beats": 257}, "257"),
+        ({"prefetch": 16}, "16"),
+        ({"sys_clk_mhz": 1001}, "1001"),
+        ({"max_frags": 0}, "0"),
+        ({"tx_ring": 16, "max_frags": 16}, "16"),
+        ({"max_frags": 17, "wake_threshold": 16}, "16"),
+        ({"tx_clean_budget": 0}, "0"),
+        ({"housekeeping_hz": -5}, "-5"),
+        ({"dma_poll_us": 70000}, "70000"),
+        ({"tx_ring": 2.5}, "2.5"),
+        ({"strategy": "interrupts"}, "'interrupts'"),
+    ],
+)
+def test_invalid_driver_config_names_the_value(kwargs, bad):
+    with pytest.raises(ValueError, match=bad.replace(".", r"\.")):
+        DriverConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, bad",
+    [
+        ({"name": "nope"}, "'nope'"),
+        ({"name": "coalesce", "coalesce_frames": 0}, "0"),
+        ({"name": "coalesce", "coalesce_frames": 256}, "256"),
+        ({"name": "coalesce", "coalesce_us": 65536}, "65536"),
+        ({"name": "polling", "poll_us": 0}, "0"),
+        ({"name": "napi", "budget": 0}, "0"),
+    ],
+)
+def test_invalid_irq_strategy_names_the_value(kwargs, bad):
+    with pytest.raises(ValueError, match=bad):
+        IrqStrategy(**kwargs)
+
+
+def test_irq_strategy_parse():
+    assert IrqStrategy.parse("coalesce:frames=8,us=50") == IrqStrategy("coalesce", 8, 50)
+    assert IrqStrategy.parse("polling:us=20,budget=16") == IrqStrategy(
+        "polling", poll_us=20, budget=16
+    )
+    assert IrqStrategy.parse("napi", budget=32).budget == 32
+    assert DriverConfig(strategy="eop").strategy == IrqStrategy("eop")
+    for text, bad in [("fast", "'fast'"), ("napi:weight=3", "weight"), ("eop:frames=x", "'x'")]:
+        with pytest.raises(ValueError, match=bad):
+            IrqStrategy.parse(text)
+    with pytest.raises(ValueError, match="300"):
+        IrqStrategy.parse("coalesce:frames=300")
+
+
+def test_driver_imports_no_scheduler():
+    import ast
+    import pathlib
+
+    import macdma.firmware as fw
+
+    for path in pathlib.Path(fw.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] not in ("asyncio", "cocotb"), (path, name)
