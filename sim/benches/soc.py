@@ -10,7 +10,7 @@ buffers into host memory and rings doorbells through the registers. The driver m
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
@@ -97,7 +97,6 @@ class Ring:
     size: int
     tail: int = 0
     head: int = 0  # next descriptor the host expects the DMA to complete
-    posted: list[int] = field(default_factory=list)
 
     def address(self, index: int) -> int:
         return self.base + DESCRIPTOR_BYTES * (index % self.size)
@@ -166,6 +165,11 @@ class SocBench:
 
     async def start(self):
         """Clocks, reset of all three domains, MAC enabled at the bench's link mode."""
+        await self.reset()
+        await self.configure_mac()
+
+    async def reset(self):
+        """Start the clocks and reset all three domains; nothing is configured."""
         dut = self.dut
         Clock(dut.clk, self.sys_clk_ns, unit="ns").start()
         self.phy.start()
@@ -175,6 +179,9 @@ class SocBench:
         for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
             reset.value = 0
         await ClockCycles(dut.clk, 8)
+
+    async def configure_mac(self):
+        """IFG, TX/RX enable and MII mode for the bench's link; the µs timers' clock."""
         mac_ctrl = (
             regs.MAC_CTRL_TX_ENABLE_MASK
             | regs.MAC_CTRL_RX_ENABLE_MASK

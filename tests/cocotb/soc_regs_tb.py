@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiResp
@@ -52,15 +51,7 @@ def now_ns() -> float:
 
 async def reset_only(bench: SocBench):
     """Clocks and reset, nothing configured (SocBench.start() also writes MAC_CTRL etc.)."""
-    dut = bench.dut
-    Clock(dut.clk, bench.sys_clk_ns, unit="ns").start()
-    bench.phy.start()
-    for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
-        reset.value = 1
-    await ClockCycles(dut.clk, 8)
-    for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
-        reset.value = 0
-    await ClockCycles(dut.clk, 8)
+    await bench.reset()
 
 
 async def started(dut, **kwargs) -> SocBench:
