@@ -1,10 +1,18 @@
 """``macdma``: the project's command line.
 
     macdma demo [--sim verilator|icarus] [--frames N] [--json FILE] [--waves]
+    macdma run [--sim S] [--direction tx|rx|both] [--frame-size B] [--frames N]
+               [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
+               [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
+               [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
+               [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--waves] [--json FILE]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
 from the GMII models' frame time stamps.
+
+``run`` runs one scenario on the whole SoC with the driver model on a modelled CPU
+(docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency.
 """
 
 from __future__ import annotations
@@ -42,7 +50,122 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--json", type=Path, help="also write the measurements to this file")
     demo.add_argument("--waves", action="store_true", help="trace an FST waveform")
+    _add_run_parser(commands)
     return parser
+
+
+def _whole(low: int, high: int | None = None, unit: str = ""):
+    """argparse type: a whole number in low..high, with a message naming the bad value."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            limit = f">= {low}" if high is None else f"{low}..{high}"
+            raise argparse.ArgumentTypeError(f"must be {limit}{unit}, got {value}")
+        return value
+
+    return parse
+
+
+def _mhz(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a clock in MHz, got {text!r}") from None
+    if not 1 <= value <= 500:
+        raise argparse.ArgumentTypeError(f"must be 1..500 MHz, got {value:g}")
+    return value
+
+
+def _add_run_parser(commands) -> None:
+    from .cpu import CPU_PRESETS
+    from .scenario import DIRECTIONS, IRQ_STRATEGIES, MAX_FRAME, MIN_FRAME, Scenario
+
+    d = Scenario()
+    run = commands.add_parser(
+        "run",
+        help="run one driver + SoC scenario and report throughput, IRQs, CPU and latency",
+        description="Run the driver model on a modelled CPU against the SoC RTL.",
+    )
+    add = run.add_argument
+    add("--sim", choices=SIMULATORS, default=d.sim, help=f"default: {d.sim}")
+    add("--direction", choices=DIRECTIONS, default=d.direction, help=f"default: {d.direction}")
+    add(
+        "--frame-size",
+        type=_whole(MIN_FRAME, MAX_FRAME, " bytes without FCS"),
+        default=d.frame_size,
+        help=f"bytes handed to the MAC, FCS excluded ({MIN_FRAME}..{MAX_FRAME}; "
+        f"default {d.frame_size})",
+    )
+    add("--frames", type=_whole(2), default=d.frames, help=f"per direction ({d.frames})")
+    add("--frags", type=_whole(0, 16), default=d.frags, help="extra TX fragments per frame (0)")
+    add("--irq", choices=IRQ_STRATEGIES, default=d.irq, help=f"default: {d.irq}")
+    add("--coalesce-frames", type=_whole(1, 255), default=d.coalesce_frames, help="1..255 (1)")
+    add("--coalesce-us", type=_whole(0, 65535), default=d.coalesce_us, help="0..65535 (0)")
+    add("--poll-us", type=_whole(1, 65535), default=d.poll_us, help=f"polling period ({d.poll_us})")
+    add("--budget", type=_whole(1), default=d.budget, help=f"NAPI/poll budget ({d.budget})")
+    add("--burst", type=_whole(1, 256, " beats"), default=d.burst, help=f"beats ({d.burst})")
+    add("--prefetch", type=_whole(1, 15), default=d.prefetch, help=f"descriptors ({d.prefetch})")
+    add("--tx-ring", type=_whole(2, 4096), default=d.tx_ring, help=f"descriptors ({d.tx_ring})")
+    add("--rx-ring", type=_whole(2, 4096), default=d.rx_ring, help=f"descriptors ({d.rx_ring})")
+    add("--rx-buf", type=_whole(64, 65535, " bytes"), default=d.rx_buf, help=f"bytes ({d.rx_buf})")
+    add("--cpu", choices=tuple(CPU_PRESETS), default=d.cpu, help=f"CPU preset ({d.cpu})")
+    add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
+    add("--link", type=int, choices=(10, 100, 1000), default=d.link, help="Mb/s (1000)")
+    add("--waves", action="store_true", help="trace a waveform")
+    add("--json", type=Path, help="write every metric (and the raw wire record) here")
+    run.set_defaults(run_parser=run)
+
+
+def scenario_from_args(args: argparse.Namespace):
+    """The :class:`Scenario` of parsed ``run`` options (ValueError if inconsistent)."""
+    from .scenario import Scenario
+
+    return Scenario(
+        sim=args.sim,
+        direction=args.direction,
+        frame_size=args.frame_size,
+        frames=args.frames,
+        frags=args.frags,
+        irq=args.irq,
+        coalesce_frames=args.coalesce_frames,
+        coalesce_us=args.coalesce_us,
+        poll_us=args.poll_us,
+        budget=args.budget,
+        burst=args.burst,
+        prefetch=args.prefetch,
+        tx_ring=args.tx_ring,
+        rx_ring=args.rx_ring,
+        rx_buf=args.rx_buf,
+        cpu=args.cpu,
+        sys_mhz=args.sys_mhz,
+        link=args.link,
+        waves=args.waves,
+        json=str(args.json) if args.json else None,
+    )
+
+
+def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .scenario import format_summary, run_scenario
+
+    try:
+        scenario = scenario_from_args(args)
+    except ValueError as error:
+        parser.error(str(error))  # exits 2 with the usage line
+    print(f"macdma run: {scenario.describe()}", flush=True)
+    try:
+        metrics = run_scenario(scenario)
+    except (CocotbTestFailure, SimulatorNotFound) as error:
+        print(f"macdma run failed: {error}", file=sys.stderr)
+        return 1
+    print()
+    print(format_summary(metrics))
+    if scenario.json:
+        print(f"metrics written to {scenario.json}")
+    return 0
 
 
 def format_demo(results: dict) -> str:
@@ -99,9 +222,12 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "run":
+        return run_run(args, args.run_parser)
     raise AssertionError(f"unhandled command {args.command}")
 
 
