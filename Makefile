@@ -12,17 +12,20 @@ LINT_PATHS := hdl sim firmware tests
 JOBS ?= 2
 SIM ?=
 TEST ?=
+# `make regress REGRESS_ARGS="--quick"`: any `macdma regress` options (docs/regression.md).
+REGRESS_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test sim verilog lint format demo clean
+.PHONY: help venv regress test sim verilog lint format demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
+	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
 
 $(INSTALLED): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +33,9 @@ $(INSTALLED): pyproject.toml setup.py
 	@touch $@
 
 venv: $(INSTALLED) ## create .venv and install the project (done on demand by the others)
+
+regress: $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
+	$(VENV)/bin/macdma regress $(REGRESS_ARGS)
 
 test: $(INSTALLED) ## run the whole suite on both simulators (SIM= to restrict)
 	$(PY) -m pytest -n $(JOBS) tests
@@ -57,6 +63,18 @@ format: $(INSTALLED) ## ruff fix (imports etc.) + format, in place
 
 demo: $(INSTALLED) ## run the demo scenario (macdma demo)
 	$(VENV)/bin/macdma demo
+
+# The synthesis tools (amaranth-boards, yowasp-*) are the optional extra `synth`; the `dev`
+# extra that every target installs includes it (the tests synthesise one board).
+BOARD ?= colorlight-5a75b
+SYNTH_INSTALLED := $(VENV)/.installed-synth
+.PHONY: synth
+$(SYNTH_INSTALLED): $(INSTALLED)
+	$(PY) -m pip install --quiet -e '.[dev,synth]'
+	@touch $@
+
+synth: $(SYNTH_INSTALLED) ## bitstream + fit/timing report, BOARD=colorlight-5a75b|versa-ecp5[-100m]
+	$(PY) -m macdma.sim.synth --board $(BOARD)
 
 clean: ## remove build/ (Verilog cache, simulator builds, waves)
 	rm -rf build

@@ -5,7 +5,9 @@
                [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
                [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
-               [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--waves] [--json FILE]
+               [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
+               [--tx-clean-budget N] [--waves] [--json FILE]
+    macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
@@ -13,6 +15,9 @@ from the GMII models' frame time stamps.
 
 ``run`` runs one scenario on the whole SoC with the driver model on a modelled CPU
 (docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency.
+
+``regress`` runs a sweep of scenarios over all cores and writes JSON, CSV, a Markdown
+report and plots, and checks the orderings physics demands (docs/regression.md).
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", type=Path, help="also write the measurements to this file")
     demo.add_argument("--waves", action="store_true", help="trace an FST waveform")
     _add_run_parser(commands)
+    from .regress import add_regress_parser
+
+    add_regress_parser(commands)
     return parser
 
 
@@ -115,6 +123,20 @@ def _add_run_parser(commands) -> None:
     add("--cpu", choices=tuple(CPU_PRESETS), default=d.cpu, help=f"CPU preset ({d.cpu})")
     add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
     add("--link", type=int, choices=(10, 100, 1000), default=d.link, help="Mb/s (1000)")
+    add(
+        "--mem-latency",
+        metavar="CYCLES",
+        type=_whole(0, 1000, " cycles"),
+        default=d.mem_latency,
+        help=f"host-memory SoC cycles before each AXI burst ({d.mem_latency})",
+    )
+    add(
+        "--tx-clean-budget",
+        metavar="N",
+        type=_whole(0),
+        default=d.tx_clean_budget,
+        help="packets per TX clean, 0 = unlimited (default: the CPU preset's driver setting)",
+    )
     add("--waves", action="store_true", help="trace a waveform")
     add("--json", type=Path, help="write every metric (and the raw wire record) here")
     run.set_defaults(run_parser=run)
@@ -143,6 +165,8 @@ def scenario_from_args(args: argparse.Namespace):
         cpu=args.cpu,
         sys_mhz=args.sys_mhz,
         link=args.link,
+        mem_latency=args.mem_latency,
+        tx_clean_budget=args.tx_clean_budget,
         waves=args.waves,
         json=str(args.json) if args.json else None,
     )
@@ -228,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_demo(args)
     if args.command == "run":
         return run_run(args, args.run_parser)
+    if args.command == "regress":
+        from .regress import run_regress
+
+        return run_regress(args, args.regress_parser)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -61,6 +61,9 @@ class Scenario:
     ``burst`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
     ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a preset name of
     :mod:`macdma.sim.cpu`. ``sys_mhz`` the SoC clock, ``link`` Mb/s.
+    ``mem_latency``: host-memory cycles (SoC clock) before the first beat of every AXI
+    burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
+    (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
     """
 
     sim: str = "verilator"
@@ -81,6 +84,8 @@ class Scenario:
     cpu: str = "ideal"
     sys_mhz: float = 100.0
     link: int = 1000
+    mem_latency: int = 0
+    tx_clean_budget: int | None = None
     waves: bool = False
     json: str | None = None
 
@@ -92,10 +97,12 @@ class Scenario:
                     f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}"
                 )
 
-        def span(name, low, high=None, why=""):
+        def span(name, low, high=None, why="", whole=True):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a number, got {value!r}")
+            kinds = int if whole else int | float
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                kind = "a whole number" if whole else "a number"
+                raise ValueError(f"{name} must be {kind}, got {value!r}")
             if value < low or (high is not None and value > high):
                 limit = f">= {low}" if high is None else f"{low}..{high}"
                 raise ValueError(f"{name} must be {limit}{why}; got {value!r}")
@@ -122,7 +129,10 @@ class Scenario:
         span("tx_ring", 2, 4096, " descriptors")
         span("rx_ring", 2, 4096, " descriptors")
         span("rx_buf", 64, 65535, " bytes")
-        span("sys_mhz", 1, 500)
+        span("sys_mhz", 1, 500, whole=False)
+        span("mem_latency", 0, 1000, " cycles per burst")
+        if self.tx_clean_budget is not None:
+            span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "
@@ -171,7 +181,9 @@ class Scenario:
             f"{self.direction} {self.frames} x {self.frame_size} B ({self.frags} extra frags), "
             f"irq {self.irq}, cpu {self.cpu}, link {self.link} Mb/s, sys {self.sys_mhz:g} MHz, "
             f"burst {self.burst}, prefetch {self.prefetch}, rings {self.tx_ring}/{self.rx_ring}, "
-            f"rx_buf {self.rx_buf}, on {self.sim}"
+            f"rx_buf {self.rx_buf}, mem latency {self.mem_latency}"
+            + ("" if self.tx_clean_budget is None else f", tx clean budget {self.tx_clean_budget}")
+            + f", on {self.sim}"
         )
 
 

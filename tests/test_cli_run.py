@@ -92,7 +92,9 @@ def test_demo_options_still_parse():
         ({"rx_ring": 1}, "rx_ring must be 2..4096"),
         ({"cpu": "z80"}, "cpu must be one of ideal, microblaze-66"),
         ({"link": 25}, "link must be one of 10, 100, 1000"),
-        ({"frames": "10"}, "frames must be a number"),
+        ({"frames": "10"}, "frames must be a whole number"),
+        ({"mem_latency": 2.5}, "mem_latency must be a whole number"),
+        ({"sys_mhz": "fast"}, "sys_mhz must be a number"),
     ],
 )
 def test_scenario_rejects_bad_values(change, message):

@@ -192,6 +192,7 @@ async def test_scenario(dut):
         dut, mode, sys_clk_ns=sys_clk_ps / 1000, memory_bytes=memory_bytes_for(scenario)
     )
     await bench.start()
+    bench.memory.latency_cycles = scenario.mem_latency
 
     mhz, costs = cpu_preset(scenario.cpu)
     cpu = CpuModel(mhz, costs)
@@ -205,6 +206,9 @@ async def test_scenario(dut):
         budget=scenario.budget,
     )
     max_frags = scenario.frags + 1
+    driver_settings = dict(PRESET_DRIVER_SETTINGS.get(scenario.cpu, {}))
+    if scenario.tx_clean_budget is not None:  # 0 = unlimited
+        driver_settings["tx_clean_budget"] = scenario.tx_clean_budget or None
     config = DriverConfig(
         tx_ring=scenario.tx_ring,
         rx_ring=scenario.rx_ring,
@@ -215,7 +219,7 @@ async def test_scenario(dut):
         sys_clk_mhz=round(scenario.sys_mhz),
         max_frags=max_frags,
         mii=mode.mii,
-        **PRESET_DRIVER_SETTINGS.get(scenario.cpu, {}),
+        **driver_settings,
     )
     driver = MacDmaDriver(platform, config, on_receive=receiver.on_receive, costs=costs)
     await driver.open()

@@ -1,0 +1,67 @@
+"""The boards ``make synth BOARD=...`` knows, by name.
+
+The amaranth-boards platform is named by module and class so that importing this file
+needs no optional dependency; :func:`platform_for` imports it.
+"""
+
+import importlib
+from dataclasses import dataclass
+
+from .top import BoardConfig
+
+__all__ = ["Board", "BOARDS", "platform_for"]
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board: its amaranth-boards platform (``module:Class``) and its :class:`BoardConfig`."""
+
+    platform: str
+    config: BoardConfig
+
+
+COLORLIGHT = "amaranth_boards.colorlight_5a75b_r7_0:Colorlight_5A75B_R70Platform"
+VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
+
+BOARDS = {
+    # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The
+    # system clock is the slowest that holds 1 Gb/s line rate (docs/soc.md), 125/3 MHz.
+    "colorlight-5a75b": Board(
+        COLORLIGHT,
+        BoardConfig("colorlight-5a75b", clk_resource="clk25", clk_hz=25e6, sys_clk_hz=125e6 / 3),
+    ),
+    # LFE5UM-45F speed 8, 100 MHz oscillator, two RGMII PHYs (the first is used).
+    "versa-ecp5": Board(
+        VERSA,
+        BoardConfig("versa-ecp5", clk_resource="clk100", clk_hz=100e6, sys_clk_hz=50e6),
+    ),
+    # 10/100-only builds (25 MHz PHY clocks) for when 125 MHz does not close.
+    "colorlight-5a75b-100m": Board(
+        COLORLIGHT,
+        BoardConfig(
+            "colorlight-5a75b-100m",
+            clk_resource="clk25",
+            clk_hz=25e6,
+            sys_clk_hz=31.25e6,
+            link_mbps=100,
+        ),
+    ),
+    "versa-ecp5-100m": Board(
+        VERSA,
+        BoardConfig(
+            "versa-ecp5-100m",
+            clk_resource="clk100",
+            clk_hz=100e6,
+            sys_clk_hz=31.25e6,
+            link_mbps=100,
+        ),
+    ),
+}
+
+
+def platform_for(name: str):
+    """A fresh platform instance for board ``name`` (ValueError naming the known boards)."""
+    if name not in BOARDS:
+        raise ValueError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}")
+    module_name, class_name = BOARDS[name].platform.split(":")
+    return getattr(importlib.import_module(module_name), class_name)()

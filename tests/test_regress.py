@@ -1,0 +1,379 @@
+"""``macdma regress``: sweep files, point keys, skip/force, the physics checks, CSV and
+report writing on synthetic results; and one real ``--quick`` sweep on Verilator."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from macdma.sim import regress
+from macdma.sim.regress import (
+    DEFAULT_SWEEP,
+    QUICK_SWEEP,
+    CheckResult,
+    Experiment,
+    check_results,
+    expand,
+    load_sweep,
+    parse_sweep,
+    plan,
+    point_key,
+    store,
+    summarise,
+    write_csv,
+    write_report,
+)
+from macdma.sim.scenario import Scenario
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def sweep_data(**experiment):
+    table = {
+        "name": "frags",
+        "x": "frags",
+        "fixed": {"cpu": "microblaze-66", "frames": 4},
+        "sweep": {"frags": [0, 1, 2], "irq": ["eop", "napi"]},
+        "metrics": ["throughput_mbps"],
+    }
+    table.update(experiment)
+    return {"name": "t", "defaults": {"direction": "tx"}, "experiment": [table]}
+
+
+# -- sweep files and expansion -------------------------------------------------------------
+
+
+def test_shipped_sweeps_parse_and_expand():
+    for path, least in ((DEFAULT_SWEEP, 50), (QUICK_SWEEP, 5)):
+        sweep = load_sweep(path)
+        points = expand(sweep, "src")
+        assert len(points) >= least
+        assert len({p.key for p in points}) == len(points)
+
+
+def test_default_sweep_has_a_section_per_field_report():
+    sweep = load_sweep(DEFAULT_SWEEP)
+    readings = {e.reading for e in sweep.experiments}
+    assert {"fragments_irq", "tx_budget", "burst_prefetch", "rx_buffers", "irq_rate"} <= readings
+    assert "ideal" in readings
+
+
+def test_expansion_is_the_cross_product_with_defaults_and_fixed_fields():
+    sweep = parse_sweep(sweep_data())
+    points = expand(sweep, "src")
+    assert [(p.scenario.frags, p.scenario.irq) for p in points] == [
+        (0, "eop"),
+        (0, "napi"),
+        (1, "eop"),
+        (1, "napi"),
+        (2, "eop"),
+        (2, "napi"),
+    ]
+    assert all(p.scenario.direction == "tx" and p.scenario.frames == 4 for p in points)
+    assert all(p.experiments == ["frags"] for p in points)
+    assert sweep.experiments[0].series == ("irq",)  # the other swept fields by default
+
+
+def test_sim_override_changes_every_point_and_its_key():
+    sweep = parse_sweep(sweep_data())
+    verilator = expand(sweep, "src")
+    icarus = expand(sweep, "src", sim="icarus")
+    assert all(p.scenario.sim == "icarus" for p in icarus)
+    assert not {p.key for p in verilator} & {p.key for p in icarus}
+
+
+def test_a_point_shared_by_two_experiments_runs_once():
+    data = sweep_data()
+    data["experiment"].append({**data["experiment"][0], "name": "again"})
+    points = expand(parse_sweep(data), "src")
+    assert len(points) == 6
+    assert all(p.experiments == ["frags", "again"] for p in points)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sweep": {"fragz": [1]}}, "unknown scenario field"),
+        ({"sweep": {"frags": []}}, "non-empty list"),
+        ({"x": "burst"}, "not a swept field"),
+        ({"metrics": ["speed"]}, "unknown metric"),
+        ({"reading": "poem"}, "unknown reading"),
+        ({"name": "bad name"}, "name must be"),
+        ({"colour": "red"}, "unknown key"),
+    ],
+)
+def test_bad_sweep_entries_are_named(change, message):
+    with pytest.raises(ValueError, match=message):
+        parse_sweep(sweep_data(**change))
+
+
+def test_an_invalid_scenario_names_its_experiment():
+    with pytest.raises(ValueError, match="experiment 'frags'.*frags must be"):
+        expand(parse_sweep(sweep_data(sweep={"frags": [99]})), "src")
+
+
+def test_toml_syntax_errors_name_the_file(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("name = \n")
+    with pytest.raises(ValueError, match="broken.toml"):
+        load_sweep(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_sweep(tmp_path / "missing.toml")
+
+
+def test_memory_latency_and_tx_clean_budget_knobs_are_validated_and_reach_run():
+    from macdma.sim.cli import build_parser, scenario_from_args
+
+    with pytest.raises(ValueError, match="mem_latency must be 0..1000"):
+        Scenario(mem_latency=1001)
+    with pytest.raises(ValueError, match="tx_clean_budget must be >= 0"):
+        Scenario(tx_clean_budget=-1)
+    args = build_parser().parse_args(["run", "--mem-latency", "20", "--tx-clean-budget", "0"])
+    scenario = scenario_from_args(args)
+    assert (scenario.mem_latency, scenario.tx_clean_budget) == (20, 0)
+    assert scenario_from_args(build_parser().parse_args(["run"])).tx_clean_budget is None
+
+
+# -- keys, skip and force ------------------------------------------------------------------
+
+
+def test_key_depends_on_scenario_and_sources_not_on_output_options():
+    scenario = Scenario(direction="tx", frames=4)
+    assert point_key(scenario, "a") == point_key(dataclasses.replace(scenario, waves=True), "a")
+    assert point_key(scenario, "a") != point_key(scenario, "b")
+    assert point_key(scenario, "a") != point_key(dataclasses.replace(scenario, frames=5), "a")
+
+
+def test_source_hash_follows_simulated_sources_only(tmp_path):
+    for relative in ("hdl/mac/tx.py", "firmware/driver.py", "sim/regress.py", "hdl/boards/b.py"):
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    before = regress.source_hash(tmp_path)
+    (tmp_path / "sim/regress.py").write_text("x = 2\n")  # reporting code
+    (tmp_path / "hdl/boards/b.py").write_text("x = 2\n")  # synthesis only
+    assert regress.source_hash(tmp_path) == before
+    (tmp_path / "firmware/driver.py").write_text("x = 2\n")
+    assert regress.source_hash(tmp_path) != before
+
+
+def synthetic_metrics(scenario: Scenario, mbps: float, *, irqs=1.0, dropped=0) -> dict:
+    """What run_point returns for a TX run at ``mbps`` (no simulator)."""
+    fps = mbps * 1e6 / (scenario.frame_size * 8)
+    slot = scenario.wire_bytes_per_frame * 8 / (scenario.link * 1e6)
+    tx = {
+        "frames_offered": scenario.frames,
+        "frames_sent": scenario.frames - dropped,
+        "frames_dropped": dropped,
+        "frames_per_second": fps,
+        "mbps": mbps,
+        "percent_of_line_rate": 100 * fps * slot,
+        "latency": {"p50_ns": 1000.0, "p99_ns": 2000.0, "max_ns": 2000.0},
+        "axi_bursts_per_frame": 26.0,
+    }
+    return {
+        "scenario": dataclasses.asdict(scenario),
+        "sim_ns": 1e6,
+        "wall_seconds": 1.0,
+        "cpu": {"preset": scenario.cpu, "mhz": 66.0, "utilisation": 0.5, "cycles_per_packet": 1e3},
+        "irqs_per_packet": irqs,
+        "driver": {"queue_stops": 0},
+        "tx": tx,
+    }
+
+
+def stored_point(tmp_path, scenario: Scenario, mbps: float, experiments=("e",), **kwargs):
+    point = regress.Point(point_key(scenario, "src"), scenario, list(experiments))
+    result = {"status": "ok", "metrics": synthetic_metrics(scenario, mbps, **kwargs)}
+    return store(tmp_path, point, result, "src")
+
+
+def test_plan_skips_finished_points_reruns_failed_ones_and_force_reruns_all(tmp_path):
+    points = expand(parse_sweep(sweep_data()), "src")
+    first, second = points[0], points[1]
+    store(tmp_path, first, {"status": "ok", "metrics": synthetic_metrics(first.scenario, 9)}, "src")
+    store(tmp_path, second, {"status": "failed", "error": "frame 3 damaged"}, "src")
+    todo, done = plan(points, tmp_path)
+    assert set(done) == {first.key}
+    assert [p.key for p in todo] == [p.key for p in points[1:]]
+    todo, done = plan(points, tmp_path, force=True)
+    assert not done and len(todo) == len(points)
+
+
+def test_a_half_written_json_is_rerun(tmp_path):
+    points = expand(parse_sweep(sweep_data()), "src")
+    path = regress.point_path(tmp_path, points[0].key)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"status": "o')
+    todo, _ = plan(points, tmp_path)
+    assert points[0] in todo
+
+
+# -- the checks on synthetic results -----------------------------------------------------------
+
+
+def by_name(checks: list[CheckResult]) -> dict[str, str]:
+    return {c.name: c.status for c in checks}
+
+
+def microblaze(irq: str) -> Scenario:
+    return Scenario(direction="tx", frames=8, frags=5, cpu="microblaze-66", irq=irq, tx_ring=32)
+
+
+def test_checks_pass_on_physical_results(tmp_path):
+    results = [
+        stored_point(tmp_path, microblaze("per-desc"), 116.0),
+        stored_point(tmp_path, microblaze("coalesce"), 137.0),
+        stored_point(tmp_path, microblaze("napi"), 136.0),
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 986.8),
+    ]
+    for burst, mbps in ((2, 300.0), (4, 500.0), (16, 990.0)):
+        scenario = Scenario(direction="tx", frames=8, burst=burst, mem_latency=20)
+        results.append(stored_point(tmp_path, scenario, mbps))
+    statuses = by_name(check_results(results))
+    assert set(statuses.values()) == {"PASS"}, statuses
+
+
+def test_each_check_fails_when_its_ordering_breaks(tmp_path):
+    results = [
+        stored_point(tmp_path, microblaze("per-desc"), 130.0),
+        stored_point(tmp_path, microblaze("napi"), 120.0),  # napi slower: broken
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 800.0),
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=4, mem_latency=20), 500),
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=8, mem_latency=20), 400),
+        {
+            "key": "f",
+            "status": "failed",
+            "error": "TX frame 3 damaged",
+            "scenario": dataclasses.asdict(Scenario()),
+        },
+    ]
+    statuses = by_name(check_results(results))
+    assert statuses == {
+        "frames_intact": "FAIL",
+        "ideal_line_rate": "FAIL",
+        "coalescing_beats_per_desc": "FAIL",
+        "bursts_monotonic": "FAIL",
+    }
+
+
+def test_bursts_within_tolerance_and_different_prefetch_are_not_compared(tmp_path):
+    results = [
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=8, prefetch=1), 500.0),
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=16, prefetch=1), 497.0),
+        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=32, prefetch=4), 100.0),
+    ]
+    assert by_name(check_results(results))["bursts_monotonic"] == "PASS"
+
+
+def test_checks_without_points_are_not_applicable():
+    statuses = by_name(check_results([]))
+    assert set(statuses.values()) == {"N/A"}
+
+
+def test_tx_frames_missing_from_the_wire_fail_the_intact_check(tmp_path):
+    results = [stored_point(tmp_path, microblaze("eop"), 100.0, dropped=1)]
+    assert by_name(check_results(results))["frames_intact"] == "FAIL"
+
+
+def test_summary_uses_the_steady_state_tx_rate():
+    scenario = Scenario(direction="tx", frames=8, cpu="microblaze-66")
+    metrics = synthetic_metrics(scenario, 200.0)
+    metrics["steady_tx"] = {"frames_per_second": 1e4, "mbps": 120.0, "percent_of_line_rate": 12}
+    summary = summarise(metrics)
+    assert summary["throughput_mbps"] == 120.0
+    assert summary["cycles_per_packet"] == pytest.approx(0.5 * 66e6 / 1e4)
+
+
+def test_steady_tx_takes_the_second_half_of_the_wire_stamps():
+    scenario = Scenario(direction="tx", frames=4, frame_size=1500)
+    metrics = synthetic_metrics(scenario, 1.0)
+    # Two fast frames (ring filling), then one every 100 us.
+    starts_us = [0, 10, 110, 210]
+    metrics["tx"]["wire"] = [{"start_ps": int(t * 1e6), "end_ps": 0} for t in starts_us]
+    steady = regress.steady_tx(metrics)
+    assert steady["frames_per_second"] == pytest.approx(1e4)
+    assert steady["mbps"] == pytest.approx(120.0)
+
+
+# -- CSV and report -------------------------------------------------------------------------
+
+
+def test_csv_and_report_are_written(tmp_path):
+    results = [
+        stored_point(tmp_path, microblaze("per-desc"), 116.0, experiments=["frags"]),
+        stored_point(tmp_path, microblaze("napi"), 136.0, experiments=["frags"]),
+        {
+            "key": "dead",
+            "experiments": ["frags"],
+            "status": "failed",
+            "error": "boom",
+            "scenario": dataclasses.asdict(microblaze("eop")),
+            "sources": "src",
+        },
+    ]
+    write_csv(tmp_path / "results.csv", results)
+    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    assert [r["irq"] for r in rows] == ["per-desc", "napi", "eop"]
+    assert float(rows[1]["throughput_mbps"]) == pytest.approx(136.0)
+    assert rows[2]["status"] == "failed" and rows[2]["throughput_mbps"] == ""
+
+    experiment = Experiment(
+        name="frags",
+        title="Fragments",
+        fixed={},
+        sweep={"irq": ["per-desc", "napi", "eop"]},
+        x="irq",
+        metrics=("throughput_mbps", "irqs_per_packet"),
+    )
+    sweep = regress.Sweep("t", "a test", {}, (experiment,))
+    regress.plot_experiment(experiment, regress._ok(results), tmp_path / "plots" / "frags.png")
+    assert (tmp_path / "plots" / "frags.png").read_bytes()[:8] == PNG_MAGIC
+    checks = check_results(results)
+    write_report(tmp_path / "report.md", sweep, results, checks, {"frags": "plots/frags.png"})
+    report = (tmp_path / "report.md").read_text()
+    assert "## Assertions" in report and "**FAIL**" in report  # the failed point
+    assert "## Fragments" in report and "![Fragments](plots/frags.png)" in report
+    assert "| napi | 136" in report and "FAILED" in report
+
+
+def test_progress_bar_shows_counts_and_eta():
+    import io
+
+    stream = io.StringIO()
+    bar = regress.ProgressBar(4, stream=stream, width=8)
+    bar.started -= 10
+    bar.advance("point one", ok=True)
+    assert "[##------] 1/4 points" in stream.getvalue()
+    assert "ETA 30s" in stream.getvalue()
+
+
+# -- the real thing -------------------------------------------------------------------------
+
+
+def test_quick_sweep_writes_report_csv_json_and_plots(tmp_path):
+    # The --quick profile runs on Verilator (its default): what CI runs. The Icarus path is
+    # the same code with another runner (test_sim_override_changes_every_point_and_its_key).
+    out = tmp_path / "quick"
+    command = [sys.executable, "-m", "macdma.sim.cli", "regress", "--quick", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    points = list((out / "points").glob("*.json"))
+    expected = expand(load_sweep(QUICK_SWEEP), "src")
+    assert len(points) == len(expected)
+    assert all(json.loads(p.read_text())["status"] == "ok" for p in points)
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert len(rows) == len(expected) and all(float(r["throughput_mbps"]) > 0 for r in rows)
+    report = (out / "report.md").read_text()
+    assert report.count("**PASS**") == 4 and "**FAIL**" not in report
+    plots = sorted((out / "plots").glob("*.png"))
+    assert len(plots) == len(load_sweep(QUICK_SWEEP).experiments)
+    assert all(p.read_bytes()[:8] == PNG_MAGIC for p in plots)
+    # A second run finds every point unchanged and runs nothing.
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"{len(expected)} unchanged and skipped" in again.stdout

@@ -1,0 +1,136 @@
+"""Board synthesis: PLL settings, report parsing, board elaboration and a yosys run.
+
+The tools come from the extra ``synth``, which the ``dev`` extra (``make test``) includes;
+a missing tool is a failure, not a skip. yosys synthesis of the Colorlight top (no place
+and route) takes about 45 s here (90 s on a busy machine), so it is part of the normal
+suite, not ``slow``.
+"""
+
+import json
+
+import pytest
+
+from macdma.hdl.boards.pll import ClockOutput, pll_dividers
+from macdma.sim.synth import SynthReport, parse_nextpnr, parse_yosys
+
+
+@pytest.mark.parametrize("clki_hz, refclk_div", [(25e6, 1), (100e6, 4)])
+def test_pll_makes_125_mhz_90_degrees_and_the_system_clock(clki_hz, refclk_div):
+    params = pll_dividers(
+        clki_hz,
+        [ClockOutput("tx", 125e6), ClockOutput("tx90", 125e6, 90), ClockOutput("sync", 62.5e6)],
+    )
+    vco = params["_vco_hz"]
+    assert 400e6 <= vco <= 800e6
+    assert params["CLKI_DIV"] == refclk_div
+    assert clki_hz / params["CLKI_DIV"] * params["CLKFB_DIV"] == 125e6  # CLKOP feedback
+    assert vco / params["CLKOP_DIV"] == 125e6
+    assert vco / params["CLKOS_DIV"] == 125e6
+    assert vco / params["CLKOS2_DIV"] == 62.5e6
+    # 90 degrees of 8 ns = 2 ns = a whole number of VCO cycles here (plus eighths).
+    shift_cycles = (params["CLKOS_CPHASE"] - params["CLKOP_CPHASE"]) + params["CLKOS_FPHASE"] / 8
+    assert shift_cycles / vco == pytest.approx(2e-9)
+
+
+def test_board_config_refuses_a_system_clock_too_slow_for_the_link():
+    from macdma.hdl.boards.top import BoardConfig
+
+    with pytest.raises(ValueError, match="41.67 MHz for 1000 Mb/s"):
+        BoardConfig("b", clk_resource="clk25", clk_hz=25e6, sys_clk_hz=40e6)
+    BoardConfig("b", clk_resource="clk25", clk_hz=25e6, sys_clk_hz=40e6, link_mbps=100)
+
+
+def test_clock_nets_map_to_domains():
+    from macdma.sim.synth import clock_domain
+
+    nets = [
+        "$glbnet$bridge.clk",
+        "$glbnet$pll.tx_clk",
+        "$glbnet$pll.tx90_clk",
+        "$glbnet$rgmii.rx_clk",
+    ]
+    assert [clock_domain(net) for net in nets] == ["sync", "tx", "tx90", "rx"]
+
+
+def test_pll_rejects_an_unreachable_frequency():
+    with pytest.raises(ValueError, match="no EHXPLLL setting"):
+        pll_dividers(25e6, [ClockOutput("sync", 123.456e6)])
+
+
+NEXTPNR_REPORT = {
+    "utilization": {
+        "TRELLIS_COMB": {"used": 9000, "available": 24288},
+        "TRELLIS_FF": {"used": 4400, "available": 24288},
+        "DP16KD": {"used": 14, "available": 56},
+        "TRELLIS_IO": {"used": 18, "available": 197},
+        "EHXPLLL": {"used": 1, "available": 2},
+    },
+    "fmax": {"$glbnet$sync_clk": {"achieved": 70.1234, "constraint": 62.5}},
+}
+NEXTPNR_LOG = """
+Info: Max frequency for clock '$glbnet$sync_clk': 70.12 MHz (PASS at 62.50 MHz)
+Info: Max frequency for clock '$glbnet$rx_clk': 118.00 MHz (FAIL at 125.00 MHz)
+"""
+
+
+def test_nextpnr_report_is_parsed_and_failing_clocks_named():
+    resources, clocks = parse_nextpnr(NEXTPNR_REPORT, NEXTPNR_LOG)
+    assert resources["logic_cells"] == {"used": 9000, "available": 24288}
+    assert resources["block_rams"]["used"] == 14
+    assert resources["dsps"] == {"used": 0, "available": None}
+    by_name = {clock.clock: clock for clock in clocks}
+    assert by_name["$glbnet$sync_clk"].achieved_mhz == 70.12 and by_name["$glbnet$sync_clk"].met
+    assert not by_name["$glbnet$rx_clk"].met  # from the log: the JSON lacked it
+    report = SynthReport("b", "LFE5U-25F-6CABGA256", "pnr", resources, clocks)
+    assert not report.timing_met
+    assert "**FAILED**" in report.to_markdown()
+    assert json.loads(json.dumps(report.to_json()))["timing_met"] is False
+
+
+def test_yosys_stat_is_parsed():
+    stat = """
+    Printing statistics.
+       14   DP16KD
+     1500   CCU2C
+     6621   LUT4
+     4500   TRELLIS_FF
+       18   TRELLIS_IO
+    """
+    resources = parse_yosys(stat)
+    assert resources["logic_cells"]["used"] == 6621 + 2 * 1500
+    assert resources["ffs"]["used"] == 4500
+    assert resources["block_rams"]["used"] == 14
+    assert resources["io"]["used"] == 18
+
+
+@pytest.mark.parametrize(
+    "board", ["colorlight-5a75b", "versa-ecp5", "colorlight-5a75b-100m", "versa-ecp5-100m"]
+)
+def test_board_top_elaborates(board, tmp_path):
+    from macdma.hdl.boards.boards import BOARDS, platform_for
+    from macdma.hdl.boards.top import BoardTop
+
+    platform = platform_for(board)
+    plan = platform.build(
+        BoardTop(BOARDS[board].config), name="top", build_dir=str(tmp_path), do_build=False
+    )
+    plan.extract(str(tmp_path))
+    lpf = (tmp_path / "top.lpf").read_text()
+    rx_clk_hz = BOARDS[board].config.phy_clk_hz
+    assert f'FREQUENCY PORT "eth_rgmii_0__rx_clk__io" {rx_clk_hz:.1f} HZ;' in lpf
+    rtlil = (tmp_path / "top.il").read_text()
+    for cell in ("EHXPLLL", "IDDRX1F", "ODDRX1F"):
+        assert cell in rtlil
+
+
+def test_yosys_synthesis_of_colorlight(tmp_path):
+    from macdma.sim.synth import synthesize
+
+    report = synthesize("colorlight-5a75b", out_dir=tmp_path, yosys_only=True)
+    assert report.stage == "yosys"
+    # The whole design survived synthesis (nothing was optimised away for being unused):
+    # the on-chip RAM and both frame FIFOs in block RAM, the RGMII pins, the DMA's logic.
+    assert report.resources["block_rams"]["used"] >= 8 + 2
+    assert report.resources["io"]["used"] >= 15
+    assert report.resources["logic_cells"]["used"] > 3000
+    assert (tmp_path / "report.md").exists() and (tmp_path / "report.json").exists()

@@ -1,0 +1,189 @@
+"""The board's UART host bridge in Amaranth's simulator: a UART model on the pins, the real
+register bank and an Axi4Ram behind it, and the MDIO master's frame on its pins."""
+
+from amaranth import *
+from amaranth.lib.wiring import connect
+from amaranth.sim import Simulator
+
+from macdma.hdl.boards.mdio import MdioMaster
+from macdma.hdl.boards.uart import UartRx, UartTx
+from macdma.hdl.boards.uart_bridge import MDIO_ADDR, RAM_BASE, UartBridge
+from macdma.hdl.bus.axi4 import connect_read_write
+from macdma.hdl.bus.axi4_ram import Axi4Ram
+from macdma.hdl.bus.axi_lite import CsrBank
+from macdma.hdl.regmap import REGISTER_MAP
+
+BIT = 8  # system clocks per UART bit in the test
+
+
+class Harness(Elaboratable):
+    def __init__(self):
+        self.rx_pin = Signal(init=1)
+        self.tx_pin = Signal()
+        self.irq = Signal()
+        self.bank = CsrBank(REGISTER_MAP)
+        self.ram = Axi4Ram(4096, id_width=2)
+        self.bridge = UartBridge(sys_clk_hz=100_000_000, cycles_per_byte=10 * BIT, ram_bytes=4096)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.uart_rx = uart_rx = UartRx(BIT)
+        m.submodules.uart_tx = uart_tx = UartTx(BIT)
+        m.submodules.bridge = bridge = self.bridge
+        m.submodules.bank = self.bank
+        m.submodules.ram = self.ram
+        m.d.comb += [uart_rx.rx.eq(self.rx_pin), self.tx_pin.eq(uart_tx.tx)]
+        connect(m, uart_rx.o, bridge.rx)
+        connect(m, bridge.tx, uart_tx.i)
+        connect(m, bridge.csr, self.bank.bus)
+        connect_read_write(m, bus=self.ram.axi, read=bridge.mem_read, write=bridge.mem_write)
+        m.d.comb += bridge.irq.eq(self.irq)
+        return m
+
+
+def run(host):
+    dut = Harness()
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    received = []
+
+    async def uart_sink(ctx):
+        while True:
+            await ctx.tick()
+            if ctx.get(dut.tx_pin):
+                continue
+            await ctx.tick().repeat(BIT // 2)
+            byte = 0
+            for index in range(8):
+                await ctx.tick().repeat(BIT)
+                byte |= ctx.get(dut.tx_pin) << index
+            await ctx.tick().repeat(BIT)
+            assert ctx.get(dut.tx_pin) == 1, "stop bit"
+            received.append(byte)
+
+    async def send(ctx, data):
+        for byte in data:
+            for level in [0, *((byte >> i) & 1 for i in range(8)), 1]:
+                ctx.set(dut.rx_pin, level)
+                await ctx.tick().repeat(BIT)
+
+    async def reply(ctx, length):
+        for _ in range(200 * BIT * 10):
+            if len(received) >= length:
+                break
+            await ctx.tick()
+        result = bytes(received[:length])
+        del received[:length]
+        return result
+
+    async def bench(ctx):
+        async def write(addr, value):
+            await send(ctx, b"W" + addr.to_bytes(4, "big") + value.to_bytes(4, "big"))
+            return await reply(ctx, 1)
+
+        async def read(addr):
+            await send(ctx, b"R" + addr.to_bytes(4, "big"))
+            head = await reply(ctx, 1)
+            return head + (await reply(ctx, 4) if head == b"D" else b"")
+
+        await host(ctx, dut, write, read, reply, send)
+
+    sim.add_testbench(uart_sink, background=True)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def register_offset(name):
+    return REGISTER_MAP.address(name)
+
+
+def test_register_write_and_read_back():
+    offset = register_offset("TX_RING_BASE")
+
+    async def host(ctx, dut, write, read, reply, send):
+        assert await write(offset, 0x0000_1240) == b"A"
+        assert await read(offset) == b"D" + (0x0000_1240).to_bytes(4, "big")
+        assert await read(0x0000_0FFC) == b"E"  # no register there: SLVERR
+
+    run(host)
+
+
+def test_ram_write_and_read_back_and_bad_address():
+    async def host(ctx, dut, write, read, reply, send):
+        assert await write(RAM_BASE + 0x10, 0xDEADBEEF) == b"A"
+        assert await write(RAM_BASE + 0x14, 0x01020304) == b"A"
+        assert await read(RAM_BASE + 0x10) == b"D\xde\xad\xbe\xef"
+        assert await read(RAM_BASE + 0x14) == b"D\x01\x02\x03\x04"
+        assert await read(0x2000_0000) == b"E"
+
+    run(host)
+
+
+def test_irq_rising_edge_sends_one_notification():
+    async def host(ctx, dut, write, read, reply, send):
+        ctx.set(dut.irq, 1)
+        assert await reply(ctx, 1) == b"!"
+        await ctx.tick().repeat(40 * BIT)
+        ctx.set(dut.irq, 0)
+        await ctx.tick().repeat(40 * BIT)
+        assert await read(RAM_BASE) == b"D\x00\x00\x00\x00"  # nothing else was sent
+
+    run(host)
+
+
+def test_garbage_and_a_truncated_command_are_dropped():
+    async def host(ctx, dut, write, read, reply, send):
+        await send(ctx, b"xyW\x80")  # junk, then a write cut short: times out
+        await ctx.tick().repeat(70 * 10 * BIT)
+        assert await write(RAM_BASE + 4, 7) == b"A"
+        assert await read(RAM_BASE + 4) == b"D\x00\x00\x00\x07"
+
+    run(host)
+
+
+def test_mdio_write_frame_through_the_bridge():
+    async def host(ctx, dut, write, read, reply, send):
+        # Write 0x1234 to PHY 3 register 0x1F.
+        command = (1 << 26) | (3 << 21) | (0x1F << 16) | 0x1234
+        assert await write(MDIO_ADDR, command) == b"A"
+        status = await read(MDIO_ADDR)
+        assert status[0:1] == b"D" and status[1] & 0x80  # busy while the frame runs
+        assert await write(MDIO_ADDR, command) == b"E"  # refused while busy
+        await ctx.tick().repeat(64 * 40)  # 64 MDC periods of 40 clocks (2.5 MHz at 100 MHz)
+        assert await read(MDIO_ADDR) == b"D\x00\x00\x00\x00"
+
+    run(host)
+
+
+def test_mdio_master_frame_bits():
+    dut = MdioMaster(sys_clk_hz=4_000_000, mdc_hz=1_000_000)  # 2 clocks per MDC half
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sampled = []
+
+    async def bench(ctx):
+        ctx.set(dut.write, 0)
+        ctx.set(dut.phy, 0b00101)
+        ctx.set(dut.reg, 0b10010)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        previous_mdc = 0
+        read_value = 0xA5C3
+        while ctx.get(dut.busy):
+            mdc = ctx.get(dut.mdc)
+            if mdc and not previous_mdc:  # rising edge: the PHY samples
+                sampled.append((ctx.get(dut.mdio_oe), ctx.get(dut.mdio_o)))
+            if not mdc and previous_mdc and len(sampled) >= 48:  # PHY drives after TA
+                bit = len(sampled) - 48
+                ctx.set(dut.mdio_i, (read_value >> (15 - bit)) & 1 if bit < 16 else 0)
+            previous_mdc = mdc
+            await ctx.tick()
+        assert ctx.get(dut.read_data) == read_value
+
+    sim.add_testbench(bench)
+    sim.run()
+    driven = [bit for oe, bit in sampled if oe]
+    header = "1" * 32 + "01" + "10" + "00101" + "10010"
+    assert "".join(map(str, driven)) == header
+    assert len(sampled) == 64
