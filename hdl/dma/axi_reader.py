@@ -28,12 +28,48 @@ def check_mover_params(data_width, addr_width, max_outstanding):
         raise ValueError(f"max_outstanding must be an integer in 1..16, not {max_outstanding!r}")
 
 
+class AxiMover(wiring.Component):
+    """What the burst reader and writer share: parameter checks, the command stream
+    ``cmd`` {addr, length} and the runtime cap ``burst_beats``. A subclass adds its data
+    stream and its AXI half in :meth:`data_members`, called once the parameters passed."""
+
+    def __init__(self, data_width: int, addr_width: int, max_outstanding: int):
+        try:
+            check_mover_params(data_width, addr_width, max_outstanding)
+        except ValueError:
+            # The half-built object would otherwise warn "created but never used" at GC.
+            self._MustUse__silence = True
+            raise
+        self._data_width = data_width
+        self._addr_width = addr_width
+        self._max_outstanding = max_outstanding
+        command = data.StructLayout({"addr": addr_width, "length": 16})
+        super().__init__(
+            {"cmd": In(stream.Signature(command)), "burst_beats": In(9), **self.data_members()}
+        )
+
+    def data_members(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def addr_width(self) -> int:
+        return self._addr_width
+
+    @property
+    def max_outstanding(self) -> int:
+        return self._max_outstanding
+
+
 def mask_unused_lanes(value: Value, count: Value, beat_bytes: int) -> Value:
     """``value`` with every byte lane at or above ``count`` forced to zero."""
     return Cat(Mux(count > lane, value.word_select(lane, 8), 0) for lane in range(beat_bytes))
 
 
-class AxiBurstReader(wiring.Component):
+class AxiBurstReader(AxiMover):
     """Read ``length`` bytes from any byte address over AXI4 and stream them out packed.
 
     Parameters
@@ -74,47 +110,15 @@ class AxiBurstReader(wiring.Component):
     """
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_outstanding: int = 4):
-        try:
-            check_mover_params(data_width, addr_width, max_outstanding)
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
-        self._data_width = data_width
-        self._addr_width = addr_width
-        self._max_outstanding = max_outstanding
-        beat_bytes = data_width // 8
-        super().__init__(
-            {
-                "cmd": In(stream.Signature(data.StructLayout({"addr": addr_width, "length": 16}))),
-                "burst_beats": In(9),
-                "o": Out(
-                    stream.Signature(
-                        data.StructLayout(
-                            {
-                                "data": data_width,
-                                "count": bits_for(beat_bytes),
-                                "last": 1,
-                                "error": 1,
-                            }
-                        )
-                    )
-                ),
-                "axi": Out(Axi4ReadSignature(addr_width, data_width, 1)),
-            }
-        )
+        super().__init__(data_width, addr_width, max_outstanding)
 
-    @property
-    def data_width(self) -> int:
-        return self._data_width
-
-    @property
-    def addr_width(self) -> int:
-        return self._addr_width
-
-    @property
-    def max_outstanding(self) -> int:
-        return self._max_outstanding
+    def data_members(self) -> dict:
+        width = self._data_width
+        beat = {"data": width, "count": bits_for(width // 8), "last": 1, "error": 1}
+        return {
+            "o": Out(stream.Signature(data.StructLayout(beat))),
+            "axi": Out(Axi4ReadSignature(self._addr_width, width, 1)),
+        }
 
     def elaborate(self, platform):
         m = Module()

@@ -1,7 +1,7 @@
 """AXI4 burst writer: the DMA's path for every memory write (RX buffers, descriptor write-back)."""
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, exact_log2
 
@@ -10,14 +10,14 @@ from .axi_reader import (
     AXCACHE_NORMAL_BUFFERABLE,
     AXPROT_DATA,
     MAX_LENGTH_BYTES,
-    check_mover_params,
+    AxiMover,
 )
 from .bursts import next_burst_beats
 
 __all__ = ["AxiBurstWriter"]
 
 
-class AxiBurstWriter(wiring.Component):
+class AxiBurstWriter(AxiMover):
     """Write a packed byte stream of ``length`` bytes to any byte address over AXI4.
 
     Parameters
@@ -64,43 +64,16 @@ class AxiBurstWriter(wiring.Component):
     """
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_outstanding: int = 4):
-        try:
-            check_mover_params(data_width, addr_width, max_outstanding)
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
-        self._data_width = data_width
-        self._addr_width = addr_width
-        self._max_outstanding = max_outstanding
-        beat_bytes = data_width // 8
-        super().__init__(
-            {
-                "cmd": In(stream.Signature(data.StructLayout({"addr": addr_width, "length": 16}))),
-                "burst_beats": In(9),
-                "i": In(
-                    stream.Signature(
-                        data.StructLayout(
-                            {"data": data_width, "count": bits_for(beat_bytes), "last": 1}
-                        )
-                    )
-                ),
-                "done": Out(stream.Signature(data.StructLayout({"error": 1}))),
-                "axi": Out(Axi4WriteSignature(addr_width, data_width, 1)),
-            }
-        )
+        super().__init__(data_width, addr_width, max_outstanding)
 
-    @property
-    def data_width(self) -> int:
-        return self._data_width
-
-    @property
-    def addr_width(self) -> int:
-        return self._addr_width
-
-    @property
-    def max_outstanding(self) -> int:
-        return self._max_outstanding
+    def data_members(self) -> dict:
+        width = self._data_width
+        beat = {"data": width, "count": bits_for(width // 8), "last": 1}
+        return {
+            "i": In(stream.Signature(data.StructLayout(beat))),
+            "done": Out(stream.Signature(data.StructLayout({"error": 1}))),
+            "axi": Out(Axi4WriteSignature(self._addr_width, width, 1)),
+        }
 
     def elaborate(self, platform):
         m = Module()
