@@ -238,8 +238,10 @@ class MacDmaSoc(wiring.Component):
 def _connect_channel(m, bank, name, channel):
     """Registers of one DMA channel block (TX_* or RX_*) to its channel."""
     reg = lambda register, field=None: bank.port(f"{name}_{register}", field)  # noqa: E731
-    if name == "RX":  # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo)
-        m.d.comb += channel.run.eq(reg("CTRL", "run"))
+    if name == "RX":
+        # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
+        # MAC's underruns (MacDmaSoc._mac_statistics).
+        m.d.comb += [channel.run.eq(reg("CTRL", "run")), reg("DROPS").eq(channel.drops)]
     m.d.comb += [
         channel.reset.eq(reg("CTRL", "reset")),
         channel.ring_base.eq(reg("RING_BASE")),
@@ -260,8 +262,6 @@ def _connect_channel(m, bank, name, channel):
         reg("BYTES").eq(channel.bytes),
         reg("FRAMES").eq(channel.frames),
     ]
-    if hasattr(channel, "drops"):
-        m.d.comb += reg("DROPS").eq(channel.drops)
 
 
 class SocTop(wiring.Component):
