@@ -14,7 +14,9 @@ A kernel engineer should recognise every step:
   from SOP to EOP, hand each to the stack, refill, ring RX TAIL once per poll;
 - ``isr`` is the hard interrupt handler: read and ack IRQ_STATUS, then per strategy clean,
   or mask the done causes and ``napi_schedule``; DMA errors reset and re-open the channel;
-- ``napi_poll`` returns the work done; only ``work < budget`` completes NAPI and unmasks.
+- ``napi_poll`` returns the work done; only ``work < budget`` completes NAPI and unmasks;
+- ``mdio_read``/``mdio_write`` are the ``mii_bus`` read/write ops: program the MDC divider
+  once, wait for idle, write MDIO_CMD, poll MDIO_STATUS.busy (bounded), as macb does.
 
 The driver talks to the hardware only through :class:`~macdma.firmware.platform.Platform`
 (MMIO, DMA memory, IRQ line, time, CPU cost). Register offsets and fields come only from
@@ -43,10 +45,15 @@ from .platform import Platform
 
 __all__ = [
     "IRQ_STRATEGIES",
+    "MDC_MAX_HZ",
+    "MDIO_POLL_LIMIT",
+    "MDIO_POLL_NS",
     "DriverConfig",
     "DriverStats",
     "IrqStrategy",
     "MacDmaDriver",
+    "MdioTimeoutError",
+    "mdc_clk_div",
     "RxFrameMeta",
     "RxRing",
     "TxRing",
@@ -68,6 +75,14 @@ _ERROR_CAUSES = (
 )
 _ALL_CAUSES = _DONE_CAUSES | _ERROR_CAUSES
 _WORD3_OFFSET = 12  # byte offset of word 3 (length, ioc, sop, eop, own) in a descriptor
+
+#: Fastest MDC the driver programs (IEEE 802.3 22.2.2.11).
+MDC_MAX_HZ = 2_500_000
+#: MDIO_STATUS reads before mdio_read/mdio_write give up (readl_poll_timeout's bound). A
+#: frame is 64 MDC periods: 26 µs at 2.5 MHz, at most 2 * 255 * 64 system clocks.
+MDIO_POLL_LIMIT = 1000
+#: Pause between two MDIO_STATUS polls (the poll's sleep_us; the CPU is free meanwhile).
+MDIO_POLL_NS = 1000.0
 
 
 def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) -> None:
@@ -486,6 +501,16 @@ OnReceive = Callable[[bytes, bool, RxFrameMeta], Any]
 Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
+class MdioTimeoutError(TimeoutError):
+    """MDIO_STATUS.busy stayed set for :data:`MDIO_POLL_LIMIT` polls (-ETIMEDOUT)."""
+
+
+def mdc_clk_div(sys_clk_mhz: int) -> int:
+    """MDIO_CTRL.clk_div for the fastest MDC not above :data:`MDC_MAX_HZ`
+    (MDC = sys_clk / (2 * clk_div)), within the register's 2..255."""
+    return min(255, max(2, -(-sys_clk_mhz * 1_000_000 // (2 * MDC_MAX_HZ))))
+
+
 class MacDmaDriver:
     """The netdev: one TX queue, one RX queue, one interrupt line.
 
@@ -518,6 +543,8 @@ class MacDmaDriver:
         self.queue_stopped = False
         self.napi_scheduled = False
         self.is_open = False
+        self._mdio_lock = _RingLock()  # mii_bus->mdio_lock: one frame at a time
+        self._mdio_ready = False  # MDIO_CTRL programmed (the mii_bus probe step)
 
     # -- platform access, counted and charged ----------------------------------------------
 
@@ -606,6 +633,55 @@ class MacDmaDriver:
         drops = await self._mmio_read(regs.RX_DROPS)
         overflows = await self._mmio_read(regs.RX_FIFO_OVERFLOWS)
         self.stats.rx_dropped_hw = drops + overflows
+
+    # -- PHY management: the mii_bus read/write ops -------------------------------------------
+
+    async def mdio_read(self, phy: int, reg: int) -> int:
+        """mii_bus->read: a clause 22 read of register ``reg`` of PHY ``phy``; returns the
+        16-bit value. Raises :class:`MdioTimeoutError` if the MDIO master stays busy."""
+        status = await self._mdio_frame(phy, reg, write=False, value=0)
+        return _field(status, regs.MDIO_STATUS_READ_DATA_MASK, regs.MDIO_STATUS_READ_DATA_SHIFT)
+
+    async def mdio_write(self, phy: int, reg: int, value: int) -> None:
+        """mii_bus->write: a clause 22 write of ``value`` (16 bits) to register ``reg`` of PHY
+        ``phy``; returns when the frame is on the wire. Raises :class:`MdioTimeoutError`."""
+        await self._mdio_frame(phy, reg, write=True, value=value)
+
+    async def _mdio_frame(self, phy: int, reg: int, *, write: bool, value: int) -> int:
+        _check_int("mdio", "phy", phy, 0, 31)
+        _check_int("mdio", "reg", reg, 0, 31)
+        _check_int("mdio", "value", value, 0, 0xFFFF)
+        await self._lock(self._mdio_lock)
+        try:
+            if not self._mdio_ready:
+                clk_div = mdc_clk_div(self.config.sys_clk_mhz)
+                await self._mmio_write(regs.MDIO_CTRL, clk_div << regs.MDIO_CTRL_CLK_DIV_SHIFT)
+                self._mdio_ready = True
+            # Wait for idle first: a command written while busy would be ignored.
+            what = f"{'write' if write else 'read'} of PHY {phy} register {reg}"
+            await self._mdio_wait_idle(what)
+            command = (
+                (int(write) << regs.MDIO_CMD_WRITE_SHIFT)
+                | (phy << regs.MDIO_CMD_PHY_SHIFT)
+                | (reg << regs.MDIO_CMD_REG_SHIFT)
+                | (value << regs.MDIO_CMD_DATA_SHIFT)
+            )
+            await self._mmio_write(regs.MDIO_CMD, command)
+            return await self._mdio_wait_idle(what)
+        finally:
+            self._mdio_lock.release()
+
+    async def _mdio_wait_idle(self, what: str) -> int:
+        """Poll MDIO_STATUS until busy is 0 (the hardware sets it before a read that
+        follows the MDIO_CMD write can see it); return that status word."""
+        for _ in range(MDIO_POLL_LIMIT):
+            status = await self._mmio_read(regs.MDIO_STATUS)
+            if not status & regs.MDIO_STATUS_BUSY_MASK:
+                return status
+            await self.platform.sleep_ns(MDIO_POLL_NS)
+        raise MdioTimeoutError(
+            f"MDIO {what}: MDIO_STATUS.busy still set after {MDIO_POLL_LIMIT} polls"
+        )
 
     # -- TX: ndo_start_xmit ------------------------------------------------------------------
 

@@ -835,6 +835,75 @@ def _build_register_map() -> RegisterMap:
         ),
         "Ethernet MAC configuration.",
     )
+    mdio = Block(
+        "MDIO",
+        0x380,
+        (
+            Register(
+                "MDIO_CTRL",
+                0x00,
+                (
+                    Field(
+                        "clk_div",
+                        (0, 8),
+                        "rw",
+                        reset=32,
+                        valid=range(2, 256),
+                        doc="Half an MDC period in system clocks: MDC = sys_clk / (2 * "
+                        "clk_div). Keep MDC at or below 2.5 MHz (802.3 22.2.2.11): clk_div >= "
+                        "sys_clk_MHz / 5; the reset value 32 is safe up to a 160 MHz system "
+                        "clock. Read data is sampled 3 system clocks before MDC rises, so the "
+                        "PHY's MDC-to-MDIO delay (at most 300 ns) must stay under 2 * clk_div - "
+                        "3 system clocks: true at 2.5 MHz MDC from a 30 MHz system clock up. "
+                        "Sampled when a frame starts.",
+                    ),
+                ),
+                "MDIO (PHY management) control.",
+            ),
+            Register(
+                "MDIO_CMD",
+                0x04,
+                (
+                    Field("data", (0, 16), "rw", doc="Write frames: the 16 data bits."),
+                    Field("reg", (16, 5), "rw", doc="PHY register address."),
+                    Field("phy", (21, 5), "rw", doc="PHY address."),
+                    Field("write", (26, 1), "rw", doc="1: a write frame; 0: a read frame."),
+                ),
+                "A clause 22 management frame: every write to this register starts one "
+                "(write the whole word). A write while MDIO_STATUS.busy starts nothing, sets "
+                "MDIO_STATUS.cmd_ignored and only updates the fields read back here.",
+                write_strobe=True,
+            ),
+            Register(
+                "MDIO_STATUS",
+                0x08,
+                (
+                    Field(
+                        "read_data",
+                        (0, 16),
+                        "ro",
+                        doc="The data of the last read frame; valid once busy is 0.",
+                    ),
+                    Field(
+                        "busy",
+                        (16, 1),
+                        "ro",
+                        doc="A frame is being clocked out; 1 from the cycle after the "
+                        "MDIO_CMD write.",
+                    ),
+                    Field(
+                        "cmd_ignored",
+                        (17, 1),
+                        "w1c",
+                        doc="Sticky: an MDIO_CMD write arrived while busy and started no "
+                        "frame; write 1 to clear.",
+                    ),
+                ),
+                "MDIO (PHY management) status.",
+            ),
+        ),
+        "MDIO master for PHY management (IEEE 802.3 clause 22): MDC and MDIO pins of the SoC.",
+    )
     stats_names = [(name.upper(), doc) for name, doc in {**TX_COUNTERS, **RX_COUNTERS}.items()]
     stats = Block(
         "STATS",
@@ -876,7 +945,7 @@ def _build_register_map() -> RegisterMap:
             cfg_error_register(
                 "CFG_ERROR",
                 0x00C,
-                (tx, rx, irq, mac, stats),
+                (tx, rx, irq, mac, mdio, stats),
                 "Sticky record of rejected writes, one bit per validated field in map order; "
                 "write 1 to clear. A rejected write leaves the field unchanged, still answers "
                 "OKAY, and sets IRQ_STATUS.cfg_error.",
@@ -886,7 +955,7 @@ def _build_register_map() -> RegisterMap:
         "Identification, build features and configuration errors.",
     )
     return RegisterMap(
-        (identity, tx, rx, irq, mac, stats),
+        (identity, tx, rx, irq, mac, mdio, stats),
         window_bytes=4096,
         cfg_error=("ID", "CFG_ERROR"),
         cfg_error_irq=("IRQ", "IRQ_STATUS", "cfg_error"),

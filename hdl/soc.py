@@ -9,6 +9,8 @@ reads fragments over AXI4 -> ``TxFrameFifo`` (store-and-forward, sys -> tx clock
 RX: GMII/MII -> ``EthMac`` receiver -> ``RxFrameFifo`` (rx -> sys clock) ->
 ``RxDmaChannel`` writes buffers and write-backs over AXI4.
 
+PHY management: the MDIO_* registers drive ``MdioMaster`` (clause 22) on ``mdc``/``mdio_*``.
+
 Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
 0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
 """
@@ -33,6 +35,7 @@ from .dma.tx_fifo import TxFrameFifo
 from .flatten import connect_flat, flat_members
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
+from .mac.mdio import MdioMaster
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
 
@@ -79,6 +82,10 @@ class MacDmaSoc(wiring.Component):
     tx_clk_enable, rx_clk_enable : In(1)
         Which PHY clocks carry a symbol (10/100 on a fixed clock); MII nibble mode is
         MAC_CTRL.mii_select.
+    mdc, mdio_o, mdio_oe : Out(1); mdio_i : In(1)
+        PHY management (MDIO_* registers), ``sync`` domain; ``mdio`` is bidirectional, the
+        board adds the tristate buffer (``mdio_oe`` high: drive ``mdio_o``). ``mdio_i`` is
+        synchronised inside, so it may come straight from the pin.
     """
 
     def __init__(self, params: SocParams = SocParams()):
@@ -92,6 +99,10 @@ class MacDmaSoc(wiring.Component):
                 "gmii_rx": Out(GmiiRxSignature()),
                 "tx_clk_enable": In(1),
                 "rx_clk_enable": In(1),
+                "mdc": Out(1),
+                "mdio_o": Out(1),
+                "mdio_oe": Out(1),
+                "mdio_i": In(1),
             }
         )
 
@@ -148,6 +159,7 @@ class MacDmaSoc(wiring.Component):
         ]
         self._mac_config(m, bank, mac)
         self._mac_statistics(m, bank, mac)
+        self._mdio(m, bank)
         return m
 
     def _tx_fifo(self, m, bank, tx_dma):
@@ -234,6 +246,28 @@ class MacDmaSoc(wiring.Component):
                 m.d.comb += bank.port(f"STATS_{name.upper()}").eq(getattr(counters, name))
         m.d.comb += bank.port("TX_DROPS").eq(tx_stats.counters.tx_underruns)
 
+    def _mdio(self, m, bank):
+        """The MDIO master behind MDIO_CTRL/MDIO_CMD/MDIO_STATUS. Every MDIO_CMD write
+        starts a frame with the fields just written; one arriving while a frame runs
+        starts nothing and sets the sticky MDIO_STATUS.cmd_ignored instead."""
+        m.submodules.mdio = mdio = MdioMaster(len(bank.port("MDIO_CTRL", "clk_div")))
+        command_written = bank.mdio_cmd_written
+        m.d.comb += [
+            mdio.clk_div.eq(bank.port("MDIO_CTRL", "clk_div")),
+            mdio.start.eq(command_written),
+            mdio.write.eq(bank.port("MDIO_CMD", "write")),
+            mdio.phy.eq(bank.port("MDIO_CMD", "phy")),
+            mdio.reg.eq(bank.port("MDIO_CMD", "reg")),
+            mdio.write_data.eq(bank.port("MDIO_CMD", "data")),
+            bank.port("MDIO_STATUS", "busy").eq(mdio.busy),
+            bank.port("MDIO_STATUS", "read_data").eq(mdio.read_data),
+            bank.mdio_status_cmd_ignored_set.eq(command_written & mdio.busy),
+            self.mdc.eq(mdio.mdc),
+            self.mdio_o.eq(mdio.mdio_o),
+            self.mdio_oe.eq(mdio.mdio_oe),
+            mdio.mdio_i.eq(self.mdio_i),
+        ]
+
 
 def _connect_channel(m, bank, name, channel):
     """Registers of one DMA channel block (TX_* or RX_*) to its channel."""
@@ -269,7 +303,8 @@ class SocTop(wiring.Component):
     high and synchronous), ``s_axil_*`` (AXI4-Lite slave), ``m_axi_*`` (AXI4 master, the
     names cocotbext-axi's ``AxiBus.from_prefix(dut, "m_axi")`` expects), ``irq``, and the
     MAC's PHY side as in ``macdma_eth_mac``: ``tx_clk``, ``tx_rst``, ``rx_clk``,
-    ``rx_rst``, ``gmii_*``, ``tx_clk_enable``, ``rx_clk_enable``."""
+    ``rx_rst``, ``gmii_*``, ``tx_clk_enable``, ``rx_clk_enable``, and PHY management:
+    ``mdc``, ``mdio_o``, ``mdio_oe``, ``mdio_i``."""
 
     def __init__(self, **params):
         self.core = MacDmaSoc(SocParams(**params))
@@ -282,6 +317,8 @@ class SocTop(wiring.Component):
         members.update(flat_members("gmii", core_members["gmii_rx"]))
         members["tx_clk_enable"] = In(1)
         members["rx_clk_enable"] = In(1)
+        for name in ("mdc", "mdio_o", "mdio_oe", "mdio_i"):
+            members[name] = core_members[name]
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -304,5 +341,9 @@ class SocTop(wiring.Component):
             self.irq.eq(core.irq),
             core.tx_clk_enable.eq(self.tx_clk_enable),
             core.rx_clk_enable.eq(self.rx_clk_enable),
+            self.mdc.eq(core.mdc),
+            self.mdio_o.eq(core.mdio_o),
+            self.mdio_oe.eq(core.mdio_oe),
+            core.mdio_i.eq(self.mdio_i),
         ]
         return m

@@ -168,6 +168,7 @@ def test_cfg_error_has_one_bit_per_validated_field_in_map_order():
         "irq_sys_clk_mhz",
         "mac_ifg",
         "mac_max_len",
+        "mdio_ctrl_clk_div",
     ]
     assert [f.lsb for f in cfg.fields] == list(range(len(names)))
     assert all(f.access == "w1c" and f.width == 1 for f in cfg.fields)

@@ -1,12 +1,14 @@
 """The board design minus PLL and I/O buffers (BoardCore) in Amaranth's simulator: a host
 programs the SoC through the UART bridge, a frame leaves on the RGMII DDR pairs and a
-frame arriving on them lands in the on-chip RAM, read back through the bridge."""
+frame arriving on them lands in the on-chip RAM, read back through the bridge; the host
+reads and writes a PHY model's registers through the register bank's MDIO block."""
 
 import struct
 import zlib
 
 from amaranth import *
 from amaranth.sim import Simulator
+from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
@@ -31,9 +33,13 @@ def ram_image():
     return list(struct.unpack(f"<{len(ram) // 4}I", ram))
 
 
-def test_frame_programmed_over_uart_leaves_on_rgmii():
+def simulate_board(host, *, ram_init=(), processes=(), phy_address=1, phy_registers=None):
+    """Run ``host(ctx, core, write, read)`` against a BoardCore, with ``processes(core)``
+    as background testbenches and an MDIO PHY model on the management pins; return the
+    PHY model. ``write``/``read`` are the bridge's commands over the simulated UART."""
     config = BoardConfig("sim", "clk", 25e6, sys_clk_hz=SYS_HZ, uart_baud=int(SYS_HZ / BIT))
-    core = BoardCore(config, ram_init=ram_image())
+    core = BoardCore(config, ram_init=ram_init)
+    phy = MdioPhy(core, phy_address, dict(phy_registers or {}))
     m = Module()
     for name in ("sync", "tx", "rx"):
         m.domains += ClockDomain(name)
@@ -43,7 +49,6 @@ def test_frame_programmed_over_uart_leaves_on_rgmii():
     sim.add_clock(8e-9, domain="tx")
     sim.add_clock(8e-9, domain="rx")
     received = []
-    wire = []
 
     async def uart_sink(ctx):
         while True:
@@ -58,28 +63,7 @@ def test_frame_programmed_over_uart_leaves_on_rgmii():
             await ctx.tick().repeat(BIT)
             received.append(byte)
 
-    async def rgmii_monitor(ctx):
-        while True:
-            await ctx.tick("tx")
-            if ctx.get(core.tx_ctl_o[0]):
-                wire.append(ctx.get(core.txd_o[0]) | ctx.get(core.txd_o[1]) << 4)
-
-    async def rgmii_source(ctx):
-        # Between frames the PHY signals link up, 1000 Mb/s, full duplex in-band.
-        ctx.set(core.rxd_i[0], 0b1101)
-        await ctx.tick("rx").repeat(30000)  # until the host has set the RX channel up
-        fcs = zlib.crc32(RX_FRAME).to_bytes(4, "little")
-        for byte in b"\x55" * 7 + b"\xd5" + RX_FRAME + fcs:
-            ctx.set(core.rxd_i[0], byte & 0xF)
-            ctx.set(core.rxd_i[1], byte >> 4)
-            ctx.set(core.rx_ctl_i[0], 1)
-            ctx.set(core.rx_ctl_i[1], 1)
-            await ctx.tick("rx")
-        ctx.set(core.rx_ctl_i[0], 0)
-        ctx.set(core.rx_ctl_i[1], 0)
-        ctx.set(core.rxd_i[0], 0b1101)
-
-    async def host(ctx):
+    async def testbench(ctx):
         async def send(data):
             for byte in data:
                 for level in [0, *((byte >> i) & 1 for i in range(8)), 1]:
@@ -106,6 +90,48 @@ def test_frame_programmed_over_uart_leaves_on_rgmii():
             return int.from_bytes(await reply(4), "big")
 
         await ctx.tick().repeat(10)
+        await host(ctx, core, write, read)
+
+    sim.add_testbench(uart_sink, background=True)
+    sim.add_testbench(phy.process, background=True)
+    for process in processes:
+        sim.add_testbench(process(core), background=True)
+    sim.add_testbench(testbench)
+    sim.run()
+    return phy
+
+
+def test_frame_programmed_over_uart_leaves_on_rgmii():
+    wire = []
+
+    def rgmii_monitor(core):
+        async def process(ctx):
+            while True:
+                await ctx.tick("tx")
+                if ctx.get(core.tx_ctl_o[0]):
+                    wire.append(ctx.get(core.txd_o[0]) | ctx.get(core.txd_o[1]) << 4)
+
+        return process
+
+    def rgmii_source(core):
+        async def process(ctx):
+            # Between frames the PHY signals link up, 1000 Mb/s, full duplex in-band.
+            ctx.set(core.rxd_i[0], 0b1101)
+            await ctx.tick("rx").repeat(30000)  # until the host has set the RX channel up
+            fcs = zlib.crc32(RX_FRAME).to_bytes(4, "little")
+            for byte in b"\x55" * 7 + b"\xd5" + RX_FRAME + fcs:
+                ctx.set(core.rxd_i[0], byte & 0xF)
+                ctx.set(core.rxd_i[1], byte >> 4)
+                ctx.set(core.rx_ctl_i[0], 1)
+                ctx.set(core.rx_ctl_i[1], 1)
+                await ctx.tick("rx")
+            ctx.set(core.rx_ctl_i[0], 0)
+            ctx.set(core.rx_ctl_i[1], 0)
+            ctx.set(core.rxd_i[0], 0b1101)
+
+        return process
+
+    async def host(ctx, core, write, read):
         await write(regs.RX_RING_BASE, RX_RING)
         await write(regs.RX_RING_SIZE, 4)
         await write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
@@ -130,11 +156,42 @@ def test_frame_programmed_over_uart_leaves_on_rgmii():
         words = [await read(RAM_BASE + RX_BUFFER + 4 * i) for i in range(len(RX_FRAME) // 4)]
         assert struct.pack(f"<{len(words)}I", *words) == RX_FRAME
 
-    sim.add_testbench(uart_sink, background=True)
-    sim.add_testbench(rgmii_monitor, background=True)
-    sim.add_testbench(rgmii_source, background=True)
-    sim.add_testbench(host)
-    sim.run()
+    simulate_board(host, ram_init=ram_image(), processes=(rgmii_monitor, rgmii_source))
 
     fcs = zlib.crc32(PAYLOAD).to_bytes(4, "little")
     assert bytes(wire) == b"\x55" * 7 + b"\xd5" + PAYLOAD + fcs
+
+
+def test_mdio_through_the_bridge_and_the_register_bank():
+    def mdio_command(*, write, reg, data=0):
+        return (
+            (int(write) << regs.MDIO_CMD_WRITE_SHIFT)
+            | (1 << regs.MDIO_CMD_PHY_SHIFT)
+            | (reg << regs.MDIO_CMD_REG_SHIFT)
+            | (data << regs.MDIO_CMD_DATA_SHIFT)
+        )
+
+    async def host(ctx, core, write, read):
+        async def wait_idle():
+            for _ in range(20):
+                status = await read(regs.MDIO_STATUS)
+                if not status & regs.MDIO_STATUS_BUSY_MASK:
+                    return status
+            raise AssertionError("MDIO_STATUS.busy never fell")
+
+        await write(regs.MDIO_CTRL, 4)
+        await write(regs.MDIO_CMD, mdio_command(write=True, reg=0, data=0x1140))
+        await wait_idle()
+        await write(regs.MDIO_CMD, mdio_command(write=False, reg=3))
+        status = await wait_idle()
+        assert status & regs.MDIO_STATUS_READ_DATA_MASK == 0x0C87
+        assert not status & regs.MDIO_STATUS_CMD_IGNORED_MASK
+
+    phy = simulate_board(host, phy_registers={3: 0x0C87})
+    assert phy.frames == [
+        MdioFrame(OP_WRITE, 1, 0, 0x1140, (1, 0)),
+        MdioFrame(OP_READ, 1, 3, 0x0C87),
+    ]
+    assert phy.registers[0] == 0x1140 and phy.contention == 0
+    for rises in (phy.rises[:64], phy.rises[64:]):
+        assert {b - a for a, b in zip(rises, rises[1:], strict=False)} == {8}  # MDIO_CTRL 4

@@ -1,1 +1,1 @@
-"""Board-level pieces: PLL, RGMII adapter, MDIO master, UART host bridge, board tops."""
+"""Board-level pieces: PLL, RGMII adapter, UART host bridge, board tops."""

@@ -6,7 +6,8 @@
     UART pins <-> UartRx/UartTx <-> UartBridge -> AXI4-Lite -> MacDmaSoc.csr
                                               \\-> AXI4 (single beats) -+
     MacDmaSoc.axi (DMA) ---------------------------------------------+-> arbiters -> Axi4Ram
-    MacDmaSoc.gmii_* <-> RgmiiAdapter <-> RgmiiPins (DDR I/O) <-> PHY; MDIO from the bridge
+    MacDmaSoc.gmii_* <-> RgmiiAdapter <-> RgmiiPins (DDR I/O) <-> PHY
+    MacDmaSoc.mdc/mdio_* (MDIO_* registers) -> MDC pin, MDIO tristate buffer <-> PHY
 
 Every domain's reset is released synchronously to its own clock once the PLL has locked
 (``rx`` too, although its clock comes from the PHY, so no SoC domain runs before the
@@ -73,8 +74,8 @@ class BoardConfig:
 class BoardCore(wiring.Component):
     """Everything of the board design but the PLL, the reset synchronisers and the I/O
     buffers, so it can be simulated: the SoC, the RAM and its arbiters, the UART bridge
-    with its MDIO master, and the RGMII adapter's logic. Domains ``sync``, ``tx`` and
-    ``rx`` come from outside (``BoardTop`` or a test bench).
+    and the RGMII adapter's logic. Domains ``sync``, ``tx`` and ``rx`` come from outside
+    (``BoardTop`` or a test bench).
 
     Members
     -------
@@ -82,8 +83,10 @@ class BoardCore(wiring.Component):
         The serial pins (``uart_rx`` idles high).
     rgmii : Out(RgmiiAdapter signature members)
         ``txd_o``, ``tx_ctl_o``, ``txc_o`` (DDR pairs out), ``rxd_i``, ``rx_ctl_i`` (in).
-    mdc, mdio_o, mdio_oe, mdio_i, phy_reset
-        PHY management pins.
+    mdc, mdio_o, mdio_oe, mdio_i
+        PHY management pins, from the SoC's MDIO master (MDIO_* registers).
+    phy_reset
+        The PHY's reset, from the bridge's ``PHY`` word.
     """
 
     def __init__(self, config: BoardConfig, *, ram_init=()):
@@ -140,7 +143,7 @@ class BoardCore(wiring.Component):
         m.submodules.uart_rx = uart_rx = UartRx(cycles)
         m.submodules.uart_tx = uart_tx = UartTx(cycles)
         m.submodules.bridge = bridge = UartBridge(
-            sys_clk_hz=int(cfg.sys_clk_hz), cycles_per_byte=10 * cycles, ram_bytes=cfg.ram_bytes
+            cycles_per_byte=10 * cycles, ram_bytes=cfg.ram_bytes
         )
         m.d.comb += [uart_rx.rx.eq(self.uart_rx), self.uart_tx.eq(uart_tx.tx)]
         connect(m, uart_rx.o, bridge.rx)
@@ -150,10 +153,10 @@ class BoardCore(wiring.Component):
         connect(m, bridge.mem_write, write_arbiter.i1)
         m.d.comb += [
             bridge.irq.eq(soc.irq),
-            self.mdc.eq(bridge.mdc),
-            self.mdio_o.eq(bridge.mdio_o),
-            self.mdio_oe.eq(bridge.mdio_oe),
-            bridge.mdio_i.eq(self.mdio_i),
+            self.mdc.eq(soc.mdc),
+            self.mdio_o.eq(soc.mdio_o),
+            self.mdio_oe.eq(soc.mdio_oe),
+            soc.mdio_i.eq(self.mdio_i),
             self.phy_reset.eq(bridge.phy_reset),
         ]
         m.submodules.speed_sync = FFSynchronizer(

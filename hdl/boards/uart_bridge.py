@@ -1,5 +1,6 @@
-"""``UartBridge``: a host on a serial port reads and writes the register bank, the on-chip
-RAM and the MDIO master, and is told when the SoC raises its interrupt.
+"""``UartBridge``: a host on a serial port reads and writes the register bank (the PHY's
+MDIO included), the on-chip RAM and the PHY control word, and is told when the SoC raises
+its interrupt.
 
 Protocol (bytes, multi-byte fields big-endian; the host waits for each reply):
 
@@ -16,11 +17,10 @@ knows from it whether a reply or a notification follows. Bytes other than ``'W'`
 at the start of a command are ignored, and a command left incomplete for
 ``TIMEOUT_BYTES`` byte times is dropped, so a host can always resynchronise.
 
-Address map (:data:`CSR_BASE`, :data:`MDIO_ADDR`, :data:`RAM_BASE`): the register bank
-(docs/registers.md) at 0, the MDIO command/status word at 0x4000_0000, and the on-chip RAM
-at 0x8000_0000 (the DMA sees the same RAM at address 0). ``MDIO`` write: bit 26 write
-(else read), bits 25:21 PHY address, 20:16 register, 15:0 data; it answers ``'E'`` while a
-frame is in progress. ``MDIO`` read: bit 31 busy, bits 15:0 the last read data.
+Address map (:data:`CSR_BASE`, :data:`PHY_ADDR`, :data:`RAM_BASE`): the register bank
+(docs/registers.md) at 0, the PHY control/status word at 0x4000_0004, and the on-chip RAM
+at 0x8000_0000 (the DMA sees the same RAM at address 0). The PHY's MDIO is reached like
+any register: MDIO_CTRL/MDIO_CMD/MDIO_STATUS in the register bank.
 ``PHY`` (0x4000_0004) write: bits 1:0 the RGMII speed (0 = 10, 1 = 100, 2 = 1000 Mb/s, the
 reset value), bit 2 holds the PHY in reset; read: the same bits and, in bits 7:4, the
 PHY's in-band status (bit 4 link, 6:5 speed, 7 full duplex).
@@ -33,12 +33,10 @@ from amaranth.utils import exact_log2
 
 from ..bus.axi4 import BURST_INCR, RESP_OKAY, Axi4ReadSignature, Axi4WriteSignature
 from ..bus.axi_lite import AxiLiteSignature
-from .mdio import MdioMaster
 
-__all__ = ["UartBridge", "CSR_BASE", "MDIO_ADDR", "PHY_ADDR", "RAM_BASE", "CMD_WRITE", "CMD_READ"]
+__all__ = ["UartBridge", "CSR_BASE", "PHY_ADDR", "RAM_BASE", "CMD_WRITE", "CMD_READ"]
 
 CSR_BASE = 0x0000_0000
-MDIO_ADDR = 0x4000_0000
 PHY_ADDR = 0x4000_0004
 PHY_SPEED_1000 = 0b10
 RAM_BASE = 0x8000_0000
@@ -64,19 +62,17 @@ class UartBridge(wiring.Component):
         Single-beat master port to the on-chip RAM (via an arbiter with the DMA).
     irq : In(1)
         The SoC's interrupt; each rising edge sends one ``'!'``.
-    mdc, mdio_o, mdio_oe, mdio_i
-        The MDIO master's pins.
+    phy_speed : Out(2); phy_reset : Out(1); phy_status : In(4)
+        The ``PHY`` word: RGMII speed, PHY reset, the PHY's in-band status.
     """
 
     def __init__(
         self,
         *,
-        sys_clk_hz: int,
         cycles_per_byte: int,
         csr_addr_width: int = 12,
         ram_bytes: int = 16384,
     ):
-        self.sys_clk_hz = sys_clk_hz
         self.cycles_per_byte = cycles_per_byte
         self.csr_addr_width = csr_addr_width
         self.ram_bytes = ram_bytes
@@ -88,10 +84,6 @@ class UartBridge(wiring.Component):
                 "mem_read": Out(Axi4ReadSignature(32, 32, id_width=2)),
                 "mem_write": Out(Axi4WriteSignature(32, 32, id_width=2)),
                 "irq": In(1),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
                 "phy_speed": Out(2, init=PHY_SPEED_1000),
                 "phy_reset": Out(1),
                 "phy_status": In(4),
@@ -100,14 +92,6 @@ class UartBridge(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mdio = mdio = MdioMaster(self.sys_clk_hz)
-        m.d.comb += [
-            self.mdc.eq(mdio.mdc),
-            self.mdio_o.eq(mdio.mdio_o),
-            self.mdio_oe.eq(mdio.mdio_oe),
-            mdio.mdio_i.eq(self.mdio_i),
-        ]
-
         command = Signal(8)
         addr = Signal(32)
         data = Signal(32)
@@ -126,7 +110,6 @@ class UartBridge(wiring.Component):
         in_csr = addr[self.csr_addr_width :] == CSR_BASE >> self.csr_addr_width
         ram_bits = exact_log2(self.ram_bytes)
         in_ram = addr[ram_bits:] == RAM_BASE >> ram_bits
-        is_mdio = addr == MDIO_ADDR
         is_phy = addr == PHY_ADDR
         is_write = command == CMD_WRITE
         ram_offset = addr - RAM_BASE
@@ -148,10 +131,6 @@ class UartBridge(wiring.Component):
             rd.arlen.eq(0),
             rd.arsize.eq(2),
             rd.arburst.eq(BURST_INCR),
-            mdio.write.eq(data[26]),
-            mdio.phy.eq(data[21:26]),
-            mdio.reg.eq(data[16:21]),
-            mdio.write_data.eq(data[:16]),
         ]
 
         def write_bus(bus, next_state):
@@ -214,8 +193,6 @@ class UartBridge(wiring.Component):
                     m.next = "CSR"
                 with m.Elif(in_ram):
                     m.next = "RAM"
-                with m.Elif(is_mdio):
-                    m.next = "MDIO"
                 with m.Elif(is_phy):
                     with m.If(is_write):
                         m.d.sync += [self.phy_speed.eq(data[:2]), self.phy_reset.eq(data[2])]
@@ -237,13 +214,6 @@ class UartBridge(wiring.Component):
                     write_bus(wr, "Reply")
                 with m.Else():
                     read_bus(rd, "Reply")
-            with m.State("MDIO"):
-                with m.If(is_write):
-                    m.d.comb += mdio.start.eq(~mdio.busy)
-                    m.d.sync += error.eq(mdio.busy)
-                with m.Else():
-                    m.d.sync += data.eq(Cat(mdio.read_data, C(0, 15), mdio.busy))
-                m.next = "Reply"
             with m.State("Reply"):
                 header = Mux(error, REPLY_ERROR, Mux(is_write, REPLY_DONE, REPLY_DATA))
                 last = Mux(error | is_write, 0, 4)

@@ -332,7 +332,6 @@ class RxDmaChannel(wiring.Component):
             Mux(tail_q >= fetch_idx, tail_q - fetch_idx, tail_q + ring_size - fetch_idx)
         )
         force = kick | dp_req
-        auto = ~stalled & tail_valid & (tail_dist != 0)
         tail_limit = Mux(tail_valid & (tail_dist != 0), tail_dist, 0x1FFF)
 
         def min_of(*values):
@@ -341,19 +340,29 @@ class RxDmaChannel(wiring.Component):
                 result = Mux(v < result, v, result)
             return result
 
+        # The fetch size is registered (the ring arithmetic above is too long to feed the
+        # read command in the same cycle) and used only after the FSM has been idle for a
+        # cycle, so no fetch of its own is missing from it. What may change meanwhile
+        # (descriptors taken from the set, write-backs done, a later tail) only adds room.
         n_fetch = Signal(13)
-        core.d.comb += n_fetch.eq(min_of(prefetch_c, free_slots, to_end, room, tail_limit))
+        auto = Signal()  # descriptors the driver posted wait to be read
+        settled = Signal()
+        fetch_idle = Signal()
+        core.d.sync += [
+            n_fetch.eq(min_of(prefetch_c, free_slots, to_end, room, tail_limit)),
+            auto.eq(~stalled & tail_valid & (tail_dist != 0)),
+            settled.eq(fetch_idle),
+        ]
 
         serving = Signal()
         beat_in_desc = Signal(range(desc_beats))
         desc_shift = Signal(8 * DESCRIPTOR_BYTES)
         ignore_rest = Signal()
-        fetch_idle = Signal()
 
         with core.FSM(name="fetch"):
             with core.State("Idle"):
                 core.d.comb += fetch_idle.eq(1)
-                go = can_start & configured & (force | auto)
+                go = settled & can_start & configured & (force | auto)
                 with core.If(go & (n_fetch != 0)):
                     core.d.comb += [
                         reader.cmd.valid.eq(1),
@@ -370,7 +379,7 @@ class RxDmaChannel(wiring.Component):
                             ignore_rest.eq(0),
                         ]
                         core.next = "Read"
-                with core.Elif(force):
+                with core.Elif(settled & force):
                     # Nothing may be read now: the re-check is answered "nothing new".
                     core.d.sync += dp_req.eq(0)
                     core.d.comb += check_now.eq(dp_req)

@@ -13,7 +13,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ..mac.frame import ByteBeat, RxError
-from .tx_fifo import check_fifo_params, gray_decode, gray_encode, packed_layout
+from .prefetch_fifo import gray_decode, gray_encode
+from .tx_fifo import check_fifo_params, packed_layout
 
 __all__ = ["RxFrameFifo"]
 
@@ -159,9 +160,23 @@ class RxFrameFifo(wiring.Component):
         taken_rx = Signal(level_bits)
         free = Signal(range(capacity + 1))
         used = Signal(level_bits)
+        write = Signal()  # store the word decided in this cycle
+        # The word is written into the FIFO a cycle after the decision, so the decision and
+        # the FIFO's pointer arithmetic are not one long path.
+        w_next = Signal(len(words.w_data))
+        w_en = Signal()
+        m.d.rxf += [words.w_data.eq(w_next), w_en.eq(write)]
+        m.d.comb += words.w_en.eq(w_en)
         m.d.comb += used.eq(written - taken_rx)
         # ``used`` can exceed capacity by the output register's word; no room then.
         m.d.comb += free.eq(Mux(used >= capacity, 0, capacity - used))
+        # The write decision uses room registered a cycle earlier, less the word written in
+        # that cycle: words the sync side took meanwhile only add room, so this never
+        # over-counts, and the pointer arithmetic stays off the path to the decision.
+        free_ge = [Signal(name=f"free_ge{n}", init=1) for n in (1, 2, 3)]
+        m.d.rxf += [flag.eq(free >= n) for n, flag in enumerate(free_ge, 1)]
+        room_1 = Mux(w_en, free_ge[1], free_ge[0])
+        room_2 = Mux(w_en, free_ge[2], free_ge[1])
 
         lanes = Signal(self._data_width)  # bytes of the current word so far; higher lanes 0
         lane_count = Signal(range(beat_bytes))
@@ -177,11 +192,9 @@ class RxFrameFifo(wiring.Component):
             Mux(lane_count == lane, self.i.p.data, lanes.word_select(lane, 8))
             for lane in range(beat_bytes)
         )
-        w_word = layout(words.w_data[: layout.size])
-        w_cause = words.w_data[layout.size :]
-        write = Signal()
+        w_word = layout(w_next[: layout.size])
+        w_cause = w_next[layout.size :]
         overflowed = Signal()
-        m.d.comb += words.w_en.eq(write)
 
         with m.If(byte & ~discard & ~word_complete):
             m.d.rxf += [
@@ -198,7 +211,7 @@ class RxFrameFifo(wiring.Component):
                 # Keep order: the lost frames' marker goes in before any later frame.
                 m.d.comb += overflowed.eq(1)
                 m.d.rxf += discard.eq(~self.i.p.last)
-            with m.Elif(self.i.p.last & (free >= 1)):
+            with m.Elif(self.i.p.last & room_1):
                 m.d.comb += [
                     write.eq(1),
                     w_word.last.eq(1),
@@ -206,10 +219,10 @@ class RxFrameFifo(wiring.Component):
                     w_cause.eq(self.i_cause),
                 ]
                 m.d.rxf += stored.eq(0)
-            with m.Elif(~self.i.p.last & (free >= 2)):
+            with m.Elif(~self.i.p.last & room_2):
                 m.d.comb += write.eq(1)
                 m.d.rxf += stored.eq(1)
-            with m.Elif(free >= 1):
+            with m.Elif(room_1):
                 # Room for one more word only: it becomes the frame's (truncated) end.
                 m.d.comb += [
                     write.eq(1),
@@ -223,7 +236,7 @@ class RxFrameFifo(wiring.Component):
                 # No room at all (only possible for a first word): lose the frame, mark later.
                 m.d.comb += overflowed.eq(1)
                 m.d.rxf += [lost_pending.eq(1), discard.eq(~self.i.p.last)]
-        with m.Elif(lost_pending & (free >= 1)):
+        with m.Elif(lost_pending & room_1):
             m.d.comb += [
                 write.eq(1),
                 w_word.last.eq(1),
@@ -237,7 +250,7 @@ class RxFrameFifo(wiring.Component):
         with m.If(overflowed):
             m.d.rxf += [
                 overflow_count.eq(overflow_count + 1),
-                overflow_gray.eq(gray_encode(overflow_count + 1)),
+                overflow_gray.eq(gray_encode(overflow_count + 1, 32)),
             ]
 
         taken_gray = Signal(level_bits)  # sync domain, registered: safe to synchronize
@@ -271,7 +284,7 @@ class RxFrameFifo(wiring.Component):
                 m.d.sync += abort_pending.eq(1)
         with m.Else():
             with m.If(pop):
-                m.d.sync += [taken.eq(taken + 1), taken_gray.eq(gray_encode(taken + 1))]
+                m.d.sync += [taken.eq(taken + 1), taken_gray.eq(gray_encode(taken + 1, level_bits))]
             with m.If(self.o.valid & self.o.ready):
                 m.d.sync += o_in_frame.eq(~self.o.p.last)
                 with m.If(abort_pending):

@@ -9,17 +9,15 @@ MAC sees its first byte (store-and-forward).
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
-from amaranth.lib.fifo import AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
 from ..mac.frame import ByteBeat
+from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, gray_decode, gray_encode
 
 __all__ = [
     "TxFrameFifo",
     "check_fifo_params",
-    "gray_decode",
-    "gray_encode",
     "packed_layout",
 ]
 
@@ -50,19 +48,6 @@ def packed_layout(data_width: int, *extra: str) -> data.StructLayout:
     return data.StructLayout(fields)
 
 
-def gray_encode(value: Value) -> Value:
-    """Gray code of ``value``: consecutive values differ in one bit, so it may cross clocks."""
-    return value ^ value[1:]
-
-
-def gray_decode(value: Value) -> Value:
-    """Binary value of the Gray code ``value`` (each bit is the XOR of the bits above it)."""
-    bits = [value[-1]]
-    for index in reversed(range(len(value) - 1)):
-        bits.insert(0, bits[0] ^ value[index])
-    return Cat(*bits)
-
-
 class TxFrameFifo(wiring.Component):
     """Store-and-forward frame FIFO from the DMA (``sync`` domain) to the MAC (``tx`` domain).
 
@@ -71,8 +56,8 @@ class TxFrameFifo(wiring.Component):
     data_width : 32 or 64
         Width of the DMA side; one word carries ``W = data_width // 8`` bytes.
     depth_bytes : power of two, 2048..65536
-        Storage for frame data. The FIFO holds ``depth_bytes // W + 1`` words (the
-        ``AsyncFIFOBuffered`` output register is one more entry).
+        Storage for frame data. The FIFO holds ``depth_bytes // W`` words of block RAM plus
+        the :data:`~.prefetch_fifo.QUEUE_DEPTH` words its read side reads ahead.
 
     Members
     -------
@@ -93,8 +78,8 @@ class TxFrameFifo(wiring.Component):
         Frames whose first beat was written and whose last byte the MAC has not yet taken.
         Lags the ``tx`` side by a few cycles (it never under-counts).
     level_words : Out, ``sync`` domain
-        Words in the FIFO (``AsyncFIFOBuffered.w_level``: lags reads, never under-counts);
-        the word being split into bytes on the ``tx`` side is no longer counted.
+        Words in the FIFO's RAM (``AsyncPrefetchFifo.w_level``: lags reads, never
+        under-counts); the words read ahead on the ``tx`` side are no longer counted.
 
     Store-and-forward: a frame is released to the ``tx`` side only when its last beat has
     been written, so once the MAC has its first byte the rest is already in the FIFO and a
@@ -127,8 +112,8 @@ class TxFrameFifo(wiring.Component):
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         beat_bytes = data_width // 8
-        # Words of storage: the memory plus the AsyncFIFOBuffered output register.
-        self._depth_words = depth_bytes // beat_bytes + 1
+        # Words of storage: the RAM plus the read-ahead queue.
+        self._depth_words = depth_bytes // beat_bytes + QUEUE_DEPTH
         # Frame counters must not wrap while frames are queued: at most one frame per word,
         # plus the frame in the width converter.
         self._frame_counter_bits = ceil_log2(self._depth_words + 2) + 1
@@ -171,12 +156,10 @@ class TxFrameFifo(wiring.Component):
         m.d.comb += [txf.clk.eq(ClockSignal("tx")), txf.rst.eq(flush)]
         tx_reset = ResetSignal("tx", allow_reset_less=True)
 
-        m.submodules.words = words = AsyncFIFOBuffered(
-            width=layout.size,
-            depth=self._depth_words,
-            w_domain="sync",
-            r_domain="txf",
-            exact_depth=True,
+        # The read side's ``ready`` only reaches the FIFO's small read-ahead queue, never
+        # its block RAM: the MAC's ``ready`` settles late in the 125 MHz ``tx`` cycle.
+        m.submodules.words = words = AsyncPrefetchFifo(
+            layout.size, self._depth_bytes // beat_bytes, w_domain="sync", r_domain="txf"
         )
 
         # ---- sync side: write words, release frames --------------------------------------
@@ -211,7 +194,7 @@ class TxFrameFifo(wiring.Component):
         with m.If(release):
             m.d.sync += [
                 released.eq(released + 1),
-                released_gray.eq(gray_encode(released + 1)),
+                released_gray.eq(gray_encode(released + 1, counter_bits)),
             ]
 
         # ---- tx side: take released frames, split words into bytes -----------------------
@@ -223,6 +206,7 @@ class TxFrameFifo(wiring.Component):
         )
         started = Signal(counter_bits)
         started_gray = Signal(counter_bits)  # compared in Gray code: no decoder on the path
+        started_gray_after = Signal(counter_bits, init=1)  # Gray code of started + 1
         finished = Signal(counter_bits)
         finished_gray = Signal(counter_bits)
 
@@ -237,16 +221,23 @@ class TxFrameFifo(wiring.Component):
         abort_pending = Signal()  # tx domain: a sync reset cut a frame the MAC had started
         mac_in_frame = Signal()
 
-        fifo_word = layout(words.r_data)
-        frame_available = released_tx != started_gray
+        fifo_word = layout(words.r.payload)
+        pop = Signal()
+        # A released frame not yet started is waiting: registered, so that the pointer
+        # comparison is not on the path from the MAC's ``ready``. It looks one pop ahead (a
+        # frame started in this cycle no longer counts); a frame released meanwhile is seen
+        # a cycle later.
+        frame_available = Signal()
+        m.d.txf += frame_available.eq(
+            Mux(pop & ~in_frame, released_tx != started_gray_after, released_tx != started_gray)
+        )
         byte_taken = Signal()
         m.d.comb += byte_taken.eq(self.o.valid & self.o.ready & ~abort_pending)
         word_done = byte_taken & (bytes_left == 1)
         want_word = discard | ~word_valid | word_done
-        pop = Signal()
         m.d.comb += [
-            pop.eq(want_word & words.r_rdy & (in_frame | frame_available) & ~tx_reset),
-            words.r_en.eq(pop),
+            pop.eq(want_word & words.r.valid & (in_frame | frame_available) & ~tx_reset),
+            words.r.ready.eq(pop),
         ]
 
         with m.If(byte_taken):
@@ -256,7 +247,7 @@ class TxFrameFifo(wiring.Component):
                 with m.If(word_last):
                     m.d.txf += [
                         finished.eq(finished + 1),
-                        finished_gray.eq(gray_encode(finished + 1)),
+                        finished_gray.eq(gray_encode(finished + 1, counter_bits)),
                     ]
 
         with m.If(pop):
@@ -264,13 +255,17 @@ class TxFrameFifo(wiring.Component):
             empty_end = fifo_word.last & (fifo_word.count == 0)
             m.d.txf += in_frame.eq(~fifo_word.last)
             with m.If(first):
-                m.d.txf += [started.eq(started + 1), started_gray.eq(gray_encode(started + 1))]
+                m.d.txf += [
+                    started.eq(started + 1),
+                    started_gray.eq(started_gray_after),
+                    started_gray_after.eq(gray_encode(started + 2, counter_bits)),
+                ]
             with m.If(discard):
                 with m.If(fifo_word.last):
                     m.d.txf += [
                         discard.eq(0),
                         finished.eq(finished + 1),
-                        finished_gray.eq(gray_encode(finished + 1)),
+                        finished_gray.eq(gray_encode(finished + 1, counter_bits)),
                     ]
             with m.Else():
                 m.d.txf += [
@@ -295,7 +290,10 @@ class TxFrameFifo(wiring.Component):
             with m.If(in_frame):
                 m.d.txf += discard.eq(1)
             with m.Elif(word_valid & word_last):
-                m.d.txf += [finished.eq(finished + 1), finished_gray.eq(gray_encode(finished + 1))]
+                m.d.txf += [
+                    finished.eq(finished + 1),
+                    finished_gray.eq(gray_encode(finished + 1, counter_bits)),
+                ]
 
         with m.If(abort_pending):
             m.d.comb += [

@@ -1,1 +1,1 @@
-"""Ethernet MAC: GMII/MII framing, CRC, statistics."""
+"""Ethernet MAC: GMII/MII framing, CRC, statistics, MDIO (PHY management)."""

@@ -190,10 +190,13 @@ class MacRx(wiring.Component):
         phy_error = Signal()
         max_length = Signal(16)
         vlan_tpid_high = Signal()
-        vlan_tagged = Signal()
 
-        data_limit = max_length - FCS_LENGTH + Mux(vlan_tagged, VLAN_TAG_LENGTH, 0)
-        length_limit = max_length + Mux(vlan_tagged, VLAN_TAG_LENGTH, 0)
+        # Limits of this frame, kept in registers (set at the start, raised by the tag's
+        # length once the frame shows a VLAN tag) so no adder sits before the comparisons:
+        # the longest frame without being oversize, and the length up to which the byte
+        # leaving the delay line is data (length - HOLD < data bytes allowed).
+        length_limit = Signal(17)
+        data_end = Signal(17)
 
         m.d.sync += [self.o.valid.eq(0), self.status.valid.eq(0)]
         m.d.comb += [
@@ -209,7 +212,8 @@ class MacRx(wiring.Component):
                 held.eq(0),
                 phy_error.eq(0),
                 max_length.eq(self.cfg_max_length),
-                vlan_tagged.eq(0),
+                length_limit.eq(self.cfg_max_length),
+                data_end.eq(self.cfg_max_length + (self.HOLD - FCS_LENGTH)),
             ]
 
         with m.If(self.i.byte & receiving):
@@ -223,10 +227,13 @@ class MacRx(wiring.Component):
             ]
             with m.If(length == 12):
                 m.d.sync += vlan_tpid_high.eq(self.i.data == VLAN_TPID >> 8)
-            with m.If(length == 13):
-                m.d.sync += vlan_tagged.eq(vlan_tpid_high & (self.i.data == (VLAN_TPID & 0xFF)))
+            with m.If((length == 13) & vlan_tpid_high & (self.i.data == (VLAN_TPID & 0xFF))):
+                m.d.sync += [
+                    length_limit.eq(max_length + VLAN_TAG_LENGTH),
+                    data_end.eq(max_length + (self.HOLD - FCS_LENGTH + VLAN_TAG_LENGTH)),
+                ]
             # The byte falling out of the delay line is data, not FCS.
-            with m.If((held == self.HOLD) & (length - self.HOLD < data_limit)):
+            with m.If((held == self.HOLD) & (length < data_end)):
                 m.d.sync += [
                     self.o.valid.eq(1),
                     self.o.p.data.eq(oldest),

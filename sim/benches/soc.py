@@ -171,6 +171,7 @@ class SocBench:
     async def reset(self):
         """Start the clocks and reset all three domains; nothing is configured."""
         dut = self.dut
+        dut.mdio_i.value = 1  # the MDIO line's pull-up: no PHY answers on this bench
         Clock(dut.clk, self.sys_clk_ns, unit="ns").start()
         self.phy.start()
         for reset in (dut.rst, dut.tx_rst, dut.rx_rst):

@@ -316,6 +316,8 @@ INVALID_WRITES = [
     (regs.MAC_IFG, 20, 0, "mac_ifg"),
     (regs.MAC_MAX_LEN, 1000, 63, "mac_max_len"),
     (regs.MAC_MAX_LEN, 1000, 16384, "mac_max_len"),
+    (regs.MDIO_CTRL, 10, 0, "mdio_ctrl_clk_div"),
+    (regs.MDIO_CTRL, 255, 1, "mdio_ctrl_clk_div"),
 ]
 
 

@@ -1,0 +1,148 @@
+"""``AsyncPrefetchFifo``: a dual-clock FIFO whose read side never lets ``ready`` reach the RAM.
+
+Amaranth's ``AsyncFIFO`` addresses its block RAM with the *next* read pointer, so the
+consumer's read enable passes through the pointer increment into the RAM address in the
+same cycle. A consumer whose ``ready`` settles late (a MAC at 125 MHz) then makes a path
+that an ECP5 at speed grade 6 cannot close. Here the RAM is read ahead into a small queue
+instead: its address is a register and its read is started from registered state only,
+and the consumer takes words from the queue.
+"""
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.cdc import FFSynchronizer
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+__all__ = ["AsyncPrefetchFifo", "QUEUE_DEPTH", "gray_decode", "gray_encode"]
+
+#: Words read ahead of the consumer. Three keep a word moving on every read-side cycle:
+#: the RAM takes a cycle to answer, so a read is started while up to two words wait.
+QUEUE_DEPTH = 3
+
+
+def gray_encode(value: Value, width: int) -> Value:
+    """Gray code of ``value`` modulo ``2**width``: consecutive values differ in one bit, so
+    it may cross clocks. ``width`` is the counter's: ``counter + 1`` is one bit wider than
+    ``counter``, and encoding that carry bit would break the code where the counter wraps."""
+    value = Value.cast(value)[:width]
+    return value ^ value[1:]
+
+
+def gray_decode(value: Value) -> Value:
+    """Binary value of the Gray code ``value`` (each bit is the XOR of the bits above it)."""
+    bits = [value[-1]]
+    for index in reversed(range(len(value) - 1)):
+        bits.insert(0, bits[0] ^ value[index])
+    return Cat(*bits)
+
+
+class AsyncPrefetchFifo(wiring.Component):
+    """Parameters
+    ----------
+    width : int
+        Bits per word.
+    depth : power of two, >= 4
+        Words of RAM. Up to :data:`QUEUE_DEPTH` more wait in the read-side queue.
+    w_domain, r_domain : str
+        Clock domains of the write side and of the read side. Reset both together (the
+        write side's view of the read pointer is undefined while only one is in reset).
+
+    Members
+    -------
+    w_en, w_data : In; w_rdy : Out, ``w_domain``
+        A word is written when ``w_en & w_rdy``. ``w_rdy`` is registered state only.
+    w_level : Out, ``w_domain``
+        Words in the RAM as the write side sees it: lags reads, never under-counts; the
+        words already moved to the read-side queue are not counted.
+    r : Out(stream.Signature(width)), ``r_domain``
+        The words, in order. ``valid`` and ``payload`` come from registers; ``ready`` only
+        updates the queue's registers.
+    """
+
+    def __init__(self, width: int, depth: int, *, w_domain: str, r_domain: str):
+        if not isinstance(depth, int) or depth < 4 or depth & (depth - 1):
+            self._MustUse__silence = True  # no "created but never used" warning at GC
+            raise ValueError(f"depth must be a power of two of at least 4, not {depth!r}")
+        self._width = width
+        self._depth = depth
+        self._w_domain = w_domain
+        self._r_domain = r_domain
+        super().__init__(
+            {
+                "w_en": In(1),
+                "w_data": In(width),
+                "w_rdy": Out(1),
+                "w_level": Out(range(depth + 1)),
+                "r": Out(stream.Signature(width)),
+            }
+        )
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        abits = ceil_log2(self._depth)
+        pbits = abits + 1  # one more bit tells a full RAM from an empty one
+        w_domain, r_domain = self._w_domain, self._r_domain
+
+        m.submodules.storage = storage = Memory(shape=self._width, depth=self._depth, init=[])
+        w_port = storage.write_port(domain=w_domain)
+        r_port = storage.read_port(domain=r_domain, transparent_for=())
+
+        # ---- write side -----------------------------------------------------------------
+        produce = Signal(pbits)
+        produce_gray = Signal(pbits)
+        fetch_gray_w = Signal(pbits)
+        fetched_w = Signal(pbits)
+        m.d[w_domain] += fetched_w.eq(gray_decode(fetch_gray_w))
+        m.d.comb += [
+            self.w_level.eq(produce - fetched_w),
+            self.w_rdy.eq(self.w_level != self._depth),
+            w_port.addr.eq(produce[:abits]),
+            w_port.data.eq(self.w_data),
+            w_port.en.eq(self.w_en & self.w_rdy),
+        ]
+        with m.If(self.w_en & self.w_rdy):
+            m.d[w_domain] += [
+                produce.eq(produce + 1),
+                produce_gray.eq(gray_encode(produce + 1, pbits)),
+            ]
+
+        # ---- read side: read the RAM ahead into the queue ---------------------------------
+        fetch = Signal(pbits)  # next RAM word to read; the RAM's address register
+        fetch_gray = Signal(pbits)
+        produce_gray_r = Signal(pbits)
+        m.submodules.produce_sync = FFSynchronizer(
+            produce_gray, produce_gray_r, o_domain=r_domain, reset_less=False
+        )
+        m.submodules.fetch_sync = FFSynchronizer(
+            fetch_gray, fetch_gray_w, o_domain=w_domain, reset_less=False
+        )
+
+        m.submodules.queue = queue = DomainRenamer(r_domain)(
+            SyncFIFO(width=self._width, depth=QUEUE_DEPTH)
+        )
+        answering = Signal()  # the RAM read started last cycle is on r_port.data
+        start_read = Signal()
+        m.d.comb += [
+            start_read.eq((fetch_gray != produce_gray_r) & (queue.level + answering < QUEUE_DEPTH)),
+            r_port.addr.eq(fetch[:abits]),
+            r_port.en.eq(start_read),
+            queue.w_en.eq(answering),
+            queue.w_data.eq(r_port.data),
+        ]
+        m.d[r_domain] += answering.eq(start_read)
+        with m.If(start_read):
+            m.d[r_domain] += [fetch.eq(fetch + 1), fetch_gray.eq(gray_encode(fetch + 1, pbits))]
+
+        m.d.comb += [
+            self.r.valid.eq(queue.r_rdy),
+            self.r.payload.eq(queue.r_data),
+            queue.r_en.eq(self.r.ready),
+        ]
+        return m

@@ -1,0 +1,132 @@
+"""MdioMaster in Amaranth's simulator against a clause 22 PHY model (tests/mdio_phy.py):
+the run-time MDC divider, the exact bits of read and write frames, read data from the PHY,
+and ``start`` ignored while busy."""
+
+import gc
+import warnings
+
+import pytest
+from amaranth.hdl import UnusedElaboratable
+from amaranth.sim import Simulator
+from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
+
+from macdma.hdl.mac.mdio import FRAME_BITS, MdioMaster
+
+TIMEOUT_CYCLES = 100_000
+
+
+def bits(value: int, width: int) -> str:
+    return format(value, f"0{width}b")
+
+
+def simulate(bench, phy_address=1, registers=None, delay_cycles=0):
+    """Run ``bench(ctx, dut, phy)`` on a fresh MdioMaster with a PHY model on its pins."""
+    dut = MdioMaster()
+    phy = MdioPhy(dut, phy_address, dict(registers or {}), delay_cycles)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(phy.process, background=True)
+
+    async def testbench(ctx):
+        await bench(ctx, dut, phy)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return phy
+
+
+async def frame(ctx, dut, *, clk_div, write, phy, reg, data=0):
+    """Start one frame and wait for it to end; return how many cycles busy was high."""
+    ctx.set(dut.clk_div, clk_div)
+    ctx.set(dut.write, write)
+    ctx.set(dut.phy, phy)
+    ctx.set(dut.reg, reg)
+    ctx.set(dut.write_data, data)
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+    assert ctx.get(dut.busy), "busy did not rise the cycle after start"
+    for cycles in range(1, TIMEOUT_CYCLES):
+        await ctx.tick()
+        if not ctx.get(dut.busy):
+            return cycles
+    raise AssertionError("the frame never ended")
+
+
+@pytest.mark.parametrize("clk_div", [2, 3, 7, 32])
+def test_write_frame_bits_and_mdc_period(clk_div):
+    async def bench(ctx, dut, phy):
+        cycles = await frame(ctx, dut, clk_div=clk_div, write=1, phy=3, reg=0x1F, data=0x1234)
+        assert cycles == FRAME_BITS * 2 * clk_div
+        assert ctx.get(dut.mdc) == 0 and ctx.get(dut.mdio_oe) == 0, "pins idle after the frame"
+
+    phy = simulate(bench, phy_address=3)
+    expected = "1" * 32 + "01" + "01" + bits(3, 5) + bits(0x1F, 5) + "10" + bits(0x1234, 16)
+    assert len(phy.sampled) == FRAME_BITS
+    assert all(oe for oe, _ in phy.sampled), "the master drives every bit of a write"
+    assert "".join(str(bit) for _, bit in phy.sampled) == expected
+    assert phy.frames == [MdioFrame(OP_WRITE, 3, 0x1F, 0x1234, (1, 0))]
+    assert phy.registers == {0x1F: 0x1234}
+    # MDC: period 2 * clk_div system clocks, high for clk_div of them.
+    periods = {b - a for a, b in zip(phy.rises, phy.rises[1:], strict=False)}
+    highs = {fall - rise for rise, fall in zip(phy.rises, phy.falls, strict=False)}
+    assert periods == {2 * clk_div} and highs == {clk_div}
+
+
+@pytest.mark.parametrize(("clk_div", "delay_cycles"), [(2, 0), (5, 2), (20, 30)])
+def test_read_frame_returns_the_phy_data(clk_div, delay_cycles):
+    # (20, 30): 2.5 MHz MDC at 100 MHz with the slowest PHY the standard allows (300 ns).
+    async def bench(ctx, dut, phy):
+        await frame(ctx, dut, clk_div=clk_div, write=0, phy=0b00101, reg=0b10010)
+        assert ctx.get(dut.read_data) == 0xA5C3
+
+    phy = simulate(bench, 0b00101, {0b10010: 0xA5C3}, delay_cycles)
+    header = "1" * 32 + "01" + "10" + "00101" + "10010"
+    driven = [bit for oe, bit in phy.sampled if oe]
+    assert "".join(map(str, driven)) == header, "the master drives only up to the register"
+    assert [oe for oe, _ in phy.sampled] == [1] * len(header) + [0] * (64 - len(header))
+    assert phy.frames == [MdioFrame(OP_READ, 0b00101, 0b10010, 0xA5C3)]
+    assert phy.contention == 0
+
+
+def test_read_of_an_absent_phy_returns_the_pull_up():
+    async def bench(ctx, dut, phy):
+        await frame(ctx, dut, clk_div=2, write=0, phy=7, reg=1)
+        assert ctx.get(dut.read_data) == 0xFFFF
+
+    phy = simulate(bench, phy_address=1, registers={1: 0x1234})
+    assert phy.frames == [MdioFrame(OP_READ, 7, 1)]
+
+
+def test_start_is_ignored_while_busy_and_clk_div_is_sampled_at_start():
+    async def bench(ctx, dut, phy):
+        ctx.set(dut.clk_div, 2)
+        ctx.set(dut.write, 1)
+        ctx.set(dut.phy, 1)
+        ctx.set(dut.reg, 4)
+        ctx.set(dut.write_data, 0x1111)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        # A second start and a new divider while the frame runs change nothing.
+        ctx.set(dut.reg, 5)
+        ctx.set(dut.write_data, 0x2222)
+        ctx.set(dut.clk_div, 9)
+        await ctx.tick().repeat(20)
+        ctx.set(dut.start, 0)
+        while ctx.get(dut.busy):
+            await ctx.tick()
+        await ctx.tick().repeat(50)
+        assert not ctx.get(dut.busy)
+
+    phy = simulate(bench, phy_address=1)
+    assert phy.frames == [MdioFrame(OP_WRITE, 1, 4, 0x1111, (1, 0))]
+    assert {b - a for a, b in zip(phy.rises, phy.rises[1:], strict=False)} == {4}
+
+
+def test_clk_div_bits_is_checked():
+    with warnings.catch_warnings():
+        # The half-built master is garbage; Amaranth would warn it was never elaborated.
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match="clk_div_bits must be an integer in 1..16, not 0"):
+            MdioMaster(0)
+        gc.collect()
