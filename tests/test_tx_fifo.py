@@ -9,7 +9,7 @@ from amaranth import *
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from macdma.hdl.dma.prefetch_fifo import gray_decode, gray_encode
+from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH, gray_decode, gray_encode
 from macdma.hdl.dma.tx_fifo import TxFrameFifo
 
 TX_PERIOD = 8e-9  # 125 MHz: one byte per clock is 1 Gb/s
@@ -176,18 +176,20 @@ def test_slow_bus_no_bubbles_within_frames(data_width):
 @pytest.mark.parametrize("sys_period", [SYS_100MHZ, SYS_62M5HZ])
 @pytest.mark.parametrize("data_width", [32, 64])
 def test_back_to_back_frames_without_bubbles(data_width, sys_period):
-    """Frames already complete in the FIFO leave one after the other: o.valid stays high
-    from the first byte of the first frame to the last byte of the last one."""
+    """Frames already complete in the FIFO leave one after the other: o.valid never drops
+    within a frame, and between frames for 2 cycles at most (a frame's first word is read
+    once the previous frame's last byte has gone; the MAC spends at least 5 cycles on FCS
+    and IFG there)."""
     frames = random_frames([1, 2, 60, 7, 1514, 3, 64, 1, 1, 100], seed=5)
     run = run_tx(
         frames, data_width=data_width, sys_period=sys_period, hold_ready_until_written=True
     )
     assert run.bubbles == []
     # The MAC takes one byte every cycle from when it is let go: frame n's last byte goes
-    # exactly len(frame n) cycles after frame n-1's.
+    # len(frame n) cycles after frame n-1's, plus the idle cycles between them.
     ends = run.last_byte_tx_cycle
-    for n in range(1, len(frames)):
-        assert ends[n] - ends[n - 1] == len(frames[n].payload)
+    gaps = [ends[n] - ends[n - 1] - len(frames[n].payload) for n in range(1, len(frames))]
+    assert gaps == [2] * (len(frames) - 1)
 
 
 def test_one_byte_words_within_a_frame_without_bubbles():
@@ -322,12 +324,13 @@ def test_error_on_a_middle_beat_aborts_the_frame():
 
 
 def test_oversize_frame_boundary():
-    """depth 2048 at 32 bits holds 512 + 3 words = 2060 bytes: a frame of 2060 bytes is
-    still store-and-forward, 2061 bytes is released cut-through when its words fill the
-    FIFO, and the frame after it is store-and-forward again."""
-    frames = random_frames([2060, 100, 2061, 100, 3000, 64], seed=9)
+    """depth 2048 at 32 bits holds 512 words of RAM + 4 read ahead = 2064 bytes: a frame of
+    2064 bytes is still store-and-forward, 2065 bytes is released cut-through when its
+    words fill the FIFO, and the frame after it is store-and-forward again."""
+    assert QUEUE_DEPTH == 4
+    frames = random_frames([2064, 100, 2065, 100, 3000, 64], seed=9)
     run = run_tx(frames, depth_bytes=2048, sys_period=SYS_100MHZ)
-    assert run.depth_words == 515
+    assert run.depth_words == 516
     assert run.early_start == [2, 4]
     assert run.bubbles == []  # the bus is faster than the wire here
 
@@ -424,8 +427,8 @@ def test_status_empty_and_frames_queued():
     sim.add_testbench(bench)
     sim.run()
     assert log["queued"] == 4 and not log["empty"]
-    # All words written, less the four already on the tx side (read-ahead queue and word).
-    assert log["level"] == (100 + 3) // 4 + (50 + 3) // 4 + 200 // 4 + 2 - 4
+    # All words written, less those already on the tx side (read-ahead queue and word).
+    assert log["level"] == (100 + 3) // 4 + (50 + 3) // 4 + 200 // 4 + 2 - QUEUE_DEPTH - 1
     assert log["drained_empty"] and log["drained_queued"] == 0
     assert not log["open_empty"] and log["open_queued"] == 1
 

@@ -4,8 +4,9 @@ Amaranth's ``AsyncFIFO`` addresses its block RAM with the *next* read pointer, s
 consumer's read enable passes through the pointer increment into the RAM address in the
 same cycle. A consumer whose ``ready`` settles late (a MAC at 125 MHz) then makes a path
 that an ECP5 at speed grade 6 cannot close. Here the RAM is read ahead into a small queue
-instead: its address is a register and its read is started from registered state only,
-and the consumer takes words from the queue.
+instead: its address is a register, its read is started from registered state only, its
+data goes into a register before anything else, and the consumer takes words from the
+queue.
 """
 
 from amaranth import *
@@ -18,9 +19,11 @@ from amaranth.utils import ceil_log2
 
 __all__ = ["AsyncPrefetchFifo", "QUEUE_DEPTH", "gray_decode", "gray_encode"]
 
-#: Words read ahead of the consumer. Three keep a word moving on every read-side cycle:
-#: the RAM takes a cycle to answer, so a read is started while up to two words wait.
-QUEUE_DEPTH = 3
+#: Words read ahead of the consumer. Four keep a word moving on every read-side cycle: a
+#: read takes two cycles to reach the queue (the RAM, then a register: an ECP5 block RAM
+#: at speed grade 6 needs most of an 8 ns cycle to put its data out), so a read is
+#: started while up to three words wait.
+QUEUE_DEPTH = 4
 
 
 def gray_encode(value: Value, width: int) -> Value:
@@ -32,11 +35,10 @@ def gray_encode(value: Value, width: int) -> Value:
 
 
 def gray_decode(value: Value) -> Value:
-    """Binary value of the Gray code ``value`` (each bit is the XOR of the bits above it)."""
-    bits = [value[-1]]
-    for index in reversed(range(len(value) - 1)):
-        bits.insert(0, bits[0] ^ value[index])
-    return Cat(*bits)
+    """Binary value of the Gray code ``value``: bit ``i`` is the XOR of bits ``i`` and up,
+    each a reduction of its own (a tree of LUTs, not a chain through the bits above)."""
+    value = Value.cast(value)
+    return Cat(value[index:].xor() for index in range(len(value)))
 
 
 class AsyncPrefetchFifo(wiring.Component):
@@ -127,16 +129,23 @@ class AsyncPrefetchFifo(wiring.Component):
         m.submodules.queue = queue = DomainRenamer(r_domain)(
             SyncFIFO(width=self._width, depth=QUEUE_DEPTH)
         )
-        answering = Signal()  # the RAM read started last cycle is on r_port.data
+        answering = Signal()  # the read started last cycle is on r_port.data
+        arriving = Signal()  # the read started two cycles ago is in ``ram_data``
+        ram_data = Signal(self._width)
         start_read = Signal()
+        in_flight = answering + arriving
         m.d.comb += [
-            start_read.eq((fetch_gray != produce_gray_r) & (queue.level + answering < QUEUE_DEPTH)),
+            start_read.eq((fetch_gray != produce_gray_r) & (queue.level + in_flight < QUEUE_DEPTH)),
             r_port.addr.eq(fetch[:abits]),
             r_port.en.eq(start_read),
-            queue.w_en.eq(answering),
-            queue.w_data.eq(r_port.data),
+            queue.w_en.eq(arriving),
+            queue.w_data.eq(ram_data),
         ]
-        m.d[r_domain] += answering.eq(start_read)
+        m.d[r_domain] += [
+            answering.eq(start_read),
+            arriving.eq(answering),
+            ram_data.eq(r_port.data),
+        ]
         with m.If(start_read):
             m.d[r_domain] += [fetch.eq(fetch + 1), fetch_gray.eq(gray_encode(fetch + 1, pbits))]
 

@@ -158,7 +158,6 @@ class RxFrameFifo(wiring.Component):
         written = Signal(level_bits)
         taken_sync = Signal(level_bits)
         taken_rx = Signal(level_bits)
-        free = Signal(range(capacity + 1))
         used = Signal(level_bits)
         write = Signal()  # store the word decided in this cycle
         # The word is written into the FIFO a cycle after the decision, so the decision and
@@ -167,16 +166,21 @@ class RxFrameFifo(wiring.Component):
         w_en = Signal()
         m.d.rxf += [words.w_data.eq(w_next), w_en.eq(write)]
         m.d.comb += words.w_en.eq(w_en)
-        m.d.comb += used.eq(written - taken_rx)
         # ``used`` can exceed capacity by the output register's word; no room then.
-        m.d.comb += free.eq(Mux(used >= capacity, 0, capacity - used))
-        # The write decision uses room registered a cycle earlier, less the word written in
-        # that cycle: words the sync side took meanwhile only add room, so this never
-        # over-counts, and the pointer arithmetic stays off the path to the decision.
-        free_ge = [Signal(name=f"free_ge{n}", init=1) for n in (1, 2, 3)]
-        m.d.rxf += [flag.eq(free >= n) for n, flag in enumerate(free_ge, 1)]
-        room_1 = Mux(w_en, free_ge[1], free_ge[0])
-        room_2 = Mux(w_en, free_ge[2], free_ge[1])
+        m.d.comb += used.eq(written - taken_rx)
+        # The write decision uses room computed from counts two cycles old (one register
+        # after the subtraction, one after the comparisons), less the words written since:
+        # words the sync side took meanwhile only add room, so this never over-counts, and
+        # the pointer arithmetic stays off the path to the decision.
+        used_q = Signal(level_bits)
+        wrote_before = Signal()  # w_en one cycle later: a word written two cycles ago
+        m.d.rxf += [used_q.eq(used), wrote_before.eq(w_en)]
+        # free_ge[k]: at least k + 1 words free (true after a reset: the FIFO is empty).
+        free_ge = [Signal(name=f"free_ge{n}", init=1) for n in range(1, 5)]
+        m.d.rxf += [flag.eq(used_q + n <= capacity) for n, flag in enumerate(free_ge, 1)]
+        recent = w_en + wrote_before  # words written since the counts were taken
+        room_1 = Array(free_ge[0:3])[recent]
+        room_2 = Array(free_ge[1:4])[recent]
 
         lanes = Signal(self._data_width)  # bytes of the current word so far; higher lanes 0
         lane_count = Signal(range(beat_bytes))

@@ -83,11 +83,13 @@ class TxFrameFifo(wiring.Component):
 
     Store-and-forward: a frame is released to the ``tx`` side only when its last beat has
     been written, so once the MAC has its first byte the rest is already in the FIFO and a
-    slow or stalling bus cannot underrun the MAC. A released frame follows the previous one
-    with no idle cycle on ``o`` (the MAC's IFG spaces them on the wire). From the ``sync``
-    edge that accepts the last beat to ``o.valid`` takes about 4 ``tx`` cycles.
+    slow or stalling bus cannot underrun the MAC. Within a frame ``o.valid`` never drops; a
+    released frame follows the previous one 2 idle cycles after its last byte (the MAC
+    spends at least 5 on FCS and IFG there). From the ``sync`` edge that accepts the last
+    beat to ``o.valid`` takes about 6 ``tx`` cycles. ``o`` comes from registers and
+    ``o.ready`` only steers them (timing at 125 MHz).
 
-    Oversize frames: a frame that does not fit (more than ``depth_bytes // W + 1`` words) is
+    Oversize frames: a frame that does not fit (more than :attr:`depth_words` words) is
     released early, when its words fill the whole FIFO, and then passes through cut-through
     for that frame only; the next frame is store-and-forward again. Nothing deadlocks, but
     if the DMA then delivers the rest of that frame slower than the wire takes it, ``o.valid``
@@ -216,7 +218,20 @@ class TxFrameFifo(wiring.Component):
         word_data = Signal(self._data_width)
         word_last = Signal()  # the held word is the frame's last
         bytes_left = Signal(range(beat_bytes + 1))
+        one_left = Signal()  # bytes_left == 1
         frame_error = Signal()
+
+        # Bytes reach the MAC through a 2-entry skid buffer (``out`` drives ``o``; ``spare``
+        # catches a byte the MAC did not take), so the MAC's ``ready``, which settles late
+        # in the 125 MHz cycle, only steers these registers, and the word logic behind
+        # them sees a registered ready (``~spare_valid``). The tx side holds at most one
+        # frame: a frame's first word is read once the previous frame's last byte has gone
+        # to the MAC (2 idle cycles between frames, well within the MAC's FCS and IFG).
+        out_valid = Signal()
+        out = Signal(ByteBeat)
+        spare_valid = Signal()
+        spare = Signal(ByteBeat)
+        pushed = Signal(ByteBeat)
 
         abort_pending = Signal()  # tx domain: a sync reset cut a frame the MAC had started
         mac_in_frame = Signal()
@@ -224,37 +239,51 @@ class TxFrameFifo(wiring.Component):
         fifo_word = layout(words.r.payload)
         pop = Signal()
         # A released frame not yet started is waiting: registered, so that the pointer
-        # comparison is not on the path from the MAC's ``ready``. It looks one pop ahead (a
-        # frame started in this cycle no longer counts); a frame released meanwhile is seen
-        # a cycle later.
+        # comparison is not on the read path. It looks one pop ahead (a frame started in
+        # this cycle no longer counts); a frame released meanwhile is seen a cycle later.
         frame_available = Signal()
         m.d.txf += frame_available.eq(
             Mux(pop & ~in_frame, released_tx != started_gray_after, released_tx != started_gray)
         )
-        byte_taken = Signal()
-        m.d.comb += byte_taken.eq(self.o.valid & self.o.ready & ~abort_pending)
-        word_done = byte_taken & (bytes_left == 1)
-        want_word = discard | ~word_valid | word_done
+        push = Signal()  # a byte of ``word`` goes into the skid buffer
+        m.d.comb += push.eq(word_valid & ~spare_valid & ~tx_reset)
+        word_done = push & one_left
+        tx_side_empty = ~word_valid & ~out_valid & ~spare_valid
         m.d.comb += [
-            pop.eq(want_word & words.r.valid & (in_frame | frame_available) & ~tx_reset),
+            pop.eq(
+                words.r.valid
+                & ~tx_reset
+                & Mux(
+                    in_frame,
+                    discard | ~word_valid | word_done,
+                    frame_available & tx_side_empty,
+                )
+            ),
             words.r.ready.eq(pop),
         ]
 
-        with m.If(byte_taken):
-            m.d.txf += [word_data.eq(word_data >> 8), bytes_left.eq(bytes_left - 1)]
+        def frame_finished():
+            return [
+                finished.eq(finished + 1),
+                finished_gray.eq(gray_encode(finished + 1, counter_bits)),
+            ]
+
+        with m.If(push):
+            m.d.txf += [
+                word_data.eq(word_data >> 8),
+                bytes_left.eq(bytes_left - 1),
+                one_left.eq(bytes_left == 2),
+            ]
             with m.If(word_done):
                 m.d.txf += word_valid.eq(0)
-                with m.If(word_last):
-                    m.d.txf += [
-                        finished.eq(finished + 1),
-                        finished_gray.eq(gray_encode(finished + 1, counter_bits)),
-                    ]
 
         with m.If(pop):
-            first = ~in_frame
             empty_end = fifo_word.last & (fifo_word.count == 0)
+            count = Mux(
+                empty_end, 1, Mux(fifo_word.count > beat_bytes, beat_bytes, fifo_word.count)
+            )
             m.d.txf += in_frame.eq(~fifo_word.last)
-            with m.If(first):
+            with m.If(~in_frame):
                 m.d.txf += [
                     started.eq(started + 1),
                     started_gray.eq(started_gray_after),
@@ -262,38 +291,46 @@ class TxFrameFifo(wiring.Component):
                 ]
             with m.If(discard):
                 with m.If(fifo_word.last):
-                    m.d.txf += [
-                        discard.eq(0),
-                        finished.eq(finished + 1),
-                        finished_gray.eq(gray_encode(finished + 1, counter_bits)),
-                    ]
+                    m.d.txf += [discard.eq(0), *frame_finished()]
             with m.Else():
                 m.d.txf += [
                     # An empty beat that does not end the frame carries nothing: skip it.
                     word_valid.eq(fifo_word.last | (fifo_word.count != 0)),
                     word_data.eq(fifo_word.data),
                     word_last.eq(fifo_word.last),
-                    bytes_left.eq(
-                        Mux(
-                            empty_end,
-                            1,
-                            Mux(fifo_word.count > beat_bytes, beat_bytes, fifo_word.count),
-                        )
-                    ),
-                    frame_error.eq((frame_error & ~first) | fifo_word.error | empty_end),
+                    bytes_left.eq(count),
+                    one_left.eq(count == 1),
+                    frame_error.eq((frame_error & in_frame) | fifo_word.error | empty_end),
                 ]
+
+        # ---- skid buffer to the MAC ------------------------------------------------------
+        is_last = word_last & one_left
+        m.d.comb += [
+            pushed.data.eq(word_data[:8]),
+            pushed.last.eq(is_last),
+            pushed.error.eq(is_last & frame_error),
+        ]
+        taken = Signal()  # the MAC takes ``out`` (not the abort byte)
+        m.d.comb += taken.eq(self.o.ready & out_valid & ~abort_pending & ~tx_reset & ~flush)
+        with m.If(taken & out.last):
+            m.d.txf += frame_finished()
+        with m.If(spare_valid):
+            with m.If(taken):
+                m.d.txf += [out.eq(spare), spare_valid.eq(0)]
+        with m.Elif(~out_valid | taken):
+            m.d.txf += [out.eq(pushed), out_valid.eq(push)]
+        with m.Elif(push):
+            m.d.txf += [spare.eq(pushed), spare_valid.eq(1)]
 
         with m.If(tx_reset):
             # The MAC restarts between frames: whatever of the current frame it has not
             # taken must not reach it, or it would go out as a new (corrupt) frame.
-            m.d.txf += word_valid.eq(0)
+            m.d.txf += [word_valid.eq(0), out_valid.eq(0), spare_valid.eq(0)]
             with m.If(in_frame):
                 m.d.txf += discard.eq(1)
-            with m.Elif(word_valid & word_last):
-                m.d.txf += [
-                    finished.eq(finished + 1),
-                    finished_gray.eq(gray_encode(finished + 1, counter_bits)),
-                ]
+            with m.Elif(~tx_side_empty):
+                # The frame's last word was read but its last byte not sent: it is done.
+                m.d.txf += frame_finished()
 
         with m.If(abort_pending):
             m.d.comb += [
@@ -303,14 +340,11 @@ class TxFrameFifo(wiring.Component):
                 self.o.p.error.eq(1),
             ]
         with m.Else():
-            is_last = word_last & (bytes_left == 1)
             m.d.comb += [
                 # Nothing moves during a flush: the MAC must not take a byte (maybe the last)
                 # in the very cycle that decides whether it needs the abort byte.
-                self.o.valid.eq(word_valid & ~tx_reset & ~flush),
-                self.o.p.data.eq(word_data[:8]),
-                self.o.p.last.eq(is_last),
-                self.o.p.error.eq(is_last & frame_error),
+                self.o.valid.eq(out_valid & ~tx_reset & ~flush),
+                self.o.payload.eq(out),
             ]
 
         # Where the MAC is within a frame, kept in the tx domain so that a flush can see it.

@@ -72,8 +72,11 @@ class MacTx(wiring.Component):
         preamble_count = Signal(range(PREAMBLE_LENGTH))
         data_count = Signal(16)  # bytes after the SFD so far, padding included
         fcs_index = Signal(range(FCS_LENGTH))
-        ifg_count = Signal(8)
+        ifg_left = Signal(8)  # IFG byte times still to wait after this one
         next_count = data_count + 1
+        # next_count < MIN_DATA_LENGTH, kept in a register beside data_count so the padding
+        # decision does not wait for the 16-bit increment and comparison.
+        short = Signal()
 
         m.d.sync += self.status.valid.eq(0)
 
@@ -85,7 +88,7 @@ class MacTx(wiring.Component):
                 self.status.p.underrun.eq(underrun),
             ]
 
-        with m.FSM(name="tx_fsm"):
+        with m.FSM(name="tx_fsm") as fsm:
             with m.State("Idle"):
                 with m.If(advance & self.cfg_enable & self.i.valid):
                     m.d.comb += [symbol.eq(PREAMBLE_BYTE), symbol_en.eq(1)]
@@ -103,7 +106,7 @@ class MacTx(wiring.Component):
                 m.d.comb += [symbol.eq(SFD_BYTE), symbol_en.eq(1)]
                 with m.If(advance):
                     m.d.comb += crc.start.eq(1)
-                    m.d.sync += data_count.eq(0)
+                    m.d.sync += [data_count.eq(0), short.eq(1)]
                     m.next = "Frame Data"
 
             with m.State("Frame Data"):
@@ -116,12 +119,15 @@ class MacTx(wiring.Component):
                             crc.valid.eq(1),
                             crc.data.eq(self.i.p.data),
                         ]
-                        m.d.sync += data_count.eq(next_count)
+                        m.d.sync += [
+                            data_count.eq(next_count),
+                            short.eq(next_count + 1 < MIN_DATA_LENGTH),
+                        ]
                         with m.If(self.i.p.last & self.i.p.error):
                             m.d.comb += symbol_er.eq(1)
                             report(next_count, aborted=1)
                             m.next = "Inter-Frame Gap"
-                        with m.Elif(self.i.p.last & (next_count < MIN_DATA_LENGTH)):
+                        with m.Elif(self.i.p.last & short):
                             m.next = "Pad"
                         with m.Elif(self.i.p.last):
                             m.d.sync += fcs_index.eq(0)
@@ -135,8 +141,11 @@ class MacTx(wiring.Component):
                 m.d.comb += symbol_en.eq(1)
                 with m.If(advance):
                     m.d.comb += [crc.valid.eq(1), crc.data.eq(0)]
-                    m.d.sync += data_count.eq(next_count)
-                    with m.If(next_count == MIN_DATA_LENGTH):
+                    m.d.sync += [
+                        data_count.eq(next_count),
+                        short.eq(next_count + 1 < MIN_DATA_LENGTH),
+                    ]
+                    with m.If(~short):
                         m.d.sync += fcs_index.eq(0)
                         m.next = "Frame Check Sequence"
 
@@ -157,10 +166,14 @@ class MacTx(wiring.Component):
 
             with m.State("Inter-Frame Gap"):
                 with m.If(advance):
-                    m.d.sync += ifg_count.eq(ifg_count + 1)
-                    with m.If(ifg_count + 1 >= self.cfg_ifg):
-                        m.d.sync += ifg_count.eq(0)
+                    m.d.sync += ifg_left.eq(ifg_left - 1)
+                    with m.If(ifg_left == 0):
                         m.next = "Idle"
+
+        # Counted down from the configured gap (0 counts as 1), so no adder or comparison
+        # with the configuration sits on the path to the state register.
+        with m.If(~fsm.ongoing("Inter-Frame Gap")):
+            m.d.sync += ifg_left.eq(Mux(self.cfg_ifg == 0, 0, self.cfg_ifg - 1))
 
         high_nibble = Signal(4)
         with m.If(self.clk_enable):
