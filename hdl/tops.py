@@ -1,5 +1,6 @@
 """Every design exported to Verilog, by module name. ``make verilog`` writes each one."""
 
+from .boards.sim_top import BoardSimTop
 from .mac.top import EthMacTop
 from .soc import SocTop
 
@@ -7,4 +8,5 @@ from .soc import SocTop
 TOPS = {
     "macdma_eth_mac": EthMacTop,
     "macdma_soc": SocTop,
+    "macdma_board": BoardSimTop,
 }

@@ -1,9 +1,10 @@
-"""Board synthesis: PLL settings, report parsing, board elaboration and a yosys run.
+"""Board synthesis: PLL settings, report parsing, board elaboration, a yosys run, and the
+full build (place and route, timing, bitstream) of both 1 Gb/s boards.
 
 The tools come from the extra ``synth``, which the ``dev`` extra (``make test``) includes;
 a missing tool is a failure, not a skip. yosys synthesis of the Colorlight top (no place
-and route) takes about 45 s here (90 s on a busy machine), so it is part of the normal
-suite, not ``slow``.
+and route) takes about 45 s here (90 s on a busy machine); each full build 4 to 8 minutes
+(nextpnr is single-threaded), marked ``slow`` but part of ``make test`` and CI.
 """
 
 import json
@@ -11,7 +12,14 @@ import json
 import pytest
 
 from macdma.hdl.boards.pll import ClockOutput, pll_dividers
-from macdma.sim.synth import SynthReport, parse_nextpnr, parse_yosys
+from macdma.sim.synth import (
+    BLOCKS,
+    SynthReport,
+    block_of,
+    logic_by_block,
+    parse_nextpnr,
+    parse_yosys,
+)
 
 
 @pytest.mark.parametrize("clki_hz, refclk_div", [(25e6, 1), (100e6, 4)])
@@ -87,6 +95,64 @@ def test_nextpnr_report_is_parsed_and_failing_clocks_named():
     assert json.loads(json.dumps(report.to_json()))["timing_met"] is False
 
 
+@pytest.mark.parametrize(
+    ("net", "block"),
+    [
+        ("core.soc.rx_dma.core.reader.have_held", "RX DMA channel"),
+        ("core.soc.tx_fifo.words.queue.level", "TX frame FIFO"),
+        ("core.soc.irq$503.pending", "IRQ moderation"),
+        ("core.soc.rx_status_cdc.r_data", "MAC statistics"),
+        ("core.uart_tx$330.shift", "board: UART bridge"),
+        ("core.ram_read.state", "board: on-chip RAM"),
+        ("rgmii_pins.phy_rst.o", "MAC (TX, RX, RGMII)"),
+        ("core.soc.tx_config_sync0.stage1", "other"),
+        ("pll.locked", "other"),
+        ("toplevel_wire", "other"),
+    ],
+)
+def test_nets_map_to_blocks(net, block):
+    assert block_of(net) == block
+
+
+def test_logic_is_counted_by_block():
+    """Each cell goes to the block of a named net on its outputs (inputs if none); carry
+    and LUT RAM cells count as two LUTs; FFs apart; other cells are not counted."""
+
+    def cell(kind, outputs, inputs):
+        ports = {**{p: "output" for p in outputs}, **{p: "input" for p in inputs}}
+        return {"type": kind, "port_directions": ports, "connections": {**outputs, **inputs}}
+
+    netlist = {
+        "modules": {
+            "top": {
+                "netnames": {
+                    "core.soc.mac.tx_mac.symbol": {"bits": [2, 3]},
+                    "core.soc.rx_dma.core.level": {"bits": [4]},
+                    "$abc$hidden": {"bits": [5], "hide_name": 1},
+                    "core.bridge.state": {"bits": [6]},
+                },
+                "cells": {
+                    "a": cell("LUT4", {"Z": [2]}, {"A": [4]}),
+                    "b": cell("CCU2C", {"S0": [5]}, {"A0": [4]}),  # hidden output: by input
+                    "c": cell("TRELLIS_FF", {"Q": [6]}, {"DI": [3]}),
+                    "d": cell("TRELLIS_DPR16X4", {"DO": [3]}, {"DI": [6]}),
+                    "e": cell("DP16KD", {"DO": [4]}, {}),
+                },
+            },
+            "small": {"netnames": {}, "cells": {}},
+        }
+    }
+    blocks = logic_by_block(netlist)
+    assert blocks == {
+        "MAC (TX, RX, RGMII)": {"logic_cells": 3, "ffs": 0},
+        "RX DMA channel": {"logic_cells": 2, "ffs": 0},
+        "board: UART bridge": {"logic_cells": 0, "ffs": 1},
+    }
+    assert list(blocks) == [block for block in BLOCKS if block in blocks]
+    report = SynthReport("b", "d", "yosys", {}, [], None, blocks)
+    assert "| RX DMA channel | 2 | 0 |" in report.to_markdown()
+
+
 def test_yosys_stat_is_parsed():
     stat = """
     Printing statistics.
@@ -134,3 +200,25 @@ def test_yosys_synthesis_of_colorlight(tmp_path):
     assert report.resources["io"]["used"] >= 15
     assert report.resources["logic_cells"]["used"] > 3000
     assert (tmp_path / "report.md").exists() and (tmp_path / "report.json").exists()
+    assert sum(block["logic_cells"] for block in report.blocks.values()) > 3000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["colorlight-5a75b", "versa-ecp5"])
+def test_board_builds_and_meets_timing_at_1_gbps(board, tmp_path):
+    """The README's figures: the whole flow to a bitstream, and every clock (sync, tx and
+    tx90 at 125 MHz, the PHY's rx at 125 MHz) meets its constraint."""
+    from macdma.sim.synth import synthesize
+
+    report = synthesize(board, out_dir=tmp_path)
+    assert report.stage == "pnr"
+    domains = {clock.domain for clock in report.clocks}
+    assert {"sync", "tx", "tx90", "rx"} <= domains
+    failing = [
+        f"{c.domain} {c.achieved_mhz} < {c.required_mhz}" for c in report.clocks if not c.met
+    ]
+    assert failing == []
+    assert (
+        report.bitstream and (tmp_path / report.bitstream.split("/")[-1]).stat().st_size > 100_000
+    )
+    assert report.blocks["RX DMA channel"]["logic_cells"] > 0

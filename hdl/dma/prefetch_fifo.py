@@ -136,8 +136,10 @@ class AsyncPrefetchFifo(wiring.Component):
         in_flight = answering + arriving
         m.d.comb += [
             start_read.eq((fetch_gray != produce_gray_r) & (queue.level + in_flight < QUEUE_DEPTH)),
+            # Always enabled: the RAM reads the word at ``fetch`` on every cycle, and only
+            # a started read's data is kept, so no logic sits before the RAM's enable.
             r_port.addr.eq(fetch[:abits]),
-            r_port.en.eq(start_read),
+            r_port.en.eq(1),
             queue.w_en.eq(arriving),
             queue.w_data.eq(ram_data),
         ]

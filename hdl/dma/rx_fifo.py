@@ -52,8 +52,10 @@ class RxFrameFifo(wiring.Component):
     Packing happens in the ``rx`` domain, so the crossing carries one word per W bytes.
 
     Overflow: room is counted conservatively in the ``rx`` domain (words written minus words
-    the DMA has taken, as last seen through a synchronizer) and one word is always kept free
-    for the end of the frame being stored. When a word of a frame does not fit:
+    the DMA has taken, as last seen through a synchronizer, two cycles old so the pointer
+    arithmetic is pipelined, less the words written since) and one word is always kept free
+    for the end of the frame being stored. Words are written into the memory one cycle
+    after they are decided. When a word of a frame does not fit:
 
     - the frame already has words stored: the word goes into the kept slot as its last beat,
       ``count == W`` with ``error=1, overflow=1``; the rest of the frame is dropped;

@@ -146,8 +146,21 @@ class TxFrameFifo(wiring.Component):
         m = Module()
 
         beat_bytes = self._data_width // 8
-        layout = packed_layout(self._data_width, "error")
         counter_bits = self._frame_counter_bits
+        # A word as stored: the input beat already decoded for the tx side (done at the
+        # slower sys clock): bytes to send (1..W), whether that is one, whether the word
+        # carries anything (``keep``: a non-last empty beat does not), and the error flag
+        # (the reader's lone ``count=0`` error beat becomes one flagged byte).
+        stored = data.StructLayout(
+            {
+                "data": self._data_width,
+                "bytes": range(beat_bytes + 1),
+                "one": 1,
+                "keep": 1,
+                "last": 1,
+                "error": 1,
+            }
+        )
 
         # The tx-side logic runs in a local domain on the tx clock whose only reset is the
         # synchronized sync reset, so that both sides of the FIFO are always cleared together.
@@ -161,7 +174,7 @@ class TxFrameFifo(wiring.Component):
         # The read side's ``ready`` only reaches the FIFO's small read-ahead queue, never
         # its block RAM: the MAC's ``ready`` settles late in the 125 MHz ``tx`` cycle.
         m.submodules.words = words = AsyncPrefetchFifo(
-            layout.size, self._depth_bytes // beat_bytes, w_domain="sync", r_domain="txf"
+            stored.size, self._depth_bytes // beat_bytes, w_domain="sync", r_domain="txf"
         )
 
         # ---- sync side: write words, release frames --------------------------------------
@@ -172,8 +185,17 @@ class TxFrameFifo(wiring.Component):
         released = Signal(counter_bits)
         released_gray = Signal(counter_bits)
 
+        beat = self.i.p
+        empty_end = beat.last & (beat.count == 0)
+        count = Mux(empty_end, 1, Mux(beat.count > beat_bytes, beat_bytes, beat.count))
+        w_word = stored(words.w_data)
         m.d.comb += [
-            words.w_data.eq(self.i.payload),
+            w_word.data.eq(beat.data),
+            w_word.bytes.eq(count),
+            w_word.one.eq(count == 1),
+            w_word.keep.eq(beat.last | (beat.count != 0)),
+            w_word.last.eq(beat.last),
+            w_word.error.eq(beat.error | empty_end),
             words.w_en.eq(self.i.valid),
             self.i.ready.eq(words.w_rdy),
             self.level_words.eq(words.w_level),
@@ -236,7 +258,7 @@ class TxFrameFifo(wiring.Component):
         abort_pending = Signal()  # tx domain: a sync reset cut a frame the MAC had started
         mac_in_frame = Signal()
 
-        fifo_word = layout(words.r.payload)
+        fifo_word = stored(words.r.payload)
         pop = Signal()
         # A released frame not yet started is waiting: registered, so that the pointer
         # comparison is not on the read path. It looks one pop ahead (a frame started in
@@ -278,10 +300,6 @@ class TxFrameFifo(wiring.Component):
                 m.d.txf += word_valid.eq(0)
 
         with m.If(pop):
-            empty_end = fifo_word.last & (fifo_word.count == 0)
-            count = Mux(
-                empty_end, 1, Mux(fifo_word.count > beat_bytes, beat_bytes, fifo_word.count)
-            )
             m.d.txf += in_frame.eq(~fifo_word.last)
             with m.If(~in_frame):
                 m.d.txf += [
@@ -294,13 +312,12 @@ class TxFrameFifo(wiring.Component):
                     m.d.txf += [discard.eq(0), *frame_finished()]
             with m.Else():
                 m.d.txf += [
-                    # An empty beat that does not end the frame carries nothing: skip it.
-                    word_valid.eq(fifo_word.last | (fifo_word.count != 0)),
+                    word_valid.eq(fifo_word.keep),
                     word_data.eq(fifo_word.data),
                     word_last.eq(fifo_word.last),
-                    bytes_left.eq(count),
-                    one_left.eq(count == 1),
-                    frame_error.eq((frame_error & in_frame) | fifo_word.error | empty_end),
+                    bytes_left.eq(fifo_word.bytes),
+                    one_left.eq(fifo_word.one),
+                    frame_error.eq((frame_error & in_frame) | fifo_word.error),
                 ]
 
         # ---- skid buffer to the MAC ------------------------------------------------------

@@ -190,6 +190,7 @@ class MacRx(wiring.Component):
         phy_error = Signal()
         max_length = Signal(16)
         vlan_tpid_high = Signal()
+        vlan_tag_seen = Signal()  # pulse: bytes 12..13 were the VLAN TPID
 
         # Limits of this frame, kept in registers (set at the start, raised by the tag's
         # length once the frame shows a VLAN tag) so no adder sits before the comparisons:
@@ -203,6 +204,15 @@ class MacRx(wiring.Component):
             self.preamble_error.eq(self.i.preamble_error),
             self.dropped_disabled.eq(self.i.start & ~self.cfg_enable),
         ]
+
+        # Raised the cycle after the tag is seen, long before a limit is compared (frames
+        # are at least 64 bytes long before their length matters).
+        with m.If(vlan_tag_seen):
+            m.d.sync += [
+                length_limit.eq(max_length + VLAN_TAG_LENGTH),
+                data_end.eq(max_length + (self.HOLD - FCS_LENGTH + VLAN_TAG_LENGTH)),
+            ]
+        m.d.sync += vlan_tag_seen.eq(0)
 
         with m.If(self.i.start):
             m.d.comb += crc.start.eq(1)
@@ -227,11 +237,8 @@ class MacRx(wiring.Component):
             ]
             with m.If(length == 12):
                 m.d.sync += vlan_tpid_high.eq(self.i.data == VLAN_TPID >> 8)
-            with m.If((length == 13) & vlan_tpid_high & (self.i.data == (VLAN_TPID & 0xFF))):
-                m.d.sync += [
-                    length_limit.eq(max_length + VLAN_TAG_LENGTH),
-                    data_end.eq(max_length + (self.HOLD - FCS_LENGTH + VLAN_TAG_LENGTH)),
-                ]
+            with m.If(length == 13):
+                m.d.sync += vlan_tag_seen.eq(vlan_tpid_high & (self.i.data == (VLAN_TPID & 0xFF)))
             # The byte falling out of the delay line is data, not FCS.
             with m.If((held == self.HOLD) & (length < data_end)):
                 m.d.sync += [

@@ -75,7 +75,8 @@ class MacTx(wiring.Component):
         ifg_left = Signal(8)  # IFG byte times still to wait after this one
         next_count = data_count + 1
         # next_count < MIN_DATA_LENGTH, kept in a register beside data_count so the padding
-        # decision does not wait for the 16-bit increment and comparison.
+        # decision does not wait for the 16-bit increment and comparison. Where data_count
+        # becomes next_count, short becomes next_count + 1 < MIN, i.e. data_count < MIN - 2.
         short = Signal()
 
         m.d.sync += self.status.valid.eq(0)
@@ -121,7 +122,7 @@ class MacTx(wiring.Component):
                         ]
                         m.d.sync += [
                             data_count.eq(next_count),
-                            short.eq(next_count + 1 < MIN_DATA_LENGTH),
+                            short.eq(data_count < MIN_DATA_LENGTH - 2),
                         ]
                         with m.If(self.i.p.last & self.i.p.error):
                             m.d.comb += symbol_er.eq(1)
@@ -143,7 +144,7 @@ class MacTx(wiring.Component):
                     m.d.comb += [crc.valid.eq(1), crc.data.eq(0)]
                     m.d.sync += [
                         data_count.eq(next_count),
-                        short.eq(next_count + 1 < MIN_DATA_LENGTH),
+                        short.eq(data_count < MIN_DATA_LENGTH - 2),
                     ]
                     with m.If(~short):
                         m.d.sync += fcs_index.eq(0)
