@@ -87,22 +87,32 @@ class RgmiiAdapter(wiring.Component):
 
     def _transmit(self, m):
         tx = self.gmii_tx
-        if self.gigabit:
-            gigabit = self.speed == SPEED_1000
-        else:
-            gigabit = C(0)
+        # The speed is registered, and everything that depends on it is a comparison of
+        # ``phase`` with a constant of the selected speed: no arithmetic on the speed
+        # reaches the pins' registers at 125 MHz.
+        gigabit = Signal()
+        speed_10 = Signal()
+        m.d.tx += [
+            gigabit.eq(self.speed == SPEED_1000 if self.gigabit else 0),
+            speed_10.eq(self.speed == SPEED_10),
+        ]
         periods = self.nibble_period
-        period = Mux(self.speed == SPEED_10, periods[SPEED_10], periods[SPEED_100])
         phase = Signal(range(max(periods.values())))
-        last = phase == period - 1
+
+        def per_speed(test):
+            """``test(period)`` of the selected 10/100 speed's nibble period."""
+            return Mux(speed_10, test(periods[SPEED_10]), test(periods[SPEED_100]))
+
+        last = per_speed(lambda period: phase == period - 1)
         next_phase = Mux(gigabit | last, 0, phase + 1)
         m.d.tx += phase.eq(next_phase)
         # The MAC steps at phase 1 (0 if a nibble lasts one clock) and its nibble is
         # loaded at the last phase, so it is on the pins from phase 0 to the end of the
         # period: TXC rises half-way and falls when the data changes. The enable is a
         # register: it starts the MAC's and the TX FIFO's longest paths.
-        step_phase = Mux(period == 1, 0, 1)
-        m.d.tx += self.tx_clk_enable.eq(gigabit | (next_phase == step_phase))
+        m.d.tx += self.tx_clk_enable.eq(
+            gigabit | per_speed(lambda period: next_phase == (0 if period == 1 else 1))
+        )
         ctl_rise = tx.tx_en
         ctl_fall = tx.tx_en ^ tx.tx_er
         with m.If(gigabit):
@@ -122,11 +132,20 @@ class RgmiiAdapter(wiring.Component):
                     self.tx_ctl_o[0].eq(ctl_rise),
                     self.tx_ctl_o[1].eq(ctl_fall),
                 ]
-            # In half-cycles: high from period/2 (rounded into the half-cycle grid) on.
-            m.d.tx += [
-                self.txc_o[0].eq(2 * next_phase >= period),
-                self.txc_o[1].eq(2 * next_phase + 1 >= period),
-            ]
+
+            # In half-cycles of the next phase n: high from period/2 (rounded into the
+            # half-cycle grid) on, i.e. 2n >= period and 2n + 1 >= period, written as
+            # comparisons of the current phase (n = phase + 1, or 0 after the last).
+            def txc_next(half):
+                def test(period):
+                    if period == 1:
+                        return C(int(half >= period))
+                    after = phase >= -(-(period - half) // 2) - 1  # 2(phase+1)+half >= period
+                    return Mux(phase == period - 1, int(half >= period), after)
+
+                return per_speed(test)
+
+            m.d.tx += [self.txc_o[0].eq(txc_next(0)), self.txc_o[1].eq(txc_next(1))]
 
     def _receive(self, m):
         rx = self.gmii_rx

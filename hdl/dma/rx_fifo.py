@@ -263,7 +263,19 @@ class RxFrameFifo(wiring.Component):
         m.submodules.taken_sync = FFSynchronizer(
             taken_gray, taken_sync, o_domain="rxf", reset_less=False
         )
-        m.d.rxf += taken_rx.eq(gray_decode(taken_sync))
+        # Decoded in two registered halves (a whole-width decode is a chain of XORs too
+        # long for 8 ns): the low bits' binary value is their own decode XOR the lowest
+        # bit of the high half's. One more cycle of lag only makes the room smaller.
+        split = level_bits // 2
+        taken_high = Signal(level_bits - split)
+        taken_low_gray = Signal(split)
+        m.d.rxf += [
+            taken_high.eq(gray_decode(taken_sync[split:])),
+            taken_low_gray.eq(taken_sync[:split]),
+            taken_rx.eq(
+                Cat(gray_decode(taken_low_gray) ^ taken_high[0].replicate(split), taken_high)
+            ),
+        ]
 
         # ---- sync side: hand words to the DMA -------------------------------------------
         taken = Signal(level_bits)
