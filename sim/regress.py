@@ -23,12 +23,11 @@ import math
 import os
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from .scenario import Scenario
 

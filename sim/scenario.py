@@ -29,7 +29,8 @@ __all__ = [
     "run_scenario",
 ]
 
-SIMULATORS = ("verilator", "icarus")
+from .simulators import SIMULATORS
+
 DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
