@@ -14,12 +14,14 @@ SIM ?=
 TEST ?=
 # `make regress REGRESS_ARGS="--quick"`: any `macdma regress` options (docs/regression.md).
 REGRESS_ARGS ?=
+# Installs the system packages (Icarus, C++ compiler, Perl, ...) or stops naming the command.
+SYSTEM_DEPS := sim/system-deps.sh
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help venv regress test sim verilog lint format demo clean
+.PHONY: help deps venv regress test sim verilog lint format demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -28,21 +30,26 @@ help: ## list the targets
 	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
 
 $(INSTALLED): pyproject.toml setup.py
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || { $(SYSTEM_DEPS) venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+# Listed first by every target that runs a simulator: in a serial make it runs before
+# the venv install, so a machine that cannot install Icarus stops at once.
+deps: ## install the system packages the simulators need (done on demand by the others)
+	@$(SYSTEM_DEPS) venv sim
+
 venv: $(INSTALLED) ## create .venv and install the project (done on demand by the others)
 
-regress: $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
+regress: deps $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
 	$(VENV)/bin/macdma regress $(REGRESS_ARGS)
 
-test: $(INSTALLED) ## run the whole suite on both simulators (SIM= to restrict)
+test: deps $(INSTALLED) ## run the whole suite on both simulators (SIM= to restrict)
 	$(PY) -m pytest -n $(JOBS) tests
 
 # TEST may be a path (tests/test_x.py, tests/test_x.py::test_y) or a bare module name
 # (test_x or test_x::test_y), which is looked up in tests/.
-sim: $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST=test_runner
+sim: deps $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST=test_runner
 	@test -n "$(SIM)" || { echo "error: set SIM=icarus or SIM=verilator" >&2; exit 2; }
 	@test -n "$(TEST)" || { echo "error: set TEST=<test module or pytest node>" >&2; exit 2; }
 	node='$(TEST)'; \
@@ -61,7 +68,7 @@ format: $(INSTALLED) ## ruff fix (imports etc.) + format, in place
 	$(RUFF) check --fix $(LINT_PATHS)
 	$(RUFF) format $(LINT_PATHS)
 
-demo: $(INSTALLED) ## run the demo scenario (macdma demo)
+demo: deps $(INSTALLED) ## run the demo scenario (macdma demo)
 	$(VENV)/bin/macdma demo
 
 # The synthesis tools (amaranth-boards, yowasp-*) are the optional extra `synth`; the `dev`
