@@ -4,4 +4,5 @@ simulator: the firmware driver over the UART bridge, cocotbext-eth's RGMII PHY m
 
 def test_board_sim(cocotb_run, sim):
     result = cocotb_run(top="macdma_board", test_module="board_tb", sim=sim)
-    assert result.failed == 0 and result.passed == 4
+    # run_cocotb raised already if a cocotb test failed or none ran; none may be skipped.
+    assert [case.status for case in result.cases] == ["passed"] * len(result.cases)

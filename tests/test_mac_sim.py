@@ -5,4 +5,5 @@ TOP = "macdma_eth_mac"
 
 def test_mac(cocotb_run, sim):
     result = cocotb_run(top=TOP, test_module="mac_tb", sim=sim)
-    assert result.failed == 0 and result.passed > 20
+    # run_cocotb raised already if a cocotb test failed or none ran; none may be skipped.
+    assert [case.status for case in result.cases] == ["passed"] * len(result.cases)

@@ -9,4 +9,5 @@ def test_soc(cocotb_run, sim, data_width):
     result = cocotb_run(
         top="macdma_soc", test_module="soc_tb", sim=sim, params={"data_width": data_width}
     )
-    assert result.failed == 0 and result.passed >= 3
+    # run_cocotb raised already if a cocotb test failed or none ran; none may be skipped.
+    assert [case.status for case in result.cases] == ["passed"] * len(result.cases)

@@ -3,4 +3,5 @@
 
 def test_soc_tx(cocotb_run, sim):
     result = cocotb_run(top="macdma_soc", test_module="soc_tx_tb", sim=sim)
-    assert result.failed == 0 and result.passed == 13
+    # run_cocotb raised already if a cocotb test failed or none ran; none may be skipped.
+    assert [case.status for case in result.cases] == ["passed"] * len(result.cases)

@@ -18,11 +18,12 @@ from cocotbext.axi import AxiResp
 from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
-from macdma.firmware.descriptor import DESCRIPTOR_BYTES, WRITEBACK_OFFSET, Descriptor
+from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 from macdma.firmware.regs import IrqMode
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.hdl.soc import CSR_ADDR_WIDTH, SocParams
 from macdma.sim.benches.gmii import tx_rate
+from macdma.sim.benches.guard import MemoryGuard
 from macdma.sim.benches.soc import SocBench
 
 TX_RING = 0x1000
@@ -106,49 +107,6 @@ class IrqMonitor:
         return int(self.bench.dut.irq.value)
 
 
-class MemoryGuard:
-    """Snapshot of host memory after setup; the host's own later writes (posted
-    descriptors, TX buffers) are applied to the snapshot, so :meth:`check` finds only what
-    the DMA wrote."""
-
-    def __init__(self, bench: SocBench):
-        self.bench = bench
-        self.before = bytearray(bench.snapshot())
-        self.allowed: list[tuple[int, int]] = []
-
-    def host_write(self, address: int, data: bytes):
-        self.bench.memory.write(address, data)
-        self.before[address : address + len(data)] = data
-
-    def host_post(self, ring, descriptor: Descriptor) -> int:
-        index = ring.post(descriptor)
-        address = ring.address(index)
-        self.before[address : address + DESCRIPTOR_BYTES] = descriptor.pack()
-        self.allowed.append((address + WRITEBACK_OFFSET, address + DESCRIPTOR_BYTES))
-        if ring.channel == "RX":
-            self.allowed.append((descriptor.addr, descriptor.addr + descriptor.length))
-        return index
-
-    def check(self):
-        after = self.bench.snapshot()
-        chunk = 256
-        bad = []
-        for start in range(0, len(after), chunk):
-            if after[start : start + chunk] == self.before[start : start + chunk]:
-                continue
-            for address in range(start, start + chunk):
-                if after[address] != self.before[address] and not any(
-                    lo <= address < hi for lo, hi in self.allowed
-                ):
-                    bad.append(address)
-        assert not bad, (
-            f"DMA wrote {len(bad)} byte(s) outside posted buffers and descriptor write-back "
-            f"words, first at 0x{bad[0]:X}"
-            if bad
-            else ""
-        )
-
-
 async def post_tx_frame(bench, ring, guard, address, fragments, ioc=()):
     """Place a frame (fragment lengths ``fragments`` at ``address``...) in memory and post
     its descriptors (no doorbell). ``ioc``: indices of fragments with IOC set. Returns the
@@ -159,7 +117,7 @@ async def post_tx_frame(bench, ring, guard, address, fragments, ioc=()):
         # Fragments are not adjacent in memory: 16 bytes apart.
         fragment_address = address + offset + 16 * number
         guard.host_write(fragment_address, data[offset : offset + length])
-        guard.host_post(
+        guard.post(
             ring,
             Descriptor.tx(
                 fragment_address,
@@ -448,7 +406,7 @@ async def test_irq_per_desc_and_eop(dut):
         data = payload(150, seed=mode)
         guard.host_write(address, data[:70])
         guard.host_write(address + 0x100, data[70:])
-        guard.host_post(ring, Descriptor.tx(address, 70, sop=True, eop=False, ioc=True))
+        guard.post(ring, Descriptor.tx(address, 70, sop=True, eop=False, ioc=True))
         await ring.doorbell()
         await reap(ring, 1)
         await settle(bench)
@@ -456,7 +414,7 @@ async def test_irq_per_desc_and_eop(dut):
         assert status == expect_after_sop, f"{mode.name}: IRQ_STATUS {status} after the SOP"
         assert bench.tx_sink.empty()
         await write_ok(bench, regs.IRQ_STATUS, done)
-        guard.host_post(ring, Descriptor.tx(address + 0x100, 80, sop=False, eop=True))
+        guard.post(ring, Descriptor.tx(address + 0x100, 80, sop=False, eop=True))
         await ring.doorbell()
         await reap(ring, 1)
         frame = await with_timeout(bench.tx_sink.recv(), 100, "us")
@@ -634,7 +592,7 @@ async def test_irq_rx_done_eop(dut):
     await write_ok(bench, regs.IRQ_ENABLE, rx_done | regs.IRQ_ENABLE_TX_DONE_MASK)
     buffers = [(RX_DATA + 0x800 * n, 2048 if n != 2 else 128) for n in range(6)]
     for address, size in buffers:
-        guard.host_post(ring, Descriptor.rx(address, size))
+        guard.post(ring, Descriptor.rx(address, size))
     await ring.doorbell()
     # Frame 2 (200 bytes) lands in buffer 2 (128 bytes) and spills into buffer 3.
     sizes = [64, 300, 200, 1000]
@@ -681,7 +639,7 @@ async def test_counters_move_with_traffic(dut):
     sent = [await with_timeout(bench.tx_sink.recv(), 100, "us") for _ in tx_frames]
     await reap(tx, 4)
     for address, size in [(RX_DATA + 0x800 * n, 2048) for n in range(8)]:
-        guard.host_post(rx, Descriptor.rx(address, size))
+        guard.post(rx, Descriptor.rx(address, size))
     await rx.doorbell()
     rx_sizes = [60, 500, 1500]
     for number, size in enumerate(rx_sizes):
@@ -792,7 +750,7 @@ async def test_mac_max_len_register(dut):
     ring = await bench.open_ring("RX", RX_RING, 8)
     guard = MemoryGuard(bench)
     for number in range(4):
-        guard.host_post(ring, Descriptor.rx(RX_DATA + 0x800 * number, 2048))
+        guard.post(ring, Descriptor.rx(RX_DATA + 0x800 * number, 2048))
     await ring.doorbell()
     await bench.rx_source.send(GmiiFrame.from_payload(payload(1100 - 4, seed=3)))
     bad = (await reap(ring, 1))[0]

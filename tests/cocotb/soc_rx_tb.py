@@ -21,6 +21,7 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
 from macdma.firmware.regs import DmaErrorCode
+from macdma.sim.benches.guard import MemoryGuard, check_bursts
 from macdma.sim.benches.soc import SocBench
 
 TX_RING = 0x1000
@@ -47,80 +48,6 @@ async def started(dut, **kwargs) -> SocBench:
     bench = SocBench(dut, **kwargs)
     await bench.start()
     return bench
-
-
-# ---- memory guard -----------------------------------------------------------------------
-
-
-class MemoryGuard:
-    """Host memory may change only where the host wrote or the DMA reported writing."""
-
-    CHUNK = 256
-
-    def __init__(self, bench: SocBench):
-        self.bench = bench
-        self.baseline = bytearray(bench.snapshot())
-        self.allowed: list[tuple[int, int]] = []
-
-    def host_write(self, address: int, data: bytes):
-        self.bench.memory.write(address, data)
-        self.sync(address, len(data))
-
-    def sync(self, address: int, length: int):
-        """The host changed these bytes itself: take them into the baseline."""
-        self.baseline[address : address + length] = self.bench.memory.read(address, length)
-
-    def allow(self, start: int, end: int):
-        if end > start:
-            self.allowed.append((start, end))
-
-    def changed(self) -> list[tuple[int, int]]:
-        now = self.bench.snapshot()
-        ranges: list[tuple[int, int]] = []
-        step = self.CHUNK
-        for base in range(0, len(now), step):
-            if now[base : base + step] == self.baseline[base : base + step]:
-                continue
-            for address in range(base, min(base + step, len(now))):
-                if now[address] != self.baseline[address]:
-                    if ranges and ranges[-1][1] == address:
-                        ranges[-1] = (ranges[-1][0], address + 1)
-                    else:
-                        ranges.append((address, address + 1))
-        return ranges
-
-    def check(self, what: str):
-        """Assert nothing changed outside the allowed ranges, then start afresh."""
-        bad = []
-        for start, end in self.changed():
-            for address in range(start, end):
-                if not any(lo <= address < hi for lo, hi in self.allowed):
-                    bad.append(address)
-        if bad:
-            spans = _spans(bad)
-            raise AssertionError(
-                f"{what}: host memory changed outside posted buffers / write-back words at "
-                + ", ".join(f"[0x{lo:x}, 0x{hi:x})" for lo, hi in spans[:8])
-            )
-        self.baseline = bytearray(self.bench.snapshot())
-        self.allowed = []
-
-    def check_untouched(self, what: str):
-        """Nothing at all changed since the last check."""
-        changed = self.changed()
-        assert not changed, f"{what}: host memory written at " + ", ".join(
-            f"[0x{lo:x}, 0x{hi:x})" for lo, hi in changed[:8]
-        )
-
-
-def _spans(addresses: list[int]) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    for address in addresses:
-        if spans and spans[-1][1] == address:
-            spans[-1] = (spans[-1][0], address + 1)
-        else:
-            spans.append((address, address + 1))
-    return spans
 
 
 # ---- a minimal RX driver ----------------------------------------------------------------
@@ -184,8 +111,7 @@ class RxDriver:
             assert done.sop == (len(descriptors) == 1), f"{where}: sop={done.sop}"
             assert done.done_length <= size, f"{where}: done_length {done.done_length} > {size}"
             self.guard.allow(done.addr, done.addr + done.done_length)
-            start = self.ring.address(index)
-            self.guard.allow(start + 4, start + DESCRIPTOR_BYTES)
+            self.guard.allow_writeback(self.ring, index)
             if done.eop:
                 assert done.done_length >= 1, f"{where}: empty EOP buffer: {done}"
                 break
@@ -320,7 +246,7 @@ async def test_rx_multi_buffer_frames(dut):
                 good.append(len(data))
             guard.check(f"{size}-byte buffers")
     await wire_idle(bench)
-    bench.check_bursts(16)
+    check_bursts(bench.memory.bursts, cap_beats=16, beat_bytes=LANES)
     await check_counters(bench, frames, drops=0, good_wire=good)
     guard.check("end")
 
@@ -650,7 +576,7 @@ async def test_rx_bus_error_halts_rx_only_and_recovers(dut, where):
     out = await with_timeout(bench.tx_sink.recv(), 100, "us")
     assert out.check_fcs() and out.get_payload() == tx_data, "TX frame wrong while RX halted"
     tx_done = await tx_ring.reap()
-    guard.allow(tx_ring.address(0) + 4, tx_ring.address(0) + DESCRIPTOR_BYTES)
+    guard.allow_writeback(tx_ring, 0)
     assert tx_done.done_length == len(tx_data)
     await wire_idle(bench)
     assert await bench.read_reg(regs.TX_STATUS) & regs.TX_STATUS_HALTED_MASK == 0
@@ -788,7 +714,7 @@ async def test_rx_counters_match_traffic(dut):
         frames.append(await driver.reap_frame())
         expect_frame(frames[-1], data)
     await wire_idle(bench)
-    bench.check_bursts(4)
+    check_bursts(bench.memory.bursts, cap_beats=4, beat_bytes=LANES)
     good = [len(d) for d in sent + extra]
     await check_counters(bench, frames, drops=3, good_wire=good)
     assert await bench.read_reg(regs.STATS_RX_BYTES_BAD) == 204

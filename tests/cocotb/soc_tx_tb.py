@@ -19,8 +19,9 @@ from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
-from macdma.firmware.descriptor import DESCRIPTOR_BYTES, WRITEBACK_OFFSET, Descriptor
-from macdma.sim.benches.soc import PAGE_BYTES, Ring, SocBench
+from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
+from macdma.sim.benches.guard import PAGE_BYTES, MemoryGuard, check_bursts, plan_bursts
+from macdma.sim.benches.soc import Ring, SocBench
 
 TX_RING = 0x1000
 RX_RING = 0x3000
@@ -62,34 +63,6 @@ def beat_bytes(bench: SocBench) -> int:
     return len(bench.dut.m_axi_wdata) // 8
 
 
-def changed_ranges(before: bytes, after: bytes) -> list[tuple[int, int]]:
-    """[start, end) ranges where ``after`` differs; page-wise first (the bench's byte loop is
-    too slow for several guards per test)."""
-    ranges: list[tuple[int, int]] = []
-    for page in range(0, len(before), PAGE_BYTES):
-        if before[page : page + PAGE_BYTES] == after[page : page + PAGE_BYTES]:
-            continue
-        for address in range(page, min(page + PAGE_BYTES, len(before))):
-            if before[address] != after[address]:
-                if ranges and ranges[-1][1] == address:
-                    ranges[-1] = (ranges[-1][0], address + 1)
-                else:
-                    ranges.append((address, address + 1))
-    return ranges
-
-
-def assert_memory_guard(bench: SocBench, before: bytes, allowed: list[tuple[int, int]], what: str):
-    """Only bytes inside ``allowed`` ranges may differ from ``before``."""
-    for start, end in changed_ranges(before, bench.snapshot()):
-        inside = any(lo <= start and end <= hi for lo, hi in allowed)
-        assert inside, f"{what}: memory 0x{start:x}..0x{end:x} changed outside the allowed ranges"
-
-
-def writeback_range(ring: Ring, index: int) -> tuple[int, int]:
-    address = ring.address(index)
-    return (address + WRITEBACK_OFFSET, address + DESCRIPTOR_BYTES)
-
-
 def payload(length: int, seed: int) -> bytes:
     rng = random.Random(seed * 7919 + length)
     return bytes(rng.getrandbits(8) for _ in range(length))
@@ -97,21 +70,6 @@ def payload(length: int, seed: int) -> bytes:
 
 def on_wire(data: bytes) -> bytes:
     return data + bytes(max(0, MIN_PAYLOAD - len(data)))
-
-
-def plan_bursts(addr: int, length: int, cap: int, lanes: int) -> list[tuple[int, int]]:
-    """The greedy burst rule of docs (hdl/dma/bursts.py), written out independently: from the
-    beat-aligned start, each burst as long as the cap, the beats left and the 4 KiB page
-    allow."""
-    address = addr - addr % lanes
-    beats_left = (addr % lanes + length + lanes - 1) // lanes
-    bursts = []
-    while beats_left:
-        beats = min(cap, beats_left, (PAGE_BYTES - address % PAGE_BYTES) // lanes)
-        bursts.append((address, beats))
-        address += beats * lanes
-        beats_left -= beats
-    return bursts
 
 
 @dataclass
@@ -235,7 +193,7 @@ async def send_and_check(
         for index in post_frame(bench, ring, frame):
             posted.append((index, ring.read(index)))
     first_burst = len(bench.memory.bursts)
-    before = bench.snapshot()
+    guard = MemoryGuard(bench)
     await ring.doorbell()
 
     received = await receive_frames(bench, len(frames), timeout_us)
@@ -250,7 +208,9 @@ async def send_and_check(
         )
     await ClockCycles(bench.dut.clk, 20)
     assert bench.tx_sink.empty(), f"{what}: extra frame on the wire"
-    assert_memory_guard(bench, before, [writeback_range(ring, i) for i, _ in posted], what)
+    for index, _ in posted:
+        guard.allow_writeback(ring, index)
+    guard.check(what)
 
     counters = await bench.read_regs(*TX_COUNTERS, *STATS_COUNTERS)
     delta = {name: (counters[name] - counters_before[name]) & 0xFFFFFFFF for name in counters}
@@ -321,7 +281,7 @@ async def test_tx_fragment_layouts(dut):
             batch = []
         batch.append(frame)
     await send_and_check(bench, ring, batch, "layouts last batch")
-    bench.check_bursts(16)
+    check_bursts(bench.memory.bursts, cap_beats=16, beat_bytes=beat_bytes(bench))
     # The layouts really covered what they claim.
     crossing = [a for a, c in fragments if a // PAGE_BYTES != (a + len(c) - 1) // PAGE_BYTES]
     odd = [a for a, _ in fragments if a % 2]
@@ -360,7 +320,7 @@ async def test_tx_burst_caps(dut):
         want = expected_data_bursts(frames, cap, lanes)
         assert got == want, f"burst cap {cap}: data bursts {got} != greedy plan {want}"
         assert max(beats for _, beats in got) == cap, f"burst cap {cap} never reached"
-        bench.check_bursts(cap)
+        check_bursts(bench.memory.bursts, cap_beats=cap, beat_bytes=beat_bytes(bench))
         bench.memory.bursts.clear()
         bench.memory.bursts.times.clear()
 
@@ -411,7 +371,7 @@ async def test_tx_memory_latency_and_backpressure(dut):
         got = data_read_bursts(ring, facts["bursts"])
         assert got == expected_data_bursts(frames, 8, lanes), f"latency {latency}: burst split"
     set_memory_pauses(bench, 0, None)
-    bench.check_bursts(8)
+    check_bursts(bench.memory.bursts, cap_beats=8, beat_bytes=beat_bytes(bench))
 
 
 # -- 4. descriptor prefetch -------------------------------------------------------------------
@@ -533,7 +493,7 @@ async def run_error_case(dut, kind: str, prefetch: int = 1):
 
     irq_times: list[float] = []
     cocotb.start_soon(irq_rise_time(dut, irq_times))
-    before = bench.snapshot()
+    guard = MemoryGuard(bench)
     await ring.doorbell()
 
     # Frame A goes out; the channel halts at the failing descriptor.
@@ -617,13 +577,11 @@ async def run_error_case(dut, kind: str, prefetch: int = 1):
             else:
                 assert kind == "writeback", f"{kind}: read {burst} after the failing burst"
     written_back = list(range(a_index, fail_index))
-    assert_memory_guard(
-        bench,
-        before,
-        [writeback_range(ring, i) for i in written_back]
-        + [(RX_DATA, RX_DATA + 2048), writeback_range(rx_ring, 0)],
-        kind,
-    )
+    for index in written_back:
+        guard.allow_writeback(ring, index)
+    guard.allow(RX_DATA, RX_DATA + 2048)
+    guard.allow_writeback(rx_ring, 0)
+    guard.check(kind)
     assert ring.read(fail_index).own, f"{kind}: the failing descriptor lost own"
     stats = await bench.read_regs("TX_FRAMES", "STATS_TX_FRAMES_GOOD", "STATS_TX_UNDERRUNS")
     assert stats == {"TX_FRAMES": 1, "STATS_TX_FRAMES_GOOD": 1, "STATS_TX_UNDERRUNS": 0}, (
@@ -696,7 +654,7 @@ async def test_tx_store_and_forward_slow_memory(dut):
     )
     values = await bench.read_regs("STATS_TX_UNDERRUNS", "TX_DROPS", "STATS_TX_FRAMES_BAD")
     assert values == {"STATS_TX_UNDERRUNS": 0, "TX_DROPS": 0, "STATS_TX_FRAMES_BAD": 0}, values
-    bench.check_bursts(2)
+    check_bursts(bench.memory.bursts, cap_beats=2, beat_bytes=beat_bytes(bench))
 
 
 # -- channel reset in the middle of a frame -----------------------------------------------------
@@ -714,7 +672,7 @@ async def test_tx_reset_mid_frame(dut):
     allocator = FragmentAllocator(rng)
     frame = make_frame(allocator, split(MAX_FRAME, 8, rng), 70)
     indices = post_frame(bench, ring, frame)
-    before = bench.snapshot()
+    guard = MemoryGuard(bench)
     await ring.doorbell()
     # Wait until about half of the frame has been read.
     data_reads = 0
@@ -726,9 +684,9 @@ async def test_tx_reset_mid_frame(dut):
     await Timer(20, "us")
     status = await running_after_reset(bench)
     assert status == regs.TX_STATUS_RUNNING_MASK, f"TX_STATUS 0x{status:x} after reset"
-    assert_memory_guard(
-        bench, before, [writeback_range(ring, i) for i in indices], "mid-frame reset"
-    )
+    for index in indices:
+        guard.allow_writeback(ring, index)
+    guard.check("mid-frame reset")
     while not bench.tx_sink.empty():
         extra = bench.tx_sink.recv_nowait()
         assert extra.error or not extra.check_fcs(), "the reset frame went out with a good FCS"
