@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-from .runner import CocotbTestFailure, run_cocotb
+from .runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
 from .simulators import SIMULATORS, SimulatorNotFound
+
+# What a simulation can fail with that is the user's to read, not a bug in macdma: each
+# becomes one message (and the path to the details), never a traceback.
+SIMULATION_ERRORS = (CocotbTestFailure, SimulatorBuildError, SimulatorNotFound)
 
 DEMO_TOP = "macdma_eth_mac"
 DEMO_MODULE = "macdma.sim.benches.mac_linerate"
@@ -45,6 +50,44 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def unwritable_reason(path: Path, *, folder: bool) -> str | None:
+    """Why *path* (a file, or a *folder* that may be created) cannot be written, or None."""
+    if path.exists():
+        if folder != path.is_dir():
+            return f"{path} is {'not a folder' if folder else 'a folder'}"
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    parent = path.parent
+    if folder:  # created with its missing parents: the nearest existing one must take it
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.exists():
+        return f"folder {parent} does not exist"
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    return None if os.access(parent, os.W_OK) else f"folder {parent} is not writable"
+
+
+def check_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Stop (exit 2) before any simulation when ``--json FILE`` or ``--out DIR`` cannot be
+    written, so no result is computed only to be lost."""
+    for option, folder in (("json", False), ("out", True)):
+        path = getattr(args, option, None)
+        if path is None:
+            continue
+        reason = unwritable_reason(Path(path), folder=folder)
+        if reason is not None:
+            parser.error(f"--{option} {path}: cannot write the results there: {reason}")
+
+
+def failure_message(command: str, error: Exception) -> str:
+    """The one message a failed simulation prints: what failed, and where the details are."""
+    text = error.summary if isinstance(error, CocotbTestFailure) else str(error)
+    details = getattr(error, "details_path", None)
+    if details is not None:
+        text += f"\ndetails: {details} (the simulator's output is above)"
+    return f"macdma {command} failed: {text}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="macdma", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--json", type=Path, help="also write the measurements to this file")
     demo.add_argument("--waves", action="store_true", help="trace an FST waveform")
+    demo.set_defaults(demo_parser=demo)
     _add_run_parser(commands)
     from .regress import add_regress_parser
 
@@ -182,8 +226,8 @@ def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(f"macdma run: {scenario.describe()}", flush=True)
     try:
         metrics = run_scenario(scenario)
-    except (CocotbTestFailure, SimulatorNotFound) as error:
-        print(f"macdma run failed: {error}", file=sys.stderr)
+    except SIMULATION_ERRORS as error:
+        print(failure_message("run", error), file=sys.stderr)
         return 1
     print()
     print(format_summary(metrics))
@@ -228,8 +272,8 @@ def run_demo(args: argparse.Namespace) -> int:
                 waves=args.waves,
                 extra_env={"MACDMA_DEMO_FRAMES": args.frames, "MACDMA_DEMO_JSON": json_path},
             )
-        except (CocotbTestFailure, SimulatorNotFound) as error:
-            print(f"macdma demo failed: {error}", file=sys.stderr)
+        except SIMULATION_ERRORS as error:
+            print(failure_message("demo", error), file=sys.stderr)
             return 1
         results = json.loads(json_path.read_text())
     print()
@@ -248,6 +292,20 @@ def run_demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    subparser = getattr(args, f"{args.command}_parser", parser)
+    check_outputs(args, subparser)
+    try:
+        return _dispatch(args)
+    except SIMULATION_ERRORS as error:
+        print(failure_message(args.command, error), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        # subprocess.run kills the simulator it waits for before this arrives here.
+        print(f"macdma {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         return run_demo(args)
     if args.command == "run":

@@ -49,11 +49,23 @@ class CocotbTestFailure(AssertionError):
     """A cocotb run failed, crashed, or ran no tests; the message names every failure.
 
     ``result`` holds the :class:`RunResult` when a results file was written, else None.
+    ``summary`` is the message without the failing tests' tracebacks (one line per failed
+    test, for a command line); ``details_path`` is where the whole story is: the results
+    file when there is one, else the run folder (None when the run never started).
     """
 
-    def __init__(self, message: str, result: RunResult | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        result: RunResult | None = None,
+        *,
+        summary: str | None = None,
+        details_path: Path | None = None,
+    ) -> None:
         super().__init__(message)
         self.result = result
+        self.summary = summary if summary is not None else message.splitlines()[0]
+        self.details_path = details_path
 
 
 class SimulatorBuildError(RuntimeError):
@@ -218,13 +230,15 @@ def parse_results(results_xml: Path) -> tuple[TestCaseResult, ...]:
     return tuple(_parse_case(case) for case in root.iter("testcase"))
 
 
-def _failure_message(label: str, cases: tuple[TestCaseResult, ...], crash: str) -> str:
+def _failure_message(
+    label: str, cases: tuple[TestCaseResult, ...], crash: str, *, details: bool = True
+) -> str:
     bad = [case for case in cases if case.status in ("failed", "error")]
     lines = [f"{label}: {len(bad)} of {len(cases)} cocotb test(s) failed"]
     for case in bad:
         headline = case.message.splitlines()[0] if case.message else ""
         lines.append(f"--- {case.name} ({case.status}): {headline}")
-        if case.details:
+        if case.details and details:
             lines.append(case.details)
     if not cases:
         lines[0] = f"{label}: no cocotb test ran (check test_module and testcase names)"
@@ -326,7 +340,9 @@ def run_cocotb(
         if not results_xml.is_file():
             raise CocotbTestFailure(
                 f"{label}: simulation ended without a results file ({results_xml}); "
-                f"{crash or 'the simulator output (pytest: Captured stdout) says why'}"
+                f"{crash or 'the simulator output (pytest: Captured stdout) says why'}",
+                summary=f"{label}: the simulator ended without results ({crash or 'no error'})",
+                details_path=run_dir,
             )
         cases = parse_results(results_xml)
 
@@ -351,5 +367,6 @@ def run_cocotb(
     )
     message = _failure(cases, label, crash)
     if message is not None:
-        raise CocotbTestFailure(message, result)
+        summary = _failure_message(label, cases, crash, details=False)
+        raise CocotbTestFailure(message, result, summary=summary, details_path=results_xml)
     return result

@@ -79,7 +79,7 @@ def test_demo_options_still_parse():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"sim": "xsim"}, "sim must be one of verilator, icarus; got 'xsim'"),
+        ({"sim": "xsim"}, "sim must be one of icarus, verilator; got 'xsim'"),
         ({"direction": "up"}, "direction must be one of tx, rx, both"),
         ({"frame_size": 1515}, "frame_size must be 60..1514"),
         ({"frames": 1}, "frames must be >= 2"),

@@ -1,0 +1,152 @@
+"""`macdma` on the host side: outputs that cannot be written stop the command before any
+simulation; a failed simulation prints one message with the path to its details, never a
+traceback; Ctrl-C during `macdma run` leaves no simulator process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_runner import BENCH, TOP, SmokeCounter
+
+from macdma.sim import cli, scenario
+from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
+from macdma.sim.verilog import ROOT
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Fail the test if a command reaches the simulation."""
+
+    def simulate(*args, **kwargs):
+        raise AssertionError("the simulation started")
+
+    monkeypatch.setattr(scenario, "run_scenario", simulate)
+    monkeypatch.setattr(cli, "run_cocotb", simulate)
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["run", "--json", "/nonexistent/dir/x.json"], "folder /nonexistent/dir does not exist"),
+        (["demo", "--json", "{tmp}"], "{tmp} is a folder"),
+        (["run", "--json", "{tmp}/file/x.json"], "{tmp}/file is not a folder"),
+        (["regress", "--quick", "--out", "{tmp}/file/out"], "{tmp}/file is not a folder"),
+        (["regress", "--quick", "--out", "{tmp}/file"], "{tmp}/file is not a folder"),
+    ],
+)
+def test_unwritable_output_stops_before_the_simulation(
+    tmp_path, capsys, no_simulation, argv, reason
+):
+    (tmp_path / "file").write_text("")
+    argv = [arg.format(tmp=tmp_path) for arg in argv]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2
+    option, path = argv[-2:]
+    expected = f"{option} {path}: cannot write the results there: {reason.format(tmp=tmp_path)}"
+    assert expected in capsys.readouterr().err
+
+
+def test_writable_outputs_pass_the_check(tmp_path):
+    assert cli.unwritable_reason(tmp_path / "x.json", folder=False) is None
+    assert cli.unwritable_reason(tmp_path / "new" / "deeper", folder=True) is None
+    assert cli.unwritable_reason(tmp_path, folder=True) is None
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        CocotbTestFailure(
+            "scenario_tb on verilator (macdma_soc): 1 of 1 cocotb test(s) failed\n"
+            "--- run (failed): frame 3 damaged\nTraceback (most recent call last):\n  ...",
+            summary="scenario_tb on verilator (macdma_soc): 1 of 1 cocotb test(s) failed\n"
+            "--- run (failed): frame 3 damaged",
+            details_path=Path("/build/runs/results.xml"),
+        ),
+        SimulatorBuildError("verilator could not build macdma_soc from x.v (exit 2)"),
+    ],
+)
+def test_a_failed_simulation_is_one_message_without_traceback(monkeypatch, capsys, error):
+    def simulate(_scenario):
+        raise error
+
+    monkeypatch.setattr(scenario, "run_scenario", simulate)
+    assert cli.main(["run", "--frames", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("macdma run failed: ") and "Traceback" not in err
+    if isinstance(error, CocotbTestFailure):
+        assert "--- run (failed): frame 3 damaged" in err
+        assert "details: /build/runs/results.xml" in err
+
+
+def test_a_failing_cocotb_test_has_a_short_summary_and_a_details_path(sim):
+    with pytest.raises(CocotbTestFailure) as failure:
+        run_cocotb(
+            top=TOP,
+            factory=SmokeCounter,
+            test_module=BENCH,
+            sim=sim,
+            testcase="test_deliberate_failure",
+            extra_env={"SMOKE_CYCLES": "3"},
+        )
+    error = failure.value
+    assert "Traceback" in str(error) or "assert" in str(error)  # the full story stays
+    assert error.summary.splitlines() == [
+        f"{BENCH} on {sim} ({TOP}): 1 of 1 cocotb test(s) failed",
+        "--- test_deliberate_failure (failed): deliberate failure: count=0",
+    ]
+    assert error.details_path is not None and error.details_path.name == "results.xml"
+    assert error.details_path.is_file()
+
+
+def _processes_in_group(group: int) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # fields after the ")" closing the command name: state ppid pgrp ...
+        if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[2]) == group:
+            found.append(stat.split(")")[0] + ") " + stat.rsplit(")", 1)[1].split()[0])
+    return found
+
+
+def test_ctrl_c_during_run_leaves_no_simulator_behind():
+    # Long enough never to finish: the test interrupts it once the simulator runs.
+    command = [sys.executable, "-m", "macdma.sim.cli", "run", "--frames", "100000"]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while len(_processes_in_group(process.pid)) < 2:  # the simulator has started
+            assert process.poll() is None, f"macdma run ended early: {process.stderr.read()}"
+            assert time.monotonic() < deadline, "the simulator never started"
+            time.sleep(0.5)
+        time.sleep(2)  # inside the simulation, not its start-up
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    # The last line is macdma's own (cocotb inside the simulator may print its
+    # KeyboardInterrupt first: that is the simulator's output).
+    assert err.rstrip().endswith("macdma run: interrupted"), err
+    # A killed simulator may take a moment to be reaped once its parent is gone.
+    deadline = time.monotonic() + 10
+    while _processes_in_group(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_in_group(process.pid) == [], "a process of the run outlived it"
