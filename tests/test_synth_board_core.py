@@ -9,6 +9,7 @@ import zlib
 from amaranth import *
 from amaranth.sim import Simulator
 from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
+from uart_model import SimUart
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
@@ -48,36 +49,14 @@ def simulate_board(host, *, ram_init=(), processes=(), phy_address=1, phy_regist
     sim.add_clock(1 / SYS_HZ, domain="sync")
     sim.add_clock(8e-9, domain="tx")
     sim.add_clock(8e-9, domain="rx")
-    received = []
-
-    async def uart_sink(ctx):
-        while True:
-            await ctx.tick()
-            if ctx.get(core.uart_tx):
-                continue
-            await ctx.tick().repeat(BIT // 2)
-            byte = 0
-            for index in range(8):
-                await ctx.tick().repeat(BIT)
-                byte |= ctx.get(core.uart_tx) << index
-            await ctx.tick().repeat(BIT)
-            received.append(byte)
+    uart = SimUart(core.uart_rx, core.uart_tx, BIT, reply_timeout_bytes=100)
 
     async def testbench(ctx):
         async def send(data):
-            for byte in data:
-                for level in [0, *((byte >> i) & 1 for i in range(8)), 1]:
-                    ctx.set(core.uart_rx, level)
-                    await ctx.tick().repeat(BIT)
+            await uart.send(ctx, data)
 
         async def reply(length):
-            for _ in range(100 * BIT * 10):
-                if len(received) >= length:
-                    break
-                await ctx.tick()
-            result = bytes(received[:length])
-            del received[:length]
-            return result
+            return await uart.reply(ctx, length)
 
         async def write(addr, value):
             await send(b"W" + addr.to_bytes(4, "big") + value.to_bytes(4, "big"))
@@ -92,7 +71,7 @@ def simulate_board(host, *, ram_init=(), processes=(), phy_address=1, phy_regist
         await ctx.tick().repeat(10)
         await host(ctx, core, write, read)
 
-    sim.add_testbench(uart_sink, background=True)
+    sim.add_testbench(uart.receiver, background=True)
     sim.add_testbench(phy.process, background=True)
     for process in processes:
         sim.add_testbench(process(core), background=True)

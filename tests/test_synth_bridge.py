@@ -5,6 +5,7 @@ bank block: through the bridge in tests/test_synth_board_core.py.)"""
 from amaranth import *
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
+from uart_model import SimUart
 
 from macdma.hdl.boards.uart import UartRx, UartTx
 from macdma.hdl.boards.uart_bridge import PHY_ADDR, RAM_BASE, UartBridge
@@ -45,36 +46,8 @@ def run(host):
     dut = Harness()
     sim = Simulator(dut)
     sim.add_clock(1e-6)
-    received = []
-
-    async def uart_sink(ctx):
-        while True:
-            await ctx.tick()
-            if ctx.get(dut.tx_pin):
-                continue
-            await ctx.tick().repeat(BIT // 2)
-            byte = 0
-            for index in range(8):
-                await ctx.tick().repeat(BIT)
-                byte |= ctx.get(dut.tx_pin) << index
-            await ctx.tick().repeat(BIT)
-            assert ctx.get(dut.tx_pin) == 1, "stop bit"
-            received.append(byte)
-
-    async def send(ctx, data):
-        for byte in data:
-            for level in [0, *((byte >> i) & 1 for i in range(8)), 1]:
-                ctx.set(dut.rx_pin, level)
-                await ctx.tick().repeat(BIT)
-
-    async def reply(ctx, length):
-        for _ in range(200 * BIT * 10):
-            if len(received) >= length:
-                break
-            await ctx.tick()
-        result = bytes(received[:length])
-        del received[:length]
-        return result
+    uart = SimUart(dut.rx_pin, dut.tx_pin, BIT)
+    send, reply = uart.send, uart.reply
 
     async def bench(ctx):
         async def write(addr, value):
@@ -88,7 +61,7 @@ def run(host):
 
         await host(ctx, dut, write, read, reply, send)
 
-    sim.add_testbench(uart_sink, background=True)
+    sim.add_testbench(uart.receiver, background=True)
     sim.add_testbench(bench)
     sim.run()
 
