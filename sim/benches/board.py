@@ -1,8 +1,8 @@
 """cocotb bench around ``macdma_board`` (hdl/boards/sim_top.py): the board design driven
 the way a host drives a board, through its serial port.
 
-- :class:`UartModel`: 8N1 on the board's ``uart_rx``/``uart_tx`` pins at the bridge's
-  bit time; received bytes queue up for :meth:`UartModel.read`.
+- :class:`UartModel`: cocotbext-uart's ``UartSource``/``UartSink``, 8N1 on the board's
+  ``uart_rx``/``uart_tx`` pins at the bridge's bit time, read with a timeout.
 - :class:`BridgedSerialPort`: a blocking pyserial-like port (``read(n)``/``write(data)``,
   ``read`` returning fewer bytes on timeout) for code running in a :func:`cocotb.task.bridge`
   thread; each call resumes a coroutine of the UART model and blocks until it is done,
@@ -31,11 +31,11 @@ from typing import TypeVar
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.queue import Queue
 from cocotb.task import bridge, resume
-from cocotb.triggers import ClockCycles, FallingEdge, SimTimeoutError, Timer, with_timeout
+from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.eth import RgmiiSink, RgmiiSource
+from cocotbext.uart import UartSink, UartSource
 
 from macdma.hdl.boards.sim_top import DEFAULT_SYS_CLK_HZ, DEFAULT_UART_BIT_CYCLES
 
@@ -54,61 +54,60 @@ def now_ns() -> float:
 
 
 class UartModel:
-    """The host's UART on the board's pins: ``write`` drives ``to_board`` (the board's
-    ``uart_rx``), a background task samples ``from_board`` (``uart_tx``) in the middle of
-    each bit. :attr:`received` logs ``(time_ns, byte)`` of every byte from the board and
-    :attr:`framing_errors` counts stop bits read as 0."""
+    """The host's UART on the board's pins, from cocotbext-uart: a ``UartSource`` drives
+    ``to_board`` (the board's ``uart_rx``) from construction on, holding it idle high; a
+    ``UartSink`` on ``from_board`` (``uart_tx``) starts with :meth:`start`, once the board
+    is out of reset. Both are 8N1 at the bridge's bit time. :attr:`received` logs
+    ``(time_ns, byte)`` of every byte :meth:`read` returned.
+
+    cocotbext-uart times a bit as whole nanoseconds of 1e9 / baud, so the bit time must be
+    a whole number of ns (the board simulation's 8 cycles of 10 ns are 80 ns). Its sink
+    does not check stop bits: a bad one shifts the bytes that follow, which the bridge
+    protocol's replies (a command letter, then a fixed length) then expose.
+    """
 
     def __init__(self, to_board, from_board, bit_ns: float):
-        self.to_board = to_board
+        if bit_ns != int(bit_ns) or bit_ns < 1:
+            raise ValueError(f"UART bit time must be a whole number of ns, got {bit_ns} ns")
+        self.baud = 1e9 / bit_ns
         self.from_board = from_board
-        self.bit_ns = bit_ns
-        self.queue: Queue[int] = Queue()
+        self.source = _quiet(UartSource(to_board, baud=self.baud, bits=8, stop_bits=1))
+        self.sink: UartSink | None = None
         self.received: list[tuple[float, int]] = []
-        self.framing_errors = 0
-        self.to_board.value = 1  # idle
 
     def start(self) -> None:
-        cocotb.start_soon(self._receive())
+        """Start receiving (before this, the reset's levels on the pin are not bytes)."""
+        self.sink = _quiet(UartSink(self.from_board, baud=self.baud, bits=8, stop_bits=1))
 
     async def write(self, data: bytes) -> None:
-        """Send ``data`` back to back: start bit, 8 data bits LSB first, stop bit."""
-        for byte in data:
-            for level in (0, *((byte >> index) & 1 for index in range(8)), 1):
-                self.to_board.value = level
-                await Timer(self.bit_ns, unit="ns")
+        """Send ``data`` back to back; return once its last stop bit has been sent."""
+        await self.source.write(data)
+        await self.source.wait()
 
     async def read(self, size: int, timeout_ns: float) -> bytes:
         """Up to ``size`` bytes; fewer if ``timeout_ns`` of simulated time pass first
         (pyserial's read with a timeout)."""
+        if self.sink is None:
+            raise RuntimeError("UartModel.read before start(): the receiver is not running")
         data = bytearray()
         deadline = now_ns() + timeout_ns
         while len(data) < size:
-            if self.queue.empty():
-                remaining = deadline - now_ns()
-                if remaining < 0.001:  # below one time step (1 ps)
+            if self.sink.empty():
+                remaining = int(deadline - now_ns())
+                if remaining < 1:  # the sink waits in whole ns
                     break
-                try:
-                    data.append(await with_timeout(self.queue.get(), remaining, "ns", "round"))
-                except SimTimeoutError:
-                    break
-            else:
-                data.append(self.queue.get_nowait())
+                await self.sink.wait(remaining, "ns")
+                continue
+            byte = self.sink.read_nowait(1)[0]
+            self.received.append((now_ns(), byte))
+            data.append(byte)
         return bytes(data)
 
-    async def _receive(self) -> None:
-        while True:
-            await FallingEdge(self.from_board)  # start bit
-            await Timer(self.bit_ns * 1.5, unit="ns")
-            byte = 0
-            for index in range(8):
-                byte |= int(self.from_board.value) << index
-                await Timer(self.bit_ns, unit="ns")
-            if not int(self.from_board.value):
-                self.framing_errors += 1
-                continue
-            self.received.append((now_ns(), byte))
-            self.queue.put_nowait(byte)
+
+def _quiet(model: T) -> T:
+    """cocotbext-uart logs every byte at INFO: keep its warnings only."""
+    model.log.setLevel(logging.WARNING)
+    return model
 
 
 class BridgedSerialPort:

@@ -91,7 +91,7 @@ async def driver_transmits_frames_on_the_rgmii_pins(dut):
         assert frame.check_fcs(), frame
         assert frame.error is None, f"TX_ER during the frame: {frame}"
     assert bench.phy_tx.empty(), "more frames on the wire than were sent"
-    assert bench.uart.framing_errors == 0
+    assert bench.uart.sink.empty(), "bytes from the board that no reply accounted for"
 
 
 @cocotb.test()
