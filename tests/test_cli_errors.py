@@ -105,6 +105,18 @@ def test_a_failing_cocotb_test_has_a_short_summary_and_a_details_path(sim):
     assert error.details_path.is_file()
 
 
+def test_a_crashed_simulator_gives_a_summary_and_its_run_folder(sim, capsys, monkeypatch):
+    def crash(_scenario):
+        return run_cocotb(top=TOP, factory=SmokeCounter, test_module="crash_tb", sim=sim)
+
+    monkeypatch.setattr(scenario, "run_scenario", crash)
+    assert cli.main(["run", "--frames", "2", "--sim", sim]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"macdma run failed: crash_tb on {sim} ({TOP}): the simulator ended")
+    assert err[1].startswith("details: ") and Path(err[1].split()[1]).is_dir()
+    assert len(err) == 2
+
+
 def _processes_in_group(group: int) -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
