@@ -118,6 +118,7 @@ def test_a_crashed_simulator_gives_a_summary_and_its_run_folder(sim, capsys, mon
 
 
 def _processes_in_group(group: int) -> list[str]:
+    """``"pid (name) state"`` of every process in process group *group* (from /proc)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
@@ -157,8 +158,7 @@ def test_ctrl_c_during_run_leaves_no_simulator_behind():
     # The last line is macdma's own (cocotb inside the simulator may print its
     # KeyboardInterrupt first: that is the simulator's output).
     assert err.rstrip().endswith("macdma run: interrupted"), err
-    # A killed simulator may take a moment to be reaped once its parent is gone.
-    deadline = time.monotonic() + 10
-    while _processes_in_group(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _processes_in_group(process.pid) == [], "a process of the run outlived it"
+    # The killed simulator may still be listed as a zombie (state Z: dead, not yet reaped
+    # by init once its parent is gone); nothing may be left running.
+    alive = [entry for entry in _processes_in_group(process.pid) if not entry.endswith(" Z")]
+    assert alive == [], f"processes of the run outlived it: {alive}"
