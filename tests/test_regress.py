@@ -318,7 +318,7 @@ def test_csv_and_report_are_written(tmp_path):
         },
     ]
     write_csv(tmp_path / "results.csv", results)
-    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    rows = list(csv.DictReader((tmp_path / "results.csv").read_text().splitlines()))
     assert [r["irq"] for r in rows] == ["per-desc", "napi", "eop"]
     assert float(rows[1]["throughput_mbps"]) == pytest.approx(136.0)
     assert rows[2]["status"] == "failed" and rows[2]["throughput_mbps"] == ""
@@ -367,7 +367,7 @@ def test_quick_sweep_writes_report_csv_json_and_plots(tmp_path):
     expected = expand(load_sweep(QUICK_SWEEP), "src")
     assert len(points) == len(expected)
     assert all(json.loads(p.read_text())["status"] == "ok" for p in points)
-    rows = list(csv.DictReader(open(out / "results.csv")))
+    rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
     assert len(rows) == len(expected) and all(float(r["throughput_mbps"]) > 0 for r in rows)
     report = (out / "report.md").read_text()
     assert report.count("**PASS**") == 4 and "**FAIL**" not in report
