@@ -32,7 +32,7 @@ from typing import TypeVar
 import cocotb
 from cocotb.clock import Clock
 from cocotb.task import bridge, resume
-from cocotb.triggers import ClockCycles, Timer
+from cocotb.triggers import ClockCycles, SimTimeoutError, Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.eth import RgmiiSink, RgmiiSource
 from cocotbext.uart import UartSink, UartSource
@@ -96,9 +96,12 @@ class UartModel:
                 remaining = int(deadline - now_ns())
                 if remaining < 1:  # the sink waits in whole ns
                     break
-                await self.sink.wait(remaining, "ns")
-                continue
-            byte = self.sink.read_nowait(1)[0]
+                try:
+                    byte = (await with_timeout(self.sink.read(1), remaining, "ns"))[0]
+                except SimTimeoutError:
+                    break
+            else:
+                byte = self.sink.read_nowait(1)[0]
             self.received.append((now_ns(), byte))
             data.append(byte)
         return bytes(data)
