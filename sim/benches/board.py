@@ -94,7 +94,7 @@ class UartModel:
         while len(data) < size:
             if self.sink.empty():
                 remaining = int(deadline - now_ns())
-                if remaining < 1:  # the sink waits in whole ns
+                if remaining < 1:  # less than a nanosecond left: the deadline has come
                     break
                 try:
                     byte = (await with_timeout(self.sink.read(1), remaining, "ns"))[0]
