@@ -166,6 +166,7 @@ def test_cfg_error_has_one_bit_per_validated_field_in_map_order():
         "irq_tx_coalesce_frames",
         "irq_rx_coalesce_frames",
         "irq_sys_clk_mhz",
+        "irq_min_interval_us",
         "mac_ifg",
         "mac_max_len",
         "mdio_ctrl_clk_div",
@@ -180,6 +181,8 @@ def test_valid_values_of_the_map():
     base = REGISTER_MAP.field("RX_RING_BASE", "ring_base")
     assert base.accepts(0x8000_0010) and not base.accepts(0x8000_0008)
     assert REGISTER_MAP.field("MAC_MAX_LEN", "mac_max_len").valid_text() == "64..16383"
+    interval = REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us")
+    assert [v for v in (0, 1, 125, 10000, 10001) if interval.accepts(v)] == [0, 1, 125, 10000]
 
 
 # -- generated outputs -------------------------------------------------------------------
