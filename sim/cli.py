@@ -6,7 +6,7 @@
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
                [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
                [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
-               [--tx-clean-budget N] [--waves] [--json FILE]
+               [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
@@ -90,7 +90,14 @@ def _mhz(text: str) -> float:
 
 def _add_run_parser(commands) -> None:
     from .cpu import CPU_PRESETS
-    from .scenario import DIRECTIONS, IRQ_STRATEGIES, MAX_FRAME, MIN_FRAME, Scenario
+    from .scenario import (
+        DIRECTIONS,
+        IRQ_MIN_INTERVAL_MAX_US,
+        IRQ_STRATEGIES,
+        MAX_FRAME,
+        MIN_FRAME,
+        Scenario,
+    )
 
     d = Scenario()
     run = commands.add_parser(
@@ -137,6 +144,15 @@ def _add_run_parser(commands) -> None:
         default=d.tx_clean_budget,
         help="packets per TX clean, 0 = unlimited (default: the CPU preset's driver setting)",
     )
+    interval_max_us = IRQ_MIN_INTERVAL_MAX_US
+    add(
+        "--irq-min-interval-us",
+        metavar="US",
+        type=_whole(0, interval_max_us, " µs"),
+        default=d.irq_min_interval_us,
+        help=f"hardware interrupt rate limit: minimum µs between interrupts, 0..{interval_max_us},"
+        f" 0 = off; 125 = at most 8,000 IRQs/s ({d.irq_min_interval_us})",
+    )
     add("--waves", action="store_true", help="trace a waveform")
     add("--json", type=Path, help="write every metric (and the raw wire record) here")
     run.set_defaults(run_parser=run)
@@ -167,6 +183,7 @@ def scenario_from_args(args: argparse.Namespace):
         link=args.link,
         mem_latency=args.mem_latency,
         tx_clean_budget=args.tx_clean_budget,
+        irq_min_interval_us=args.irq_min_interval_us,
         waves=args.waves,
         json=str(args.json) if args.json else None,
     )

@@ -17,8 +17,11 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from macdma.hdl.regmap import REGISTER_MAP
+
 __all__ = [
     "DIRECTIONS",
+    "IRQ_MIN_INTERVAL_MAX_US",
     "IRQ_STRATEGIES",
     "LINK_SPEEDS",
     "SCENARIO_ENV",
@@ -35,6 +38,8 @@ IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
+#: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
+IRQ_MIN_INTERVAL_MAX_US = max(r[-1] for r in REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid)
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -64,6 +69,8 @@ class Scenario:
     ``mem_latency``: host-memory cycles (SoC clock) before the first beat of every AXI
     burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
     (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
+    ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
+    interrupts (125 = at most 8,000/s); 0 = no limit.
     """
 
     sim: str = "verilator"
@@ -86,6 +93,7 @@ class Scenario:
     link: int = 1000
     mem_latency: int = 0
     tx_clean_budget: int | None = None
+    irq_min_interval_us: int = 0
     waves: bool = False
     json: str | None = None
 
@@ -131,6 +139,7 @@ class Scenario:
         span("rx_buf", 64, 65535, " bytes")
         span("sys_mhz", 1, 500, whole=False)
         span("mem_latency", 0, 1000, " cycles per burst")
+        span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
         if self.tx_clean_budget is not None:
             span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
         if self.tx_ring < self.frags + 2:
@@ -183,6 +192,11 @@ class Scenario:
             f"burst {self.burst}, prefetch {self.prefetch}, rings {self.tx_ring}/{self.rx_ring}, "
             f"rx_buf {self.rx_buf}, mem latency {self.mem_latency}"
             + ("" if self.tx_clean_budget is None else f", tx clean budget {self.tx_clean_budget}")
+            + (
+                f", irq min interval {self.irq_min_interval_us} us"
+                if self.irq_min_interval_us
+                else ""
+            )
             + f", on {self.sim}"
         )
 

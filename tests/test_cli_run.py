@@ -30,14 +30,15 @@ def test_every_option_reaches_the_scenario():
         "--frags", "3", "--irq", "coalesce", "--coalesce-frames", "8", "--coalesce-us", "50",
         "--poll-us", "20", "--budget", "16", "--burst", "32", "--prefetch", "8",
         "--tx-ring", "128", "--rx-ring", "64", "--rx-buf", "1536", "--cpu", "microblaze-66",
-        "--sys-mhz", "125", "--link", "100", "--waves", "--json", "out.json",
+        "--sys-mhz", "125", "--link", "100", "--irq-min-interval-us", "125", "--waves",
+        "--json", "out.json",
     )  # fmt: skip
     scenario = scenario_from_args(args)
     assert scenario == Scenario(
         sim="icarus", direction="tx", frame_size=1500, frames=7, frags=3, irq="coalesce",
         coalesce_frames=8, coalesce_us=50, poll_us=20, budget=16, burst=32, prefetch=8,
         tx_ring=128, rx_ring=64, rx_buf=1536, cpu="microblaze-66", sys_mhz=125.0, link=100,
-        waves=True, json="out.json",
+        irq_min_interval_us=125, waves=True, json="out.json",
     )  # fmt: skip
 
 
@@ -56,6 +57,7 @@ def test_every_option_reaches_the_scenario():
         (["--rx-buf", "63"], "--rx-buf: must be 64..65535 bytes"),
         (["--coalesce-frames", "256"], "--coalesce-frames: must be 1..255"),
         (["--sys-mhz", "0"], "--sys-mhz: must be 1..500 MHz"),
+        (["--irq-min-interval-us", "10001"], "--irq-min-interval-us: must be 0..10000 µs"),
         (["--sim", "modelsim"], "invalid choice: 'modelsim'"),
         (["--tx-ring", "4", "--frags", "4"], "tx_ring 4 cannot hold one frame of 5 fragments"),
         (["--frame-size", "60", "--frags", "16", "--tx-ring", "8"], "tx_ring 8 cannot hold"),
@@ -95,6 +97,7 @@ def test_demo_options_still_parse():
         ({"frames": "10"}, "frames must be a whole number"),
         ({"mem_latency": 2.5}, "mem_latency must be a whole number"),
         ({"sys_mhz": "fast"}, "sys_mhz must be a number"),
+        ({"irq_min_interval_us": 10001}, "irq_min_interval_us must be 0..10000 µs"),
     ],
 )
 def test_scenario_rejects_bad_values(change, message):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from macdma.firmware.driver import MAX_IRQ_MIN_INTERVAL_US
 from macdma.hdl import regmap_gen
 from macdma.hdl.regmap import (
     REGISTER_MAP,
@@ -19,6 +20,7 @@ from macdma.hdl.regmap import (
     RegisterMap,
     cfg_error_register,
 )
+from macdma.sim.scenario import IRQ_MIN_INTERVAL_MAX_US
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,6 +185,13 @@ def test_valid_values_of_the_map():
     assert REGISTER_MAP.field("MAC_MAX_LEN", "mac_max_len").valid_text() == "64..16383"
     interval = REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us")
     assert [v for v in (0, 1, 125, 10000, 10001) if interval.accepts(v)] == [0, 1, 125, 10000]
+
+
+def test_driver_and_scenario_accept_the_intervals_the_hardware_accepts():
+    # The driver (firmware, no register map at run time) states the bound itself.
+    valid = REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid
+    assert valid == (range(0, MAX_IRQ_MIN_INTERVAL_US + 1),)
+    assert IRQ_MIN_INTERVAL_MAX_US == MAX_IRQ_MIN_INTERVAL_US
 
 
 # -- generated outputs -------------------------------------------------------------------

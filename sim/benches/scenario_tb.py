@@ -217,6 +217,7 @@ async def test_scenario(dut):
         prefetch=scenario.prefetch,
         strategy=strategy,
         sys_clk_mhz=round(scenario.sys_mhz),
+        irq_min_interval_us=scenario.irq_min_interval_us,
         max_frags=max_frags,
         mii=mode.mii,
         **driver_settings,
