@@ -5,7 +5,7 @@
                [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
                [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
-               [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
+               [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
                [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
 
@@ -89,7 +89,7 @@ def _mhz(text: str) -> float:
 
 
 def _add_run_parser(commands) -> None:
-    from .cpu import CPU_PRESETS
+    from .cpus import shipped_cpus
     from .scenario import (
         DIRECTIONS,
         IRQ_MIN_INTERVAL_MAX_US,
@@ -127,7 +127,13 @@ def _add_run_parser(commands) -> None:
     add("--tx-ring", type=_whole(2, 4096), default=d.tx_ring, help=f"descriptors ({d.tx_ring})")
     add("--rx-ring", type=_whole(2, 4096), default=d.rx_ring, help=f"descriptors ({d.rx_ring})")
     add("--rx-buf", type=_whole(64, 65535, " bytes"), default=d.rx_buf, help=f"bytes ({d.rx_buf})")
-    add("--cpu", choices=tuple(CPU_PRESETS), default=d.cpu, help=f"CPU preset ({d.cpu})")
+    add(
+        "--cpu",
+        metavar="NAME|FILE.toml",
+        default=d.cpu,
+        help=f"a shipped CPU ({', '.join(shipped_cpus())}) or a CPU file (docs/cpus.md); "
+        f"default {d.cpu}",
+    )
     add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
     add("--link", type=int, choices=(10, 100, 1000), default=d.link, help="Mb/s (1000)")
     add(

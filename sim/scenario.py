@@ -49,10 +49,23 @@ SCENARIO_TOP = "macdma_soc"
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
-def _cpu_presets() -> tuple[str, ...]:
-    from .cpu import CPU_PRESETS
+def _checked_cpu(cpu: object) -> str:
+    """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
+    absolute path (the bench runs in another directory). The file is loaded and checked
+    now, so a bad one stops before any simulator starts."""
+    from .cpu import MODELLED_CORES
+    from .cpus import load_cpu
 
-    return tuple(CPU_PRESETS)
+    try:
+        spec = load_cpu(cpu)
+    except ValueError as error:
+        raise ValueError(f"cpu: {error}") from None
+    if spec.cores > MODELLED_CORES:
+        raise ValueError(
+            f"cpu: {spec.path}: cores = {spec.cores}: the CPU model runs every context on "
+            f"{MODELLED_CORES} core"
+        )
+    return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
 @dataclass(frozen=True)
@@ -64,8 +77,9 @@ class Scenario:
     ``irq``: the driver's completion strategy; ``coalesce_frames``/``coalesce_us`` feed
     ``coalesce`` (and ``napi``), ``poll_us`` the ``polling`` loop, ``budget`` NAPI/poll.
     ``burst`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
-    ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a preset name of
-    :mod:`macdma.sim.cpu`. ``sys_mhz`` the SoC clock, ``link`` Mb/s.
+    ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
+    the path of a CPU file (docs/cpus.md; kept absolute). ``sys_mhz`` the SoC clock,
+    ``link`` Mb/s.
     ``mem_latency``: host-memory cycles (SoC clock) before the first beat of every AXI
     burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
     (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
@@ -119,7 +133,7 @@ class Scenario:
         choose("direction", DIRECTIONS)
         choose("irq", IRQ_STRATEGIES)
         choose("link", LINK_SPEEDS)
-        choose("cpu", _cpu_presets())
+        object.__setattr__(self, "cpu", _checked_cpu(self.cpu))
         span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
         span("frames", 2, None, " (a rate needs two frames)")
         span("frags", 0, MAX_EXTRA_FRAGMENTS, " extra fragments")
