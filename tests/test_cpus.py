@@ -234,3 +234,19 @@ def test_run_stops_on_a_bad_cpu_file_before_simulating(tmp_path, capsys, monkeyp
         main(["run", "--cpu", str(bad)])
     assert exit_info.value.code == 2
     assert f"{bad.resolve()}: costs.mmio_read = -1: a cost must be >= 0" in capsys.readouterr().err
+
+
+def test_sweeps_take_names_and_paths_and_refuse_bad_files(tmp_path):
+    from macdma.sim.regress import expand, parse_sweep
+
+    mine = cpu_file(tmp_path, valid_text())
+    bad = cpu_file(tmp_path, valid_text(cores="cores = -1"), "bad.toml")
+
+    def sweep(*cpus):
+        experiment = {"name": "cpus", "fixed": {"frames": 4}, "sweep": {"cpu": list(cpus)}}
+        return parse_sweep({"experiment": [experiment]})
+
+    points = expand(sweep("ideal", str(mine)), sources="test")
+    assert [p.scenario.cpu for p in points] == ["ideal", str(mine.resolve())]
+    with pytest.raises(ValueError, match=rf"'cpus'.*{re.escape(str(bad))}: cores = -1"):
+        expand(sweep("ideal", str(bad)), sources="test")
