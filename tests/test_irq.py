@@ -299,6 +299,14 @@ def test_timer_expires_us_times_mhz_cycles_after_its_start():
     assert high_cycles(trace["running"]) == list(range(4, 14))
 
 
+@pytest.mark.parametrize(("us", "mhz", "cycles"), [(1, 1, 1), (3, 1, 3), (3, 0, 3), (2, 2, 4)])
+def test_timer_at_the_slowest_clocks(us, mhz, cycles):
+    # sys_clk_mhz 0 acts as 1; each µs is then one cycle.
+    trace = run_timer(12, us=us, mhz=mhz, inputs={2: ("start",)})
+    assert high_cycles(trace["expires"]) == [2 + cycles]
+    assert high_cycles(trace["running"]) == list(range(3, 3 + cycles))
+
+
 def test_timer_restarted_in_its_last_cycle_runs_on_without_a_gap():
     trace = run_timer(30, us=1, mhz=10, inputs={3: ("start",), 13: ("start",)})
     assert high_cycles(trace["expires"]) == [13, 23]

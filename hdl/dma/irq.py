@@ -1,6 +1,6 @@
 """Interrupt moderation: when DMA completions become ``*_done`` causes, and the irq line.
 
-Two blocks, all in the sys clock domain:
+Three blocks, all in the sys clock domain:
 
 * :class:`IrqModerator`, one per DMA channel (TX and RX): turns the channel's one-cycle
   completion strobes (:class:`IrqEventSignature`) into ``done_set`` / ``error_set`` strobes
@@ -137,8 +137,13 @@ class MicrosecondTimer(wiring.Component):
         # Cycles left in the current µs after this one: sys_clk_mhz - 1 down to 0.
         cycles_left = Signal(self._sys_clk_mhz_width)
         cycles_per_us_minus_1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
+        one_cycle_per_us = self.sys_clk_mhz <= 1
+        # us_left == 1 and cycles_left == 0, kept in registers beside the counts so that
+        # ``expires`` is an AND of three flip-flops: its users act on it combinationally.
+        last_us = Signal()
+        last_cycle = Signal()
         # The last cycle of the last µs: the timer has run us * sys_clk_mhz cycles.
-        m.d.comb += self.expires.eq(self.running & (us_left == 1) & (cycles_left == 0))
+        m.d.comb += self.expires.eq(self.running & last_us & last_cycle)
 
         with m.If(self.stop):
             m.d.sync += self.running.eq(0)
@@ -146,18 +151,25 @@ class MicrosecondTimer(wiring.Component):
             m.d.sync += [
                 self.running.eq(self.us != 0),
                 us_left.eq(self.us),
+                last_us.eq(self.us == 1),
                 cycles_left.eq(cycles_per_us_minus_1),
+                last_cycle.eq(one_cycle_per_us),
             ]
         with m.Elif(self.running & ~self.hold):
-            with m.If(cycles_left == 0):
+            with m.If(last_cycle):
                 m.d.sync += [
                     us_left.eq(us_left - 1),
+                    last_us.eq(us_left == 2),
                     cycles_left.eq(cycles_per_us_minus_1),
+                    last_cycle.eq(one_cycle_per_us),
                 ]
-                with m.If(us_left == 1):
+                with m.If(last_us):
                     m.d.sync += self.running.eq(0)
             with m.Else():
-                m.d.sync += cycles_left.eq(cycles_left - 1)
+                m.d.sync += [
+                    cycles_left.eq(cycles_left - 1),
+                    last_cycle.eq(cycles_left == 1),
+                ]
         return m
 
 
