@@ -150,13 +150,13 @@ def _add_run_parser(commands) -> None:
         default=d.tx_clean_budget,
         help="packets per TX clean, 0 = unlimited (default: the CPU preset's driver setting)",
     )
-    interval_max_us = IRQ_MIN_INTERVAL_MAX_US
     add(
         "--irq-min-interval-us",
         metavar="US",
-        type=_whole(0, interval_max_us, " µs"),
+        type=_whole(0, IRQ_MIN_INTERVAL_MAX_US, " µs"),
         default=d.irq_min_interval_us,
-        help=f"hardware interrupt rate limit: minimum µs between interrupts, 0..{interval_max_us},"
+        help="hardware interrupt rate limit: minimum µs between interrupts, "
+        f"0..{IRQ_MIN_INTERVAL_MAX_US},"
         f" 0 = off; 125 = at most 8,000 IRQs/s ({d.irq_min_interval_us})",
     )
     add("--waves", action="store_true", help="trace a waveform")
