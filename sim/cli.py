@@ -8,6 +8,8 @@
                [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
                [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
+                   [--scheduler ADDRESS|local:N] [--db PATH] [--baseline RUN]
+    macdma compare RUN_A RUN_B | RUN --baseline RUN_A [--tolerance F] [--db PATH] [--out DIR]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
@@ -17,7 +19,11 @@ from the GMII models' frame time stamps.
 (docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency.
 
 ``regress`` runs a sweep of scenarios over all cores and writes JSON, CSV, a Markdown
-report and plots, and checks the orderings physics demands (docs/regression.md).
+report and plots, and checks the orderings physics demands (docs/regression.md), on the
+local cores or a Dask cluster; every point goes into an SQLite results database.
+
+``compare`` lists the points whose metrics moved between two runs (output folders or
+commits in the results database).
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .regress import add_regress_parser
 
     add_regress_parser(commands)
+    from .results_db import add_compare_parser
+
+    add_compare_parser(commands)
     return parser
 
 
@@ -279,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         from .regress import run_regress
 
         return run_regress(args, args.regress_parser)
+    if args.command == "compare":
+        from .results_db import run_compare
+
+        return run_compare(args, args.compare_parser)
     raise AssertionError(f"unhandled command {args.command}")
 
 
