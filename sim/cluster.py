@@ -126,6 +126,12 @@ class DaskPool:
                 f"cannot reach a Dask scheduler at {scheduler} ({error}); start one with "
                 f"`dask scheduler` and give its address (tcp://host:8786)"
             ) from None
+        if self._cluster is not None:
+            # As in the local pool, Ctrl-C is the collecting process's: it cancels the
+            # points and closes the cluster (workers would otherwise print tracebacks).
+            from .regress import _worker_init
+
+            self._client.run(_worker_init)
         self._executor = self._client.get_executor(pure=False)  # every point runs anew
         if not self._client.scheduler_info().get("workers"):
             print(

@@ -4,11 +4,12 @@ A sweep is a TOML file (docs/regression.md): ``[defaults]`` Scenario fields, the
 ``[[experiment]]`` tables, each with ``fixed`` fields and a ``sweep`` of field -> values
 whose cross product gives the experiment's points. Every point is one
 :func:`macdma.sim.scenario.run_scenario` call; points run in a process pool (one per core)
-and share the cached simulator build. Each finished point is written at once to
-``points/<key>.json``; the key hashes the scenario and the simulated sources (HDL, firmware,
-benches), so a re-run skips unchanged points, a code change reruns them, and Ctrl-C keeps
-what finished. The report asserts the orderings physics demands (:data:`CHECKS`) and the
-command exits 1 when one breaks or a point failed.
+or on a Dask cluster (sim/cluster.py) and share the cached simulator build. Each finished
+point is written at once to ``points/<key>.json``; the key hashes the scenario, its CPU
+file and the simulated sources (HDL, firmware, benches), so a re-run skips unchanged
+points, a code change reruns them, and Ctrl-C keeps what finished. Every run is recorded
+in the results database (sim/results_db.py). The report asserts the orderings physics
+demands (:data:`CHECKS`) and the command exits 1 when one breaks or a point failed.
 """
 
 from __future__ import annotations
@@ -433,11 +434,14 @@ def run_point(scenario_json: str, log_path: str) -> dict:
 
 
 def _worker_init() -> None:
+    """Set up a worker process (the local pool's, a local Dask cluster's) for Ctrl-C."""
     # Ctrl-C is the parent's to handle: it stops handing out points and keeps the
-    # finished ones. A worker's simulator still sees the signal and ends its point.
+    # finished ones. The worker survives the signal with a handler that does nothing, not
+    # SIG_IGN, which its simulator would inherit: the simulator starts with the default
+    # action, so it sees the signal and ends its point (whose result is then dropped).
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
 
 
 def store(out: Path, point: Point, result: dict, sources: str) -> dict:

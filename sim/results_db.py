@@ -131,10 +131,13 @@ def scenario_label(scenario: dict) -> str:
     from .scenario import Scenario
 
     defaults = {f.name: f.default for f in dataclasses.fields(Scenario)}
+    order = list(defaults) + sorted(set(scenario) - set(defaults))  # the Scenario's order
     parts = [
-        f"{k}={v}"
-        for k, v in scenario.items()
-        if k not in UNHASHED_FIELDS and (k not in defaults or defaults[k] != v)
+        f"{k}={scenario[k]}"
+        for k in order
+        if k in scenario
+        and k not in UNHASHED_FIELDS
+        and (k not in defaults or defaults[k] != scenario[k])
     ]
     return " ".join(parts) or "defaults"
 
