@@ -1,7 +1,7 @@
 """``macdma regress --scheduler``: the ``--quick`` sweep on a local Dask cluster of two
 workers gives the local pool's point keys and simulation results (one real run of each on
-Verilator, shared by the tests here), ``--baseline`` adds the "changed since" section, and
-``macdma compare`` finds a change planted in one point; scheduler and worker errors."""
+Verilator), ``--baseline`` adds the "changed since" section, and ``macdma compare`` finds a
+change planted in one point and none between the two; scheduler and worker errors."""
 
 from __future__ import annotations
 
@@ -33,62 +33,83 @@ def points(folder) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text()) for p in (folder / "points").glob("*.json")}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """The quick sweep on the local pool, then on ``local:2`` with the pool's run as its
-    baseline; both recorded in one database."""
-    base = tmp_path_factory.mktemp("dask")
-    db = base / "results.sqlite"
-    local, dask = base / "local", base / "dask"
+def test_dask_gives_the_local_pools_results_and_compare_finds_only_a_planted_change(tmp_path):
+    # One test, so that pytest-xdist never runs the two sweeps twice on two workers.
+    db = tmp_path / "results.sqlite"
+    local, dask = tmp_path / "local", tmp_path / "dask"
     regress("--out", str(local), "--db", str(db))
     printed = regress(
         "--out", str(dask), "--db", str(db), "--scheduler", "local:2", "--baseline", str(local)
-    )
-    return {"local": local, "dask": dask, "db": db, "printed": printed.stdout}
+    ).stdout
 
-
-def test_dask_gives_the_local_pools_keys_and_metrics(runs):
-    local, dask = points(runs["local"]), points(runs["dask"])
+    # Same keys and the same simulation results (host time aside) as the local pool.
+    on_pool, on_dask = points(local), points(dask)
     expected = expand(load_sweep(QUICK_SWEEP), source_hash())
-    assert set(local) == set(dask) == {p.key for p in expected}
-    assert "on a local Dask cluster of 2 workers" in runs["printed"]
-    for key, point in dask.items():
+    assert set(on_pool) == set(on_dask) == {p.key for p in expected}
+    assert "on a local Dask cluster of 2 workers" in printed
+    for key, point in on_dask.items():
         assert point["status"] == "ok", point.get("error")
         same = {k: v for k, v in point["summary"].items() if k not in WALL_METRICS}
-        assert same == {k: v for k, v in local[key]["summary"].items() if k not in WALL_METRICS}
+        assert same == {k: v for k, v in on_pool[key]["summary"].items() if k not in WALL_METRICS}
         # The worker sent its simulator log back; the collecting process wrote it.
-        assert (runs["dask"] / "logs" / f"{key}.log").stat().st_size > 0
-    report = (runs["dask"] / "report.md").read_text()
+        assert (dask / "logs" / f"{key}.log").stat().st_size > 0
+    report = (dask / "report.md").read_text()
     assert report.count("**PASS**") == 4
     section = report.split("## Changed since the baseline", 1)[1]
     assert f"{len(expected)} points in both, 0 changes" in section
     assert "No point moved beyond the tolerance." in section
-    with sqlite3.connect(runs["db"]) as db:
-        ran_on = [r for (r,) in db.execute("SELECT ran_on FROM runs ORDER BY id")]
-        assert ran_on == ["2 local workers", "a local Dask cluster of 2 workers"]
-        assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 2 * len(expected)
+    with sqlite3.connect(db) as connection:
+        ran_on = [r for (r,) in connection.execute("SELECT ran_on FROM runs ORDER BY id")]
+        assert ran_on[1] == "a local Dask cluster of 2 workers" and len(ran_on) == 2
+        count = connection.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        assert count == 2 * len(expected)
 
-
-def test_compare_finds_a_planted_change_and_none_between_pool_and_dask(runs, tmp_path):
-    def compare(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "macdma.sim.cli", "compare", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
-
+    # compare: nothing between the pool's and Dask's runs, even at zero tolerance ...
     out = str(tmp_path / "cmp")
-    same = compare(str(runs["local"]), str(runs["dask"]), "--tolerance", "0", "--out", out)
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert "0 changes" in same.stdout
-
+    same_run = compare_command(str(local), str(dask), "--tolerance", "0", "--out", out)
+    assert same_run.returncode == 0, same_run.stdout + same_run.stderr
+    assert f"{len(expected)} points in both, 0 changes" in same_run.stdout
+    # ... and exactly the change planted in one point.
     planted = tmp_path / "planted"
-    shutil.copytree(runs["dask"], planted)
+    shutil.copytree(dask, planted)
     path = sorted((planted / "points").glob("*.json"))[0]
     stored = json.loads(path.read_text())
     stored["summary"]["cycles_per_packet"] = (stored["summary"]["cycles_per_packet"] or 0) + 1e4
     path.write_text(json.dumps(stored))
-    found = compare(str(planted), "--baseline", str(runs["local"]), "--out", out)
+    found = compare_command(str(planted), "--baseline", str(local), "--out", out)
     assert found.returncode == 1, found.stdout + found.stderr
     assert "1 changes beyond 1%" in found.stdout and "| cycles_per_packet |" in found.stdout
     assert "cycles_per_packet" in (tmp_path / "cmp" / "compare.csv").read_text()
+
+
+def compare_command(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "macdma.sim.cli", "compare", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_without_scheduler_dask_is_not_imported():
+    code = (
+        "import sys; from macdma.sim.cli import build_parser; "
+        "build_parser().parse_args(['regress', '--quick']); "
+        "from macdma.sim import cluster, regress, results_db; "
+        "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_missing_dask_names_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed fails
+    with pytest.raises(cluster.ClusterError, match=r"local:1 needs Dask: pip install -e"):
+        cluster.DaskPool("local:1")
+
+
+def test_jobs_and_scheduler_together_are_refused():
+    from macdma.sim.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["regress", "--quick", "--jobs", "2", "--scheduler", "local:2"])
+    assert exit_info.value.code == 2
 
 
 @pytest.mark.parametrize(
