@@ -6,8 +6,9 @@ where the cycles went (IRQ entry, descriptor filling, cache maintenance, ...). A
 default to 0: ``CpuCosts()`` is the *ideal* CPU, on which only the bus time of MMIO
 accesses (added by the platform) takes any time.
 
-Named presets calibrated against the field reports (``CPU_PRESETS``) live with the CPU
-model in ``sim/cpu.py``. Pure Python: no cocotb, no asyncio.
+The clock is not part of the table: a CPU is a clock, cores and this table, described in
+a CPU file (``sim/cpus/<name>.toml``, docs/cpus.md); the shipped ones are calibrated
+against the field reports. Pure Python: no cocotb, no asyncio.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ class CpuCosts:
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
         timer_tick_overhead: One timer tick (polling loop or TX housekeeping).
-        cpu_mhz: Clock of the modelled CPU, for the platform to turn cycles into time.
     """
 
     irq_entry_exit: float = 0.0
@@ -53,17 +53,14 @@ class CpuCosts:
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0
-    cpu_mhz: float = 100.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"CpuCosts.{f.name} = {value!r} must be a number >= 0")
-        if self.cpu_mhz <= 0:
-            raise ValueError(f"CpuCosts.cpu_mhz = {self.cpu_mhz!r} must be > 0")
 
     @classmethod
     def cost_names(cls) -> tuple[str, ...]:
-        """The names the driver passes to ``platform.charge`` (every field but cpu_mhz)."""
-        return tuple(f.name for f in fields(cls) if f.name != "cpu_mhz")
+        """The names the driver passes to ``platform.charge``: every field."""
+        return tuple(f.name for f in fields(cls))

@@ -83,6 +83,9 @@ MDC_MAX_HZ = 2_500_000
 MDIO_POLL_LIMIT = 1000
 #: Pause between two MDIO_STATUS polls (the poll's sleep_us; the CPU is free meanwhile).
 MDIO_POLL_NS = 1000.0
+#: IRQ_MIN_INTERVAL's valid values are 0..this (the register map; tests/test_regmap.py
+#: checks the two agree).
+MAX_IRQ_MIN_INTERVAL_US = 10_000
 
 
 def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) -> None:
@@ -221,6 +224,8 @@ class DriverConfig:
         housekeeping_hz: None = no tick; else a timer tick that runs
             ``tx_clean(tx_clean_budget)`` (the MIPS router report).
         sys_clk_mhz: system clock for IRQ_SYS_CLK_MHZ (the coalescing timer), 1..1000.
+        irq_min_interval_us: IRQ_MIN_INTERVAL, the hardware's interrupt rate limit (like
+            e1000's InterruptThrottleRate: 125 = at most 8,000 interrupts/s); 0 = off.
         max_frags: worst-case fragments per frame: the queue stops when fewer descriptors
             than this are free. 1..tx_ring - 1; None = 17 (16 fragments plus a header, as
             MAX_SKB_FRAGS + 1), or tx_ring - 1 on a smaller ring.
@@ -240,6 +245,7 @@ class DriverConfig:
     tx_clean_budget: int | None = None
     housekeeping_hz: float | None = None
     sys_clk_mhz: int = 100
+    irq_min_interval_us: int = 0
     max_frags: int | None = None
     wake_threshold: int | None = None
     dma_poll_us: int = 0
@@ -263,6 +269,7 @@ class DriverConfig:
             if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not hz > 0:
                 raise ValueError(f"DriverConfig.housekeeping_hz = {hz!r} must be > 0 or None")
         _check_int(own, "sys_clk_mhz", self.sys_clk_mhz, 1, 1000)
+        _check_int(own, "irq_min_interval_us", self.irq_min_interval_us, 0, MAX_IRQ_MIN_INTERVAL_US)
         if self.max_frags is None:
             object.__setattr__(self, "max_frags", min(DEFAULT_MAX_FRAGS, self.tx_ring - 1))
         _check_int(own, "max_frags", self.max_frags, 1, self.tx_ring - 1)
@@ -605,6 +612,7 @@ class MacDmaDriver:
         await self._mmio_write(regs.IRQ_TX_COALESCE, coalesce)
         await self._mmio_write(regs.IRQ_RX_COALESCE, coalesce)
         await self._mmio_write(regs.IRQ_SYS_CLK_MHZ, cfg.sys_clk_mhz)
+        await self._mmio_write(regs.IRQ_MIN_INTERVAL, cfg.irq_min_interval_us)
         mac_ctrl = regs.MAC_CTRL_TX_ENABLE_MASK | regs.MAC_CTRL_RX_ENABLE_MASK
         if cfg.mii:
             mac_ctrl |= regs.MAC_CTRL_MII_SELECT_MASK

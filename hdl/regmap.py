@@ -791,6 +791,26 @@ def _build_register_map() -> RegisterMap:
                 valid=range(1, 1001),
             ),
             _whole("IRQ_COUNT", 0x18, "ro", f"Rising edges of the irq output. {_COUNTER_DOC}"),
+            Register(
+                "MIN_INTERVAL",
+                0x1C,
+                (
+                    Field(
+                        "us",
+                        (0, 16),
+                        "rw",
+                        # 10 ms: the longest interval e1000's InterruptThrottleRate
+                        # accepts (100 interrupts/s).
+                        valid=range(0, 10001),
+                        doc="After the irq output rises it cannot rise again for this many "
+                        "µs; causes arriving meanwhile stay pending in IRQ_STATUS and raise "
+                        "irq when the interval ends (125 = at most 8,000 interrupts/s). "
+                        "0 = no limit; writing 0 ends a running interval.",
+                    ),
+                ),
+                "Interrupt rate limit: the minimum interval between rising edges of irq "
+                "(an interrupt throttle rate).",
+            ),
         ),
         "Interrupt status, enables and moderation.",
     )

@@ -5,9 +5,11 @@
                [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
                [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
-               [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
-               [--tx-clean-budget N] [--waves] [--json FILE]
+               [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
+               [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
+                   [--scheduler ADDRESS|local:N] [--db PATH] [--baseline RUN]
+    macdma compare RUN_A RUN_B | RUN --baseline RUN_A [--tolerance F] [--db PATH] [--out DIR]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
@@ -17,7 +19,11 @@ from the GMII models' frame time stamps.
 (docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency.
 
 ``regress`` runs a sweep of scenarios over all cores and writes JSON, CSV, a Markdown
-report and plots, and checks the orderings physics demands (docs/regression.md).
+report and plots, and checks the orderings physics demands (docs/regression.md), on the
+local cores or a Dask cluster; every point goes into an SQLite results database.
+
+``compare`` lists the points whose metrics moved between two runs (output folders or
+commits in the results database).
 """
 
 from __future__ import annotations
@@ -103,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .regress import add_regress_parser
 
     add_regress_parser(commands)
+    from .results_db import add_compare_parser
+
+    add_compare_parser(commands)
     return parser
 
 
@@ -133,8 +142,15 @@ def _mhz(text: str) -> float:
 
 
 def _add_run_parser(commands) -> None:
-    from .cpu import CPU_PRESETS
-    from .scenario import DIRECTIONS, IRQ_STRATEGIES, MAX_FRAME, MIN_FRAME, Scenario
+    from .cpus import shipped_cpus
+    from .scenario import (
+        DIRECTIONS,
+        IRQ_MIN_INTERVAL_MAX_US,
+        IRQ_STRATEGIES,
+        MAX_FRAME,
+        MIN_FRAME,
+        Scenario,
+    )
 
     d = Scenario()
     run = commands.add_parser(
@@ -164,7 +180,13 @@ def _add_run_parser(commands) -> None:
     add("--tx-ring", type=_whole(2, 4096), default=d.tx_ring, help=f"descriptors ({d.tx_ring})")
     add("--rx-ring", type=_whole(2, 4096), default=d.rx_ring, help=f"descriptors ({d.rx_ring})")
     add("--rx-buf", type=_whole(64, 65535, " bytes"), default=d.rx_buf, help=f"bytes ({d.rx_buf})")
-    add("--cpu", choices=tuple(CPU_PRESETS), default=d.cpu, help=f"CPU preset ({d.cpu})")
+    add(
+        "--cpu",
+        metavar="NAME|FILE.toml",
+        default=d.cpu,
+        help=f"a shipped CPU ({', '.join(shipped_cpus())}) or a CPU file (docs/cpus.md); "
+        f"default {d.cpu}",
+    )
     add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
     add("--link", type=int, choices=(10, 100, 1000), default=d.link, help="Mb/s (1000)")
     add(
@@ -180,6 +202,15 @@ def _add_run_parser(commands) -> None:
         type=_whole(0),
         default=d.tx_clean_budget,
         help="packets per TX clean, 0 = unlimited (default: the CPU preset's driver setting)",
+    )
+    add(
+        "--irq-min-interval-us",
+        metavar="US",
+        type=_whole(0, IRQ_MIN_INTERVAL_MAX_US, " µs"),
+        default=d.irq_min_interval_us,
+        help="hardware interrupt rate limit: minimum µs between interrupts, "
+        f"0..{IRQ_MIN_INTERVAL_MAX_US},"
+        f" 0 = off; 125 = at most 8,000 IRQs/s ({d.irq_min_interval_us})",
     )
     add("--waves", action="store_true", help="trace a waveform")
     add("--json", type=Path, help="write every metric (and the raw wire record) here")
@@ -211,6 +242,7 @@ def scenario_from_args(args: argparse.Namespace):
         link=args.link,
         mem_latency=args.mem_latency,
         tx_clean_budget=args.tx_clean_budget,
+        irq_min_interval_us=args.irq_min_interval_us,
         waves=args.waves,
         json=str(args.json) if args.json else None,
     )
@@ -314,6 +346,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .regress import run_regress
 
         return run_regress(args, args.regress_parser)
+    if args.command == "compare":
+        from .results_db import run_compare
+
+        return run_compare(args, args.compare_parser)
     raise AssertionError(f"unhandled command {args.command}")
 
 

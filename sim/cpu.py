@@ -10,8 +10,9 @@ and a few hundred cycles optimistic for worst-case latency.
 Time on the CPU is ``cycles / mhz`` microseconds of simulated time; busy time is kept per
 cost name (``tx_per_packet``, ``mmio_bus``, ...) so a run can say where the cycles went.
 
-``CPU_PRESETS`` maps a preset name to ``(mhz, CpuCosts)``; each constant says where it
-comes from (a field report in /work/shared/DESIGN.md, or an engineering estimate).
+The CPUs themselves are data: ``sim/cpus/<name>.toml`` (:mod:`macdma.sim.cpus`,
+docs/cpus.md) gives each one's clock, cores, costs with their sources and driver settings;
+``CPU_PRESETS`` maps the shipped names to them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from cocotb.utils import get_sim_time
 
 from macdma.firmware.costs import CpuCosts
 
-__all__ = ["CPU_PRESETS", "CpuModel", "cpu_preset"]
+from .cpus import CpuSpec, load_cpu, shipped_cpus
+
+__all__ = ["CPU_PRESETS", "MODELLED_CORES", "PRESET_DRIVER_SETTINGS", "CpuModel", "cpu_preset"]
 
 
 class CpuModel:
@@ -104,114 +107,24 @@ class CpuModel:
 
 # -- presets ------------------------------------------------------------------------------
 #
-# microblaze-66: a 66 MHz MicroBlaze with a custom MAC/DMA IP, pktgen, 1500-byte UDP
-# frames, IRQ on TX done (field report, DESIGN.md). The report gives 232, 192, 159, 141,
-# 130, 116 Mb/s for 0..5 extra fragments. 66e6 / (232e6 / 12000 bits) = 3413 cycles per
-# frame at 0 extra fragments; the fall to 116 Mb/s (6828 cycles) is ~683 cycles per extra
-# fragment (a straight-line fit; the report's middle points sit within 5% of it). One
-# TX-done interrupt "took about 810 timer ticks" (report): entry/exit plus the ISR's
-# status read and acknowledge. The split of the rest is an estimate for a MicroBlaze
-# without an MMU-friendly DMA API: mapping a fragment (dma_map_single + cache flush set-up
-# + bookkeeping) dominates the per-fragment cost; the cache flush per byte is a
-# write-back D-cache flushed a 32-byte line at a time (~8 cycles a line = 0.25/byte).
-# tx_per_packet (pktgen skb handling + the stack) is what is left of 3413 after the
-# measured driver's other charges; it is tuned against the RTL run (docs/driver-model.md).
-_MB66_MMIO_READ = 40.0  # uncached AXI4-Lite read through the interconnect: estimate
-_MB66_MMIO_WRITE = 20.0  # posted write, fewer stall cycles: estimate
-_MB66_IRQ_TOTAL = 810.0  # field report: one TX-done interrupt ~810 timer ticks
-_MB66_PER_FRAGMENT = 683.0  # field report fit: (3413 - 6828) / 5
-_MB66_FRAGMENT_MAP = 400.0  # estimate, of the 683 per fragment
-_MB66_DESCRIPTOR = 150.0  # estimate: four uncached-stores-to-RAM + ring bookkeeping
-_MB66_CLEAN = _MB66_PER_FRAGMENT - _MB66_FRAGMENT_MAP - _MB66_DESCRIPTOR  # 133: unmap+free
-_MB66_CACHE_PER_BYTE = 0.25  # estimate: 8 cycles per 32-byte line flush
-_MB66_TX_PER_PACKET = 1490.0  # calibrated: 3413 per frame at 0 extra fragments (see doc)
+# The shipped CPUs are files, sim/cpus/<name>.toml (macdma.sim.cpus loads and checks them;
+# docs/cpus.md); each constant's source is commented there. Kept here under their old names
+# for the code that looks a CPU up by name.
 
-MICROBLAZE_66 = CpuCosts(
-    irq_entry_exit=_MB66_IRQ_TOTAL - _MB66_MMIO_READ - _MB66_MMIO_WRITE,
-    mmio_read=_MB66_MMIO_READ,
-    mmio_write=_MB66_MMIO_WRITE,
-    tx_per_packet=_MB66_TX_PER_PACKET,
-    tx_per_descriptor=_MB66_DESCRIPTOR,
-    tx_per_fragment_map=_MB66_FRAGMENT_MAP,
-    tx_clean_per_descriptor=_MB66_CLEAN,
-    # RX on this CPU is not in the report: same stack cost as TX, refill like a map.
-    rx_per_packet=_MB66_TX_PER_PACKET,
-    rx_per_descriptor=_MB66_FRAGMENT_MAP + _MB66_CLEAN,
-    per_byte_cache=_MB66_CACHE_PER_BYTE,
-    per_byte_copy=0.0,
-    napi_poll_overhead=200.0,  # estimate: softirq entry + poll bookkeeping
-    timer_tick_overhead=300.0,  # estimate: timer interrupt + softirq
-    cpu_mhz=66.0,
-)
+#: CpuModel runs every context on one core: a CPU file with more is refused before a run.
+MODELLED_CORES = 1
 
-# mips-router: Lantiq xRX200 (MIPS 34Kc, ~500 MHz) running OpenWrt (field report: TX
-# housekeeping from a ~1 kHz tick with a budget of 32 packets per call, descriptors 64 ->
-# 128 -> 192, IRQ moved from end-of-descriptor to end-of-packet). Cycle counts are
-# estimates scaled from the MicroBlaze numbers for a 5-stage in-order core with caches
-# and a real kernel: IRQ ~1200 cycles (34Kc vectored interrupt + kernel genirq),
-# stack work per packet ~2500 (routing path), uncached MMIO ~60 cycles over the FPI bus.
-# Housekeeping rate and budget are driver settings (DriverConfig.housekeeping_hz = 1000,
-# tx_clean_budget = 32), listed in MIPS_ROUTER_DRIVER below.
-MIPS_ROUTER = CpuCosts(
-    irq_entry_exit=1200.0,
-    mmio_read=60.0,
-    mmio_write=30.0,
-    tx_per_packet=2500.0,
-    tx_per_descriptor=120.0,
-    tx_per_fragment_map=250.0,
-    tx_clean_per_descriptor=150.0,
-    rx_per_packet=2500.0,
-    rx_per_descriptor=300.0,
-    per_byte_cache=0.125,  # 32-byte lines, ~4 cycles per cache op
-    per_byte_copy=0.0,
-    napi_poll_overhead=300.0,
-    timer_tick_overhead=800.0,
-    cpu_mhz=500.0,
-)
-MIPS_ROUTER_DRIVER = {"housekeeping_hz": 1000, "tx_clean_budget": 32}
+#: Every shipped CPU by name.
+CPU_PRESETS: dict[str, CpuSpec] = {name: load_cpu(name) for name in shipped_cpus()}
 
-# armv7-noncoherent: lan743x on a non-coherent ARMv7 (~1 GHz Cortex-A) (field report: RX
-# buffers always 9 KB, every packet invalidated the whole buffer; MTU-sized buffers plus
-# chained RX more than doubled RX throughput). The per-byte invalidate is the point of the
-# preset: ~1 cycle per byte (a 64-byte line by MVA takes ~40-60 cycles on a Cortex-A9
-# through the outer L2 cache controller: estimate), so a 9 KB buffer costs ~9000 cycles
-# per packet against ~1500 for a 1.5 KB one -- which reproduces "more than doubled".
-# Other costs are engineering estimates for a kernel NIC driver on a 1 GHz Cortex-A.
-ARMV7_NONCOHERENT = CpuCosts(
-    irq_entry_exit=1500.0,
-    mmio_read=150.0,  # PCIe read round trip (~150 ns): estimate
-    mmio_write=20.0,  # posted
-    tx_per_packet=2000.0,
-    tx_per_descriptor=80.0,
-    tx_per_fragment_map=300.0,
-    tx_clean_per_descriptor=150.0,
-    rx_per_packet=2000.0,
-    rx_per_descriptor=300.0,
-    per_byte_cache=1.0,
-    per_byte_copy=0.0,
-    napi_poll_overhead=400.0,
-    timer_tick_overhead=500.0,
-    cpu_mhz=1000.0,
-)
-
-CPU_PRESETS: dict[str, tuple[float, CpuCosts]] = {
-    # No CPU cost at all: only the real bus time of MMIO accesses. The clock only scales
-    # the (zero) cycle counts, so any value works.
-    "ideal": (1000.0, CpuCosts(cpu_mhz=1000.0)),
-    "microblaze-66": (66.0, MICROBLAZE_66),
-    "mips-router": (500.0, MIPS_ROUTER),
-    "armv7-noncoherent": (1000.0, ARMV7_NONCOHERENT),
+#: Driver settings that belong with a shipped CPU (the field report's driver, not its CPU).
+PRESET_DRIVER_SETTINGS: dict[str, dict] = {
+    name: dict(spec.driver) for name, spec in CPU_PRESETS.items() if spec.driver
 }
 
-#: Driver settings that belong with a preset (the field report's driver, not its CPU).
-PRESET_DRIVER_SETTINGS: dict[str, dict] = {"mips-router": MIPS_ROUTER_DRIVER}
 
-
-def cpu_preset(name: str) -> tuple[float, CpuCosts]:
-    """``(mhz, CpuCosts)`` of preset ``name``; ValueError naming the choices otherwise."""
-    try:
-        return CPU_PRESETS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown CPU preset {name!r}; choose one of: {', '.join(CPU_PRESETS)}"
-        ) from None
+def cpu_preset(cpu: str) -> tuple[float, CpuCosts]:
+    """``(clock MHz, CpuCosts)`` of ``cpu``: a shipped name or a path to a CPU file;
+    ValueError (:class:`~macdma.sim.cpus.CpuFileError`) naming the problem otherwise."""
+    spec = load_cpu(cpu)
+    return spec.clock_mhz, spec.costs

@@ -4,11 +4,12 @@ A sweep is a TOML file (docs/regression.md): ``[defaults]`` Scenario fields, the
 ``[[experiment]]`` tables, each with ``fixed`` fields and a ``sweep`` of field -> values
 whose cross product gives the experiment's points. Every point is one
 :func:`macdma.sim.scenario.run_scenario` call; points run in a process pool (one per core)
-and share the cached simulator build. Each finished point is written at once to
-``points/<key>.json``; the key hashes the scenario and the simulated sources (HDL, firmware,
-benches), so a re-run skips unchanged points, a code change reruns them, and Ctrl-C keeps
-what finished. The report asserts the orderings physics demands (:data:`CHECKS`) and the
-command exits 1 when one breaks or a point failed.
+or on a Dask cluster (sim/cluster.py) and share the cached simulator build. Each finished
+point is written at once to ``points/<key>.json``; the key hashes the scenario, its CPU
+file and the simulated sources (HDL, firmware, benches), so a re-run skips unchanged
+points, a code change reruns them, and Ctrl-C keeps what finished. Every run is recorded
+in the results database (sim/results_db.py). The report asserts the orderings physics
+demands (:data:`CHECKS`) and the command exits 1 when one breaks or a point failed.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .scenario import Scenario
@@ -321,10 +323,21 @@ def source_hash(root: Path = PACKAGE_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
+def cpu_digest(scenario: Scenario) -> str:
+    """SHA-256 of the scenario's CPU file: editing a CPU file changes what a point measures,
+    and the file is data, not part of :func:`source_hash`."""
+    from .cpus import load_cpu
+
+    return load_cpu(scenario.cpu).digest
+
+
 def point_key(scenario: Scenario, sources: str) -> str:
-    """The hash of a point's inputs: the scenario's measured fields and the sources."""
+    """The hash of a point's inputs: the scenario's measured fields, the contents of its CPU
+    file and the sources."""
     inputs = {k: v for k, v in dataclasses.asdict(scenario).items() if k not in UNHASHED_FIELDS}
-    text = json.dumps({"scenario": inputs, "sources": sources}, sort_keys=True)
+    text = json.dumps(
+        {"scenario": inputs, "cpu": cpu_digest(scenario), "sources": sources}, sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -420,11 +433,14 @@ def run_point(scenario_json: str, log_path: str) -> dict:
 
 
 def _worker_init() -> None:
+    """Set up a worker process (the local pool's, a local Dask cluster's) for Ctrl-C."""
     # Ctrl-C is the parent's to handle: it stops handing out points and keeps the
-    # finished ones. A worker's simulator still sees the signal and ends its point.
+    # finished ones. The worker survives the signal with a handler that does nothing, not
+    # SIG_IGN, which its simulator would inherit: the simulator starts with the default
+    # action, so it sees the signal and ends its point (whose result is then dropped).
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
 
 
 def store(out: Path, point: Point, result: dict, sources: str) -> dict:
@@ -434,6 +450,8 @@ def store(out: Path, point: Point, result: dict, sources: str) -> dict:
         "experiments": point.experiments,
         "scenario": dataclasses.asdict(point.scenario),
         "sources": sources,
+        "cpu_digest": cpu_digest(point.scenario),
+        "measured_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **result,
     }
     if result.get("status") == "ok":
@@ -1085,13 +1103,15 @@ def write_report(
 
 
 def add_regress_parser(commands) -> None:
+    from .cluster import parse_scheduler
+    from .results_db import add_db_argument
     from .simulators import SIMULATORS
 
     regress = commands.add_parser(
         "regress",
         help="run a sweep of scenarios: JSON, CSV, Markdown report, plots and assertions",
-        description="Run a sweep (docs/regression.md) over all cores; exit 1 when a point "
-        "fails or an assertion breaks.",
+        description="Run a sweep (docs/regression.md) over all cores or on a Dask cluster; "
+        "exit 1 when a point fails or an assertion breaks.",
     )
     regress.add_argument(
         "sweep",
@@ -1108,50 +1128,114 @@ def add_regress_parser(commands) -> None:
     regress.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 1,
-        help=f"parallel simulations (default: all cores, {os.cpu_count()})",
+        help=f"parallel simulations in the local pool (default: all cores, {os.cpu_count()})",
+    )
+    regress.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local:N",
+        type=parse_scheduler,
+        help="run the points on the Dask cluster whose scheduler is at ADDRESS "
+        "(tcp://host:8786), or on a local Dask cluster of N workers (needs the 'cluster' extra)",
+    )
+    add_db_argument(regress)
+    regress.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="an output folder or a commit in the database: report.md lists the points "
+        "whose metrics moved since it",
     )
     regress.set_defaults(regress_parser=regress)
 
 
 def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .cluster import ClusterError, DaskPool, LocalPool
+    from .results_db import ResultsDb, ResultsDbError, load_run, run_set_of
+
     if args.sweep is not None and args.quick:
         parser.error("give a sweep file or --quick, not both")
-    if args.jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    if args.jobs is not None and args.scheduler is not None:
+        parser.error("--jobs sizes the local pool; with --scheduler the cluster's workers run")
+    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+    if jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {jobs}")
     sweep_path = args.sweep or (QUICK_SWEEP if args.quick else DEFAULT_SWEEP)
     try:
         sweep = load_sweep(sweep_path)
         sources = source_hash()
         points = expand(sweep, sources, sim=args.sim)
-    except ValueError as error:
+        # Read the baseline before this run overwrites anything (it may be --out itself).
+        baseline = load_run(args.baseline, args.db) if args.baseline else None
+    except ValueError as error:  # ResultsDbError is a ValueError
         parser.error(str(error))
     out = args.out or DEFAULT_OUT / sweep.name
     out.mkdir(parents=True, exist_ok=True)
     todo, done = plan(points, out, force=args.force)
-    print(
-        f"macdma regress: sweep {sweep.name!r} ({sweep_path}): {len(points)} points, "
-        f"{len(done)} unchanged and skipped, {len(todo)} to run on {args.jobs} workers; "
-        f"output {out}",
-        flush=True,
-    )
+    started_utc = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     interrupted = False
+    ran_on = "nothing (every point unchanged)"
     if todo:
-        interrupted = _run_points(todo, done, out, sources, args.jobs)
+        try:
+            pool = DaskPool(args.scheduler) if args.scheduler else LocalPool(jobs)
+        except ClusterError as error:
+            print(f"macdma regress: {error}", file=sys.stderr)
+            return 2
+        ran_on = pool.where
+    print(
+        f"macdma regress: sweep {sweep.name!r} ({sweep_path}): {len(points)} points, "
+        f"{len(done)} unchanged and skipped, {len(todo)} to run on {ran_on}; output {out}",
+        flush=True,
+    )
+    if todo:
+        interrupted = _run_points(todo, done, out, sources, pool)
     wall = time.monotonic() - started
     results = [done[p.key] for p in points if p.key in done]
-    return _finish(sweep, results, out, len(points), wall, interrupted)
+    code = _finish(sweep, results, out, len(points), wall, interrupted)
+    if baseline is not None:
+        _report_baseline(out / "report.md", baseline, run_set_of(str(out), results))
+    try:
+        with ResultsDb(args.db) as db:
+            db.record_run(
+                sweep=sweep.name,
+                out=out,
+                sources=sources,
+                ran_on=ran_on,
+                results=results,
+                ran_keys={p.key for p in todo},
+                started_utc=started_utc,
+                complete=len(results) == len(points) and not interrupted,
+            )
+        print(f"results database: {args.db}")
+    except ResultsDbError as error:
+        print(f"macdma regress: not recorded: {error}", file=sys.stderr)
+        code = code or 1
+    return code
 
 
-def _run_points(todo: list[Point], done: dict, out: Path, sources: str, jobs: int) -> bool:
-    """Run ``todo`` in a pool, storing each result as it arrives; True when interrupted."""
+def _report_baseline(report: Path, baseline, current) -> None:
+    """Append "Changed since the baseline" to the report and print its one-line summary."""
+    from .results_db import compare, comparison_markdown
+
+    comparison = compare(baseline, current)
+    with open(report, "a") as handle:
+        handle.write("\n## Changed since the baseline\n\n")
+        handle.write("\n".join(comparison_markdown(comparison)) + "\n")
+    print(
+        f"baseline {baseline.label}: {comparison.compared} points compared, "
+        f"{len(comparison.changes)} changes beyond {100 * comparison.tolerance:g}% "
+        f"(report.md, 'Changed since the baseline')"
+    )
+
+
+def _run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> bool:
+    """Run ``todo`` on ``pool`` (sim/cluster.py), storing each result as it arrives (and
+    the log a remote worker sent back); True when interrupted."""
     bar = ProgressBar(len(todo))
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
-    futures = {
-        executor.submit(run_point, p.scenario.to_json(), str(out / "logs" / f"{p.key}.log")): p
-        for p in todo
-    }
+    futures = {}
+    for p in todo:
+        expected = {"sources": sources, "cpu_digest": cpu_digest(p.scenario)}
+        log_path = out / "logs" / f"{p.key}.log"
+        futures[pool.submit(p.scenario.to_json(), p.key, log_path, expected)] = p
     pending = set(futures)
     try:
         while pending:
@@ -1160,8 +1244,13 @@ def _run_points(todo: list[Point], done: dict, out: Path, sources: str, jobs: in
                 point = futures[future]
                 try:
                     result = future.result()
-                except Exception as error:  # a worker died: the point failed
+                except Exception as error:  # a worker died or the task was lost
                     result = {"status": "failed", "error": f"worker: {error!r}"}
+                log = result.pop("log", None)
+                if log is not None:
+                    log_path = out / "logs" / f"{point.key}.log"
+                    log_path.parent.mkdir(parents=True, exist_ok=True)
+                    log_path.write_text(log)
                 done[point.key] = store(out, point, result, sources)
                 bar.advance(point.scenario.describe(), result["status"] == "ok")
     except KeyboardInterrupt:
@@ -1170,9 +1259,9 @@ def _run_points(todo: list[Point], done: dict, out: Path, sources: str, jobs: in
             f"\ninterrupted: {bar.done} points finished and kept; re-run to do the rest",
             file=sys.stderr,
         )
-        executor.shutdown(wait=False, cancel_futures=True)
+        pool.cancel()
         return True
-    executor.shutdown()
+    pool.close()
     return False
 
 

@@ -17,8 +17,11 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from macdma.hdl.regmap import REGISTER_MAP
+
 __all__ = [
     "DIRECTIONS",
+    "IRQ_MIN_INTERVAL_MAX_US",
     "IRQ_STRATEGIES",
     "LINK_SPEEDS",
     "SCENARIO_ENV",
@@ -36,6 +39,8 @@ IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
+#: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
+IRQ_MIN_INTERVAL_MAX_US = max(r[-1] for r in REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid)
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -45,10 +50,23 @@ SCENARIO_TOP = "macdma_soc"
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
-def _cpu_presets() -> tuple[str, ...]:
-    from .cpu import CPU_PRESETS
+def _checked_cpu(cpu: object) -> str:
+    """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
+    absolute path (the bench runs in another directory). The file is loaded and checked
+    now, so a bad one stops before any simulator starts."""
+    from .cpu import MODELLED_CORES
+    from .cpus import load_cpu
 
-    return tuple(CPU_PRESETS)
+    try:
+        spec = load_cpu(cpu)
+    except ValueError as error:
+        raise ValueError(f"cpu: {error}") from None
+    if spec.cores > MODELLED_CORES:
+        raise ValueError(
+            f"cpu: {spec.path}: cores = {spec.cores}: the CPU model runs every context on "
+            f"{MODELLED_CORES} core"
+        )
+    return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
 @dataclass(frozen=True)
@@ -60,11 +78,14 @@ class Scenario:
     ``irq``: the driver's completion strategy; ``coalesce_frames``/``coalesce_us`` feed
     ``coalesce`` (and ``napi``), ``poll_us`` the ``polling`` loop, ``budget`` NAPI/poll.
     ``burst`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
-    ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a preset name of
-    :mod:`macdma.sim.cpu`. ``sys_mhz`` the SoC clock, ``link`` Mb/s.
+    ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
+    the path of a CPU file (docs/cpus.md; kept absolute). ``sys_mhz`` the SoC clock,
+    ``link`` Mb/s.
     ``mem_latency``: host-memory cycles (SoC clock) before the first beat of every AXI
     burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
     (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
+    ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
+    interrupts (125 = at most 8,000/s); 0 = no limit.
     """
 
     sim: str = "verilator"
@@ -87,6 +108,7 @@ class Scenario:
     link: int = 1000
     mem_latency: int = 0
     tx_clean_budget: int | None = None
+    irq_min_interval_us: int = 0
     waves: bool = False
     json: str | None = None
 
@@ -112,7 +134,7 @@ class Scenario:
         choose("direction", DIRECTIONS)
         choose("irq", IRQ_STRATEGIES)
         choose("link", LINK_SPEEDS)
-        choose("cpu", _cpu_presets())
+        object.__setattr__(self, "cpu", _checked_cpu(self.cpu))
         span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
         span("frames", 2, None, " (a rate needs two frames)")
         span("frags", 0, MAX_EXTRA_FRAGMENTS, " extra fragments")
@@ -132,6 +154,7 @@ class Scenario:
         span("rx_buf", 64, 65535, " bytes")
         span("sys_mhz", 1, 500, whole=False)
         span("mem_latency", 0, 1000, " cycles per burst")
+        span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
         if self.tx_clean_budget is not None:
             span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
         if self.tx_ring < self.frags + 2:
@@ -184,6 +207,11 @@ class Scenario:
             f"burst {self.burst}, prefetch {self.prefetch}, rings {self.tx_ring}/{self.rx_ring}, "
             f"rx_buf {self.rx_buf}, mem latency {self.mem_latency}"
             + ("" if self.tx_clean_budget is None else f", tx clean budget {self.tx_clean_budget}")
+            + (
+                f", irq min interval {self.irq_min_interval_us} us"
+                if self.irq_min_interval_us
+                else ""
+            )
             + f", on {self.sim}"
         )
 

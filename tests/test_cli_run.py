@@ -30,14 +30,15 @@ def test_every_option_reaches_the_scenario():
         "--frags", "3", "--irq", "coalesce", "--coalesce-frames", "8", "--coalesce-us", "50",
         "--poll-us", "20", "--budget", "16", "--burst", "32", "--prefetch", "8",
         "--tx-ring", "128", "--rx-ring", "64", "--rx-buf", "1536", "--cpu", "microblaze-66",
-        "--sys-mhz", "125", "--link", "100", "--waves", "--json", "out.json",
+        "--sys-mhz", "125", "--link", "100", "--irq-min-interval-us", "125", "--waves",
+        "--json", "out.json",
     )  # fmt: skip
     scenario = scenario_from_args(args)
     assert scenario == Scenario(
         sim="icarus", direction="tx", frame_size=1500, frames=7, frags=3, irq="coalesce",
         coalesce_frames=8, coalesce_us=50, poll_us=20, budget=16, burst=32, prefetch=8,
         tx_ring=128, rx_ring=64, rx_buf=1536, cpu="microblaze-66", sys_mhz=125.0, link=100,
-        waves=True, json="out.json",
+        irq_min_interval_us=125, waves=True, json="out.json",
     )  # fmt: skip
 
 
@@ -49,13 +50,14 @@ def test_every_option_reaches_the_scenario():
         (["--frame-size", "abc"], "expected a whole number, got 'abc'"),
         (["--frags", "17"], "--frags: must be 0..16"),
         (["--irq", "sometimes"], "invalid choice: 'sometimes'"),
-        (["--cpu", "pentium"], "invalid choice: 'pentium'"),
+        (["--cpu", "pentium"], "cpu: unknown CPU 'pentium': not a shipped CPU"),
         (["--link", "2500"], "invalid choice: 2500"),
         (["--burst", "0"], "--burst: must be 1..256 beats"),
         (["--prefetch", "16"], "--prefetch: must be 1..15"),
         (["--rx-buf", "63"], "--rx-buf: must be 64..65535 bytes"),
         (["--coalesce-frames", "256"], "--coalesce-frames: must be 1..255"),
         (["--sys-mhz", "0"], "--sys-mhz: must be 1..500 MHz"),
+        (["--irq-min-interval-us", "10001"], "--irq-min-interval-us: must be 0..10000 µs"),
         (["--sim", "modelsim"], "invalid choice: 'modelsim'"),
         (["--tx-ring", "4", "--frags", "4"], "tx_ring 4 cannot hold one frame of 5 fragments"),
         (["--frame-size", "60", "--frags", "16", "--tx-ring", "8"], "tx_ring 8 cannot hold"),
@@ -90,11 +92,12 @@ def test_demo_options_still_parse():
         ({"budget": 0}, "budget must be >= 1"),
         ({"tx_ring": 4097}, "tx_ring must be 2..4096"),
         ({"rx_ring": 1}, "rx_ring must be 2..4096"),
-        ({"cpu": "z80"}, "cpu must be one of ideal, microblaze-66"),
+        ({"cpu": "z80"}, "cpu: unknown CPU 'z80': not a shipped CPU (armv7-noncoherent, ideal"),
         ({"link": 25}, "link must be one of 10, 100, 1000"),
         ({"frames": "10"}, "frames must be a whole number"),
         ({"mem_latency": 2.5}, "mem_latency must be a whole number"),
         ({"sys_mhz": "fast"}, "sys_mhz must be a number"),
+        ({"irq_min_interval_us": 10001}, "irq_min_interval_us must be 0..10000 µs"),
     ],
 )
 def test_scenario_rejects_bad_values(change, message):
@@ -121,10 +124,10 @@ def test_scenario_json_round_trip_and_unknown_fields():
 
 def test_presets_are_cost_tables_with_their_clock():
     assert set(CPU_PRESETS) == {"ideal", "microblaze-66", "mips-router", "armv7-noncoherent"}
-    for name, (mhz, costs) in CPU_PRESETS.items():
-        assert isinstance(costs, CpuCosts) and costs.cpu_mhz == mhz, name
-    assert all(value == 0 for value in dataclasses.astuple(cpu_preset("ideal")[1])[:-1])
-    with pytest.raises(ValueError, match="unknown CPU preset 'vax'"):
+    for name, spec in CPU_PRESETS.items():
+        assert isinstance(spec.costs, CpuCosts) and cpu_preset(name) == (spec.clock_mhz, spec.costs)
+    assert all(value == 0 for value in dataclasses.astuple(cpu_preset("ideal")[1]))
+    with pytest.raises(ValueError, match="unknown CPU 'vax'"):
         cpu_preset("vax")
 
 

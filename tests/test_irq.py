@@ -24,6 +24,7 @@ from macdma.hdl.dma.irq import (
     IrqController,
     IrqMode,
     IrqModerator,
+    MicrosecondTimer,
     connect_csr_bank,
     irq_causes_layout,
 )
@@ -261,6 +262,77 @@ def test_switching_the_timer_off_stops_it_and_keeps_the_frames():
     assert (trace["pending"][-1], trace["running"][-1]) == (1, 0)
 
 
+# -- MicrosecondTimer ----------------------------------------------------------------------
+
+
+def run_timer(cycles, us, mhz, inputs):
+    """Simulate a MicrosecondTimer; ``inputs``: ``{cycle: ("start", "stop", "hold", ...)}``
+    (or ``{"us": value}`` entries to change ``us`` from that cycle). Returns the per-cycle
+    ``running`` and ``expires`` lists."""
+    dut = MicrosecondTimer()
+    trace = {"running": [], "expires": []}
+
+    async def bench(ctx):
+        ctx.set(dut.us, us)
+        ctx.set(dut.sys_clk_mhz, mhz)
+        for cycle in range(cycles):
+            high = inputs.get(cycle, ())
+            for name in ("start", "stop", "hold"):
+                ctx.set(getattr(dut, name), name in high)
+            for item in high:
+                if isinstance(item, dict):
+                    ctx.set(dut.us, item["us"])
+            trace["running"].append(ctx.get(dut.running))
+            trace["expires"].append(ctx.get(dut.expires))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return trace
+
+
+def test_timer_expires_us_times_mhz_cycles_after_its_start():
+    trace = run_timer(20, us=2, mhz=5, inputs={3: ("start",)})
+    assert high_cycles(trace["expires"]) == [13]
+    assert high_cycles(trace["running"]) == list(range(4, 14))
+
+
+@pytest.mark.parametrize(("us", "mhz", "cycles"), [(1, 1, 1), (3, 1, 3), (3, 0, 3), (2, 2, 4)])
+def test_timer_at_the_slowest_clocks(us, mhz, cycles):
+    # sys_clk_mhz 0 acts as 1; each µs is then one cycle.
+    trace = run_timer(12, us=us, mhz=mhz, inputs={2: ("start",)})
+    assert high_cycles(trace["expires"]) == [2 + cycles]
+    assert high_cycles(trace["running"]) == list(range(3, 3 + cycles))
+
+
+def test_timer_restarted_in_its_last_cycle_runs_on_without_a_gap():
+    trace = run_timer(30, us=1, mhz=10, inputs={3: ("start",), 13: ("start",)})
+    assert high_cycles(trace["expires"]) == [13, 23]
+    assert high_cycles(trace["running"]) == list(range(4, 24))
+
+
+def test_timer_keeps_the_length_it_started_with():
+    trace = run_timer(30, us=1, mhz=10, inputs={3: ("start",), 5: ({"us": 2},)})
+    assert high_cycles(trace["expires"]) == [13]
+
+
+def test_timer_hold_pauses_it_and_stop_wins_over_start():
+    trace = run_timer(30, us=1, mhz=10, inputs={3: ("start",), 6: ("hold",), 7: ("hold",)})
+    assert high_cycles(trace["expires"]) == [15]
+    trace = run_timer(20, us=1, mhz=10, inputs={3: ("start", "stop")})
+    assert high_cycles(trace["running"]) == []
+    trace = run_timer(20, us=1, mhz=10, inputs={3: ("start",), 8: ("stop",)})
+    assert high_cycles(trace["running"]) == list(range(4, 9))
+    assert high_cycles(trace["expires"]) == []
+
+
+def test_timer_started_with_zero_us_does_not_run():
+    trace = run_timer(20, us=0, mhz=10, inputs={3: ("start",)})
+    assert high_cycles(trace["running"]) == []
+
+
 # -- IrqController behind the real CsrBank ---------------------------------------------------
 
 
@@ -283,18 +355,23 @@ STATUS = {f.name: f.mask for f in REGISTER_MAP.register("IRQ_STATUS").fields}
 MODE_SHIFT = {d: REGISTER_MAP.field_shift("IRQ_MODE", f"{d}_mode") for d in ("tx", "rx")}
 
 
-def run_system(bench):
+def run_system(bench, *sources):
     """Run ``bench(ctx, top, axi, trace)``. ``trace`` gets one dict per cycle, recorded in
-    the background, of registered signals only (so the order in which the two testbenches
-    run within a cycle cannot matter): ``irq``, ``rx_done_set``, ``rx_done`` (the status
-    bit) and ``tx_done_enable``."""
+    the background, of registered signals only (so the order in which the testbenches
+    run within a cycle cannot matter): ``irq``, ``rx_done_set``, ``rx_done`` and
+    ``tx_done`` (the status bits), ``tx_done_enable`` and ``holdoff`` (the rate limit holds
+    a low irq low; a function of registers only). Each of ``sources``,
+    ``source(ctx, top)``, runs as a further testbench beside ``bench`` (e.g. a stream of
+    completion strobes)."""
     top = IrqWithCsrBank()
     trace = []
     watched = {
         "irq": top.irq.irq,
         "rx_done_set": top.irq.rx_done_set,
         "rx_done": top.bank.port("IRQ_STATUS", "rx_done"),
+        "tx_done": top.bank.port("IRQ_STATUS", "tx_done"),
         "tx_done_enable": top.bank.port("IRQ_ENABLE", "tx_done"),
+        "holdoff": top.irq.holdoff,
     }
 
     async def recorder(ctx):
@@ -309,6 +386,12 @@ def run_system(bench):
     sim.add_clock(1e-8)
     sim.add_testbench(recorder, background=True)
     sim.add_testbench(testbench)
+    for source in sources:
+
+        async def run_source(ctx, source=source):
+            await source(ctx, top)
+
+        sim.add_testbench(run_source)
     sim.run()
 
 
@@ -484,3 +567,168 @@ def test_cause_layout_lines_up_with_the_status_register():
     layout = irq_causes_layout()
     for name, fld in layout:
         assert 1 << fld.offset == STATUS[name]
+
+
+# -- interrupt rate limit (IRQ_MIN_INTERVAL) ---------------------------------------------------
+
+
+def rising_edges(trace):
+    irq = [entry["irq"] for entry in trace]
+    return [cycle for cycle in range(1, len(irq)) if irq[cycle] and not irq[cycle - 1]]
+
+
+async def configure_rate_limit(axi, mhz, interval_us, enable):
+    await axi.write_ok(A("IRQ_SYS_CLK_MHZ"), mhz)
+    await axi.write_ok(A("IRQ_MIN_INTERVAL"), interval_us)
+    await set_modes(axi, IrqMode.EOP, IrqMode.EOP)
+    await axi.write_ok(A("IRQ_ENABLE"), enable)
+
+
+async def acknowledge_until(ctx, top, axi, trace, last_cycle, seen):
+    """An ISR: whenever irq is high, read IRQ_STATUS and clear what it read (W1C); append
+    each value read to ``seen``; return in cycle ``last_cycle`` (``len(trace)`` is the
+    current cycle)."""
+    while len(trace) < last_cycle:
+        if ctx.get(top.irq.irq):
+            status = await axi.read_ok(A("IRQ_STATUS"))
+            seen.append(status)
+            await axi.write_ok(A("IRQ_STATUS"), status)
+        else:
+            await ctx.tick()
+
+
+def test_rate_limit_spaces_rises_by_the_interval_and_loses_no_cause():
+    # Per-frame interrupts: a TX frame every 9 cycles, 120 frames; 2 µs at 100 MHz = 200
+    # cycles between rises. Every rise is acknowledged at once, so the line falls during
+    # each interval and a new cause is pending long before the interval ends.
+    interval = 200
+    first_frame, spacing, frames = 60, 9, 120
+    frame_cycles = set(range(first_frame, first_frame + spacing * frames, spacing))
+    last_frame = max(frame_cycles)
+    seen, traces = [], []
+
+    async def frame_source(ctx, top):
+        for cycle in range(last_frame + 1):
+            ctx.set(top.irq.tx.frame_done, cycle in frame_cycles)
+            await ctx.tick()
+        ctx.set(top.irq.tx.frame_done, 0)
+
+    async def bench(ctx, top, axi, trace):
+        traces.append(trace)
+        await configure_rate_limit(axi, 100, 2, STATUS["tx_done"])
+        assert len(trace) < first_frame  # configured before the first frame
+        await acknowledge_until(ctx, top, axi, trace, last_frame + 2 * interval, seen)
+        assert await axi.read_ok(A("IRQ_COUNT")) == len(rising_edges(trace))
+        assert await axi.read_ok(A("IRQ_STATUS")) == 0  # every cause was served
+
+    run_system(bench, frame_source)
+    (trace,) = traces
+    # The status bit is set 2 cycles after a frame and irq a cycle later; then exactly one
+    # rise per interval, the last one for the frames completed during the last interval.
+    first_rise = first_frame + 3
+    intervals = -(-(last_frame - first_frame) // interval)  # ceiling
+    expected = [first_rise + interval * k for k in range(intervals + 1)]
+    assert rising_edges(trace) == expected
+    # Each read found the cause (a clear that meets a new completion leaves the bit set,
+    # so an ISR may read twice per rise), and nothing else.
+    assert len(seen) >= len(expected) and set(seen) == {STATUS["tx_done"]}
+    # The line fell during every interval (the ISR's clear) and stayed low until its end.
+    for rise in expected[1:]:
+        assert not trace[rise - 1]["irq"] and trace[rise - 2]["tx_done"]
+
+
+async def wait_for_irq(ctx, top, trace):
+    """Tick until irq is high; return the cycle it rose in."""
+    while not ctx.get(top.irq.irq):
+        await ctx.tick()
+    return len(trace) - 1 if trace[-1]["irq"] else len(trace)
+
+
+def test_a_cause_during_the_interval_raises_irq_exactly_when_it_ends():
+    # 1 µs at 125 MHz: 125 cycles. The ISR masks (NAPI-style) instead of clearing, then
+    # re-enables with a new cause pending: the line still waits for the interval's end.
+    interval = 125
+    traces = []
+
+    async def bench(ctx, top, axi, trace):
+        traces.append(trace)
+        both = STATUS["tx_done"] | STATUS["rx_done"]
+        await configure_rate_limit(axi, 125, 1, both)
+        await strobe(ctx, top.irq.tx, "frame_done")
+        rise = await wait_for_irq(ctx, top, trace)
+        await axi.write_ok(A("IRQ_ENABLE"), 0)  # napi_schedule: mask
+        assert ctx.get(top.irq.irq) == 0
+        await axi.write_ok(A("IRQ_STATUS"), STATUS["tx_done"])
+        await ctx.tick().repeat(rise + 40 - len(trace))
+        await strobe(ctx, top.irq.rx, "frame_done")  # completes during the interval
+        await ctx.tick().repeat(rise + 60 - len(trace))
+        await axi.write_ok(A("IRQ_ENABLE"), both)  # napi_complete: unmask, cause pending
+        await ctx.tick().repeat(rise + interval + 5 - len(trace))
+        assert await axi.read_ok(A("IRQ_STATUS")) == STATUS["rx_done"]
+        assert await axi.read_ok(A("IRQ_COUNT")) == 2
+
+    run_system(bench)
+    (trace,) = traces
+    first = rising_edges(trace)[0]
+    assert rising_edges(trace) == [first, first + interval]
+    assert trace[first + 43]["rx_done"]  # pending from 2 cycles after the strobe
+    assert not any(entry["irq"] for entry in trace[first + 43 : first + interval])
+    # Held off from the rise to the interval's last cycle, which lets the line rise.
+    holdoff = [entry["holdoff"] for entry in trace]
+    assert holdoff[first : first + interval - 1] == [1] * (interval - 1)
+    assert not holdoff[first - 1] and not holdoff[first + interval - 1]
+
+
+def test_without_an_interval_irq_rises_again_at_once():
+    async def bench(ctx, top, axi, trace):
+        await configure_rate_limit(axi, 100, 0, STATUS["tx_done"])
+        for _ in range(3):
+            await strobe(ctx, top.irq.tx, "frame_done")
+            rise = await wait_for_irq(ctx, top, trace)
+            await axi.write_ok(A("IRQ_STATUS"), STATUS["tx_done"])
+            assert ctx.get(top.irq.irq) == 0
+        await ctx.tick()
+        assert await axi.read_ok(A("IRQ_COUNT")) == 3
+        assert rise < 60  # three rises within a few cycles of their causes
+
+    run_system(bench)
+
+
+def test_writing_zero_ends_a_running_interval_at_once():
+    async def bench(ctx, top, axi, trace):
+        await configure_rate_limit(axi, 100, 100, STATUS["tx_done"])  # 10,000 cycles
+        await strobe(ctx, top.irq.tx, "frame_done")
+        rise = await wait_for_irq(ctx, top, trace)
+        await axi.write_ok(A("IRQ_STATUS"), STATUS["tx_done"])
+        await strobe(ctx, top.irq.tx, "frame_done")
+        await ctx.tick().repeat(20)
+        assert ctx.get(top.irq.irq) == 0 and ctx.get(top.irq.holdoff) == 1
+        await axi.write_ok(A("IRQ_MIN_INTERVAL"), 0)
+        # Like an enable: irq follows the register one cycle after it changes.
+        assert ctx.get(top.irq.holdoff) == 0
+        await ctx.tick()
+        assert ctx.get(top.irq.irq) == 1
+        assert len(trace) - rise < 100
+
+    run_system(bench)
+
+
+def test_invalid_intervals_are_rejected_and_flagged():
+    cfg_bit = REGISTER_MAP.field("ID_CFG_ERROR", "irq_min_interval_us").mask
+
+    async def bench(ctx, top, axi, trace):
+        port = top.bank.port("IRQ_MIN_INTERVAL", "us")
+        await axi.write_ok(A("IRQ_MIN_INTERVAL"), 125)
+        for bad in (10001, 0xFFFF):
+            await axi.write_ok(A("IRQ_MIN_INTERVAL"), bad)  # rejected, still OKAY
+            assert ctx.get(port) == 125
+            assert await axi.read_ok(A("ID_CFG_ERROR")) == cfg_bit
+            assert await axi.read_ok(A("IRQ_STATUS")) == STATUS["cfg_error"]
+            await axi.write_ok(A("ID_CFG_ERROR"), cfg_bit)
+            await axi.write_ok(A("IRQ_STATUS"), STATUS["cfg_error"])
+        await axi.write_ok(A("IRQ_MIN_INTERVAL"), 10000)  # 100 interrupts/s: the longest
+        assert ctx.get(port) == 10000
+        assert await axi.read_ok(A("ID_CFG_ERROR")) == 0
+        assert await axi.read_ok(A("IRQ_MIN_INTERVAL")) == 10000
+
+    run_system(bench)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from macdma.firmware.driver import MAX_IRQ_MIN_INTERVAL_US
 from macdma.hdl import regmap_gen
 from macdma.hdl.regmap import (
     REGISTER_MAP,
@@ -19,6 +20,7 @@ from macdma.hdl.regmap import (
     RegisterMap,
     cfg_error_register,
 )
+from macdma.sim.scenario import IRQ_MIN_INTERVAL_MAX_US
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -166,6 +168,7 @@ def test_cfg_error_has_one_bit_per_validated_field_in_map_order():
         "irq_tx_coalesce_frames",
         "irq_rx_coalesce_frames",
         "irq_sys_clk_mhz",
+        "irq_min_interval_us",
         "mac_ifg",
         "mac_max_len",
         "mdio_ctrl_clk_div",
@@ -180,6 +183,15 @@ def test_valid_values_of_the_map():
     base = REGISTER_MAP.field("RX_RING_BASE", "ring_base")
     assert base.accepts(0x8000_0010) and not base.accepts(0x8000_0008)
     assert REGISTER_MAP.field("MAC_MAX_LEN", "mac_max_len").valid_text() == "64..16383"
+    interval = REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us")
+    assert [v for v in (0, 1, 125, 10000, 10001) if interval.accepts(v)] == [0, 1, 125, 10000]
+
+
+def test_driver_and_scenario_accept_the_intervals_the_hardware_accepts():
+    # The driver (firmware, no register map at run time) states the bound itself.
+    valid = REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid
+    assert valid == (range(0, MAX_IRQ_MIN_INTERVAL_US + 1),)
+    assert IRQ_MIN_INTERVAL_MAX_US == MAX_IRQ_MIN_INTERVAL_US
 
 
 # -- generated outputs -------------------------------------------------------------------

@@ -361,6 +361,7 @@ def test_quick_sweep_writes_report_csv_json_and_plots(tmp_path):
     # the same code with another runner (test_sim_override_changes_every_point_and_its_key).
     out = tmp_path / "quick"
     command = [sys.executable, "-m", "macdma.sim.cli", "regress", "--quick", "--out", str(out)]
+    command += ["--db", str(tmp_path / "results.sqlite")]  # not the user's results database
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     points = list((out / "points").glob("*.json"))

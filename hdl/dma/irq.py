@@ -1,13 +1,15 @@
 """Interrupt moderation: when DMA completions become ``*_done`` causes, and the irq line.
 
-Two blocks, all in the sys clock domain:
+Three blocks, all in the sys clock domain:
 
 * :class:`IrqModerator`, one per DMA channel (TX and RX): turns the channel's one-cycle
   completion strobes (:class:`IrqEventSignature`) into ``done_set`` / ``error_set`` strobes
   for the CSR bank's sticky (w1c) ``IRQ_STATUS`` bits, according to ``IRQ_MODE``.
 * :class:`IrqController`: owns both moderators and the level ``irq`` output
-  (``IRQ_STATUS & IRQ_ENABLE``, registered) and counts its rising edges (``IRQ_COUNT``).
+  (``IRQ_STATUS & IRQ_ENABLE``, registered), limits how often that line may rise
+  (``IRQ_MIN_INTERVAL``) and counts its rising edges (``IRQ_COUNT``).
   :func:`connect_csr_bank` wires it to the generated :class:`~macdma.hdl.bus.axi_lite.CsrBank`.
+* :class:`MicrosecondTimer`: the µs prescaler and down-counter both of them time with.
 
 Timing (cycle N = the cycle in which an input strobe is high)
 -----------------------------------------------------------
@@ -16,6 +18,13 @@ Timing (cycle N = the cycle in which an input strobe is high)
 * The coalescing timer, started by a frame in cycle N, expires in cycle
   N + timer_us * sys_clk_mhz exactly (it restarts its µs prescaler when it starts), so
   ``done_set`` is high one cycle later, like for every other event.
+* Rate limit: when ``irq`` rises in cycle R and ``min_interval_us`` is non-zero, it cannot
+  rise again before cycle R + min_interval_us * sys_clk_mhz; with a cause pending all the
+  time it rises exactly in that cycle, so the interval is exact to the cycle. The line may
+  stay high and may fall (the driver acknowledges or masks) during the interval; causes
+  that arrive meanwhile stay pending in IRQ_STATUS (it is sticky) and raise ``irq`` when
+  the interval ends. Writing 0 ends a running interval at once; a running interval keeps
+  the length it started with.
 
 Changing the configuration never loses a completion
 --------------------------------------------------
@@ -39,6 +48,7 @@ __all__ = [
     "IrqEventSignature",
     "IrqModerator",
     "IrqController",
+    "MicrosecondTimer",
     "irq_causes_layout",
     "connect_csr_bank",
 ]
@@ -79,6 +89,88 @@ def _check_width(name: str, width: object) -> int:
     if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= 32:
         raise ValueError(f"{name} must be an integer in 1..32, not {width!r}")
     return width
+
+
+class MicrosecondTimer(wiring.Component):
+    """A one-shot timer of a whole number of µs, exact to the cycle: the µs prescaler that
+    the coalescing timer and the interrupt rate limit share.
+
+    Started in cycle S, it runs from cycle S + 1 and ``expires`` is high in cycle
+    S + us * sys_clk_mhz, its last cycle; after that cycle it stops by itself unless it is
+    started again in it. ``us`` is loaded at the start (a running timer keeps it);
+    ``sys_clk_mhz`` is sampled at the start and at each µs boundary.
+
+    Parameters:
+        us_width:          width of ``us``.
+        sys_clk_mhz_width: width of ``sys_clk_mhz``.
+
+    Members:
+        start:       ``In(1)``: load ``us`` and run from the next cycle (restarts a running
+                     timer); ``us`` = 0 stops it instead.
+        stop:        ``In(1)``: stop; wins over ``start``.
+        hold:        ``In(1)``: pause the count (a running timer stays running).
+        us:          ``In(us_width)``: the duration in µs.
+        sys_clk_mhz: ``In(sys_clk_mhz_width)``: clock cycles per µs; 0 acts as 1.
+        running:     ``Out(1)``: registered; the timer is counting (or paused).
+        expires:     ``Out(1)``: the timer's last cycle (combinational from its registers,
+                     so a caller acts on it in the same cycle).
+    """
+
+    def __init__(self, *, us_width: int = 16, sys_clk_mhz_width: int = 10):
+        self._us_width = _check_width("us_width", us_width)
+        self._sys_clk_mhz_width = _check_width("sys_clk_mhz_width", sys_clk_mhz_width)
+        super().__init__(
+            {
+                "start": In(1),
+                "stop": In(1),
+                "hold": In(1),
+                "us": In(us_width),
+                "sys_clk_mhz": In(sys_clk_mhz_width),
+                "running": Out(1),
+                "expires": Out(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        us_left = Signal(self._us_width)
+        # Cycles left in the current µs after this one: sys_clk_mhz - 1 down to 0.
+        cycles_left = Signal(self._sys_clk_mhz_width)
+        cycles_per_us_minus_1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
+        one_cycle_per_us = self.sys_clk_mhz <= 1
+        # us_left == 1 and cycles_left == 0, kept in registers beside the counts so that
+        # ``expires`` is an AND of three flip-flops: its users act on it combinationally.
+        last_us = Signal()
+        last_cycle = Signal()
+        # The last cycle of the last µs: the timer has run us * sys_clk_mhz cycles.
+        m.d.comb += self.expires.eq(self.running & last_us & last_cycle)
+
+        with m.If(self.stop):
+            m.d.sync += self.running.eq(0)
+        with m.Elif(self.start):
+            m.d.sync += [
+                self.running.eq(self.us != 0),
+                us_left.eq(self.us),
+                last_us.eq(self.us == 1),
+                cycles_left.eq(cycles_per_us_minus_1),
+                last_cycle.eq(one_cycle_per_us),
+            ]
+        with m.Elif(self.running & ~self.hold):
+            with m.If(last_cycle):
+                m.d.sync += [
+                    us_left.eq(us_left - 1),
+                    last_us.eq(us_left == 2),
+                    cycles_left.eq(cycles_per_us_minus_1),
+                    last_cycle.eq(one_cycle_per_us),
+                ]
+                with m.If(last_us):
+                    m.d.sync += self.running.eq(0)
+            with m.Else():
+                m.d.sync += [
+                    cycles_left.eq(cycles_left - 1),
+                    last_cycle.eq(cycles_left == 1),
+                ]
+        return m
 
 
 class IrqModerator(wiring.Component):
@@ -130,19 +222,21 @@ class IrqModerator(wiring.Component):
         m = Module()
         events = self.events
         pending = self.pending_frames
-        running = self.timer_running
-        us_left = Signal(self._timer_us_width)
-        # Cycles left in the current µs after this one: sys_clk_mhz - 1 down to 0.
-        cycles_left = Signal(self._sys_clk_mhz_width)
-        cycles_per_us_minus_1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
+        m.submodules.timer = timer = MicrosecondTimer(
+            us_width=self._timer_us_width, sys_clk_mhz_width=self._sys_clk_mhz_width
+        )
+        running = timer.running
+        m.d.comb += [
+            timer.us.eq(self.timer_us),
+            timer.sys_clk_mhz.eq(self.sys_clk_mhz),
+            self.timer_running.eq(running),
+        ]
 
         # Pending frames including one completing in this cycle; one bit wider so the
         # count cannot wrap even if it reaches the largest coalesce_frames.
         frames_now = Signal(self._frames_width + 1)
         m.d.comb += frames_now.eq(pending + events.frame_done)
         has_frames = frames_now != 0
-        # The last cycle of the last µs: the timer has run timer_us * sys_clk_mhz cycles.
-        timer_expires = running & (us_left == 1) & (cycles_left == 0)
 
         m.d.sync += [
             self.done_set.eq(0),
@@ -154,8 +248,8 @@ class IrqModerator(wiring.Component):
             m.d.sync += [
                 self.done_set.eq(extra_cause | (pending != 0)),
                 pending.eq(0),
-                running.eq(0),
             ]
+            m.d.comb += timer.stop.eq(1)
 
         with m.Switch(self.mode):
             with m.Case(IrqMode.PER_DESC):
@@ -164,34 +258,23 @@ class IrqModerator(wiring.Component):
                 flush(events.frame_done)
             with m.Case(IrqMode.COALESCE):
                 by_count = has_frames & (frames_now >= self.coalesce_frames)
-                by_timer = has_frames & timer_expires
+                by_timer = has_frames & timer.expires
                 with m.If(by_count | by_timer):
                     m.d.sync += [
                         self.done_set.eq(1),
                         pending.eq(0),
-                        running.eq(0),
                     ]
+                    m.d.comb += timer.stop.eq(1)
                 with m.Else():
                     m.d.sync += pending.eq(frames_now)
                     with m.If(self.timer_us == 0):
-                        m.d.sync += running.eq(0)
+                        m.d.comb += timer.stop.eq(1)
                     with m.Elif(~running & has_frames):
                         # First pending frame (or the timer was just switched on): start.
-                        m.d.sync += [
-                            running.eq(1),
-                            us_left.eq(self.timer_us),
-                            cycles_left.eq(cycles_per_us_minus_1),
-                        ]
-                    with m.Elif(running):
-                        with m.If(cycles_left == 0):
-                            m.d.sync += [
-                                us_left.eq(us_left - 1),
-                                cycles_left.eq(cycles_per_us_minus_1),
-                            ]
-                        with m.Else():
-                            m.d.sync += cycles_left.eq(cycles_left - 1)
+                        m.d.comb += timer.start.eq(1)
             with m.Case(IrqMode.NONE):
-                pass  # pending frames and the timer hold until the mode changes
+                # Pending frames and the timer hold until the mode changes.
+                m.d.comb += timer.hold.eq(1)
 
         return m
 
@@ -237,13 +320,17 @@ class IrqController(wiring.Component):
         <dir>_coalesce_frames:    ``In``: IRQ_<DIR>_COALESCE.frames.
         <dir>_coalesce_timer_us:  ``In``: IRQ_<DIR>_COALESCE.timer_us.
         sys_clk_mhz:              ``In``: IRQ_SYS_CLK_MHZ.
+        min_interval_us:          ``In``: IRQ_MIN_INTERVAL.us; 0 = no rate limit.
         status, enable:           ``In(irq_causes_layout())``: the CSR bank's IRQ_STATUS
                                   and IRQ_ENABLE values.
         <dir>_done_set:           ``Out(1)``: to IRQ_STATUS.<dir>_done_set.
         <dir>_error_set:          ``Out(1)``: to IRQ_STATUS.<dir>_error_set.
         irq:                      ``Out(1)``: level, high the cycle after
-                                  ``status & enable`` becomes non-zero. Registered so the
-                                  line never glitches.
+                                  ``status & enable`` becomes non-zero, unless the rate
+                                  limit holds it off. Registered so the line never
+                                  glitches.
+        holdoff:                  ``Out(1)``: the rate limit interval is running: ``irq``
+                                  cannot rise in this cycle (for observation).
         irq_count:                ``Out(32)``: rising edges of ``irq`` (IRQ_COUNT); counts
                                   up in the cycle ``irq`` rises, wraps.
     """
@@ -256,6 +343,7 @@ class IrqController(wiring.Component):
             frames_width = regmap.register("IRQ_TX_COALESCE").field("frames").width
             timer_us_width = regmap.register("IRQ_TX_COALESCE").field("timer_us").width
             sys_clk_mhz_width = regmap.register("IRQ_SYS_CLK_MHZ").fields[0].width
+            interval_us_width = regmap.register("IRQ_MIN_INTERVAL").field("us").width
             count_width = regmap.register("IRQ_COUNT").fields[0].width
         except KeyError as exc:
             raise ValueError(f"The register map lacks an IRQ moderation register: {exc}") from None
@@ -272,12 +360,14 @@ class IrqController(wiring.Component):
             members[f"{direction}_coalesce_frames"] = In(frames_width)
             members[f"{direction}_coalesce_timer_us"] = In(timer_us_width)
         members["sys_clk_mhz"] = In(sys_clk_mhz_width)
+        members["min_interval_us"] = In(interval_us_width)
         members["status"] = In(causes)
         members["enable"] = In(causes)
         for direction in ("tx", "rx"):
             members[f"{direction}_done_set"] = Out(1)
             members[f"{direction}_error_set"] = Out(1)
         members["irq"] = Out(1)
+        members["holdoff"] = Out(1)
         members["irq_count"] = Out(count_width)
         super().__init__(members)
 
@@ -303,9 +393,27 @@ class IrqController(wiring.Component):
         # Level interrupt = any enabled cause. Status is sticky, so enabling a cause that is
         # already set raises irq at once: a NAPI driver that re-enables after polling cannot
         # miss work that arrived while it was masked.
-        irq_next = (self.status.as_value() & self.enable.as_value()).any()
+        asserted = (self.status.as_value() & self.enable.as_value()).any()
+        # Rate limit: each rise starts the interval; while it runs a low line stays low (a
+        # high one follows the causes, so acknowledging still lowers it). The last cycle of
+        # the interval no longer holds off, so a pending cause rises exactly
+        # min_interval_us after the previous rise. Causes are never dropped: they wait in
+        # the sticky IRQ_STATUS.
+        m.submodules.rate_limit = limit = MicrosecondTimer(
+            us_width=len(self.min_interval_us), sys_clk_mhz_width=len(self.sys_clk_mhz)
+        )
+        off = self.min_interval_us == 0  # also the cycle 0 is written, not only the next
+        m.d.comb += self.holdoff.eq(limit.running & ~limit.expires & ~off)
+        irq_next = asserted & (self.irq | ~self.holdoff)
+        rises = irq_next & ~self.irq
+        m.d.comb += [
+            limit.us.eq(self.min_interval_us),
+            limit.sys_clk_mhz.eq(self.sys_clk_mhz),
+            limit.start.eq(rises),
+            limit.stop.eq(off),
+        ]
         m.d.sync += self.irq.eq(irq_next)
-        with m.If(irq_next & ~self.irq):
+        with m.If(rises):
             m.d.sync += self.irq_count.eq(self.irq_count + 1)
         return m
 
@@ -341,5 +449,6 @@ def connect_csr_bank(m: Module, controller: IrqController, bank) -> None:
         ]
     m.d.comb += [
         controller.sys_clk_mhz.eq(bank.port("IRQ_SYS_CLK_MHZ")),
+        controller.min_interval_us.eq(bank.port("IRQ_MIN_INTERVAL", "us")),
         bank.port("IRQ_COUNT").eq(controller.irq_count),
     ]

@@ -32,7 +32,8 @@ from macdma.firmware.descriptor import DESCRIPTOR_BYTES
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver
 from macdma.sim.benches.gmii import GMII_1000, MII_10, MII_100
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.cpu import PRESET_DRIVER_SETTINGS, CpuModel, cpu_preset
+from macdma.sim.cpu import CpuModel
+from macdma.sim.cpus import load_cpu
 from macdma.sim.platform_cocotb import CocotbPlatform
 from macdma.sim.scenario import RECORD_ENV, Scenario, scenario_from_env
 
@@ -194,8 +195,9 @@ async def test_scenario(dut):
     await bench.start()
     bench.memory.latency_cycles = scenario.mem_latency
 
-    mhz, costs = cpu_preset(scenario.cpu)
-    cpu = CpuModel(mhz, costs)
+    cpu_spec = load_cpu(scenario.cpu)
+    costs = cpu_spec.costs
+    cpu = CpuModel(cpu_spec.clock_mhz, costs)
     platform = CocotbPlatform(bench, cpu)
     receiver = Receiver(scenario, log)
     strategy = IrqStrategy(
@@ -206,7 +208,7 @@ async def test_scenario(dut):
         budget=scenario.budget,
     )
     max_frags = scenario.frags + 1
-    driver_settings = dict(PRESET_DRIVER_SETTINGS.get(scenario.cpu, {}))
+    driver_settings = dict(cpu_spec.driver)
     if scenario.tx_clean_budget is not None:  # 0 = unlimited
         driver_settings["tx_clean_budget"] = scenario.tx_clean_budget or None
     config = DriverConfig(
@@ -217,6 +219,7 @@ async def test_scenario(dut):
         prefetch=scenario.prefetch,
         strategy=strategy,
         sys_clk_mhz=round(scenario.sys_mhz),
+        irq_min_interval_us=scenario.irq_min_interval_us,
         max_frags=max_frags,
         mii=mode.mii,
         **driver_settings,

@@ -1,0 +1,252 @@
+"""CPU files (sim/cpus/): the shipped ones, loading a user's, and every way a file can be
+wrong, each stopping before a simulation with the file, the key and the value named."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from macdma.firmware.costs import CpuCosts
+from macdma.sim.cli import main
+from macdma.sim.cpu import CPU_PRESETS, PRESET_DRIVER_SETTINGS, cpu_preset
+from macdma.sim.cpus import CPU_DIR, CpuFileError, load_cpu, load_cpu_file, shipped_cpus
+from macdma.sim.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+COSTS = tuple(f.name for f in dataclasses.fields(CpuCosts))
+# How a shipped constant cites its source: a field report, an estimate, a fit, a sum of
+# other constants, or the file's header.
+SOURCE = r"field report|estimate|fitted|=|see above"
+
+
+def cpu_file(tmp_path: Path, text: str, name: str = "mine.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def valid_text(**top) -> str:
+    """A complete CPU file; ``top`` replaces top-level lines (None drops one)."""
+    lines = {"clock_mhz": "clock_mhz = 200.0", "cores": "cores = 1", **top}
+    body = [line for line in lines.values() if line is not None]
+    costs = [f"{name} = {10.0 * (index + 1)}" for index, name in enumerate(COSTS)]
+    return "\n".join([*body, "", "[costs]", *costs, ""])
+
+
+# -- shipped CPUs --------------------------------------------------------------------------
+
+
+def test_shipped_cpus_are_the_presets_with_their_driver_settings():
+    assert shipped_cpus() == ("armv7-noncoherent", "ideal", "microblaze-66", "mips-router")
+    assert {name: spec.clock_mhz for name, spec in CPU_PRESETS.items()} == {
+        "armv7-noncoherent": 1000.0,
+        "ideal": 1000.0,
+        "microblaze-66": 66.0,
+        "mips-router": 500.0,
+    }
+    assert all(spec.cores == 1 and spec.shipped for spec in CPU_PRESETS.values())
+    mips_driver = {"housekeeping_hz": 1000, "tx_clean_budget": 32}
+    assert PRESET_DRIVER_SETTINGS == {"mips-router": mips_driver}
+    assert cpu_preset("microblaze-66") == (66.0, CPU_PRESETS["microblaze-66"].costs)
+
+
+@pytest.mark.parametrize("name", shipped_cpus())
+def test_every_shipped_cost_names_its_source(name):
+    """Each non-zero cost has a comment on its line or on the comment lines just above it,
+    and the comments cite a field report by its id or say it is an estimate or fitted."""
+    lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
+    costs = load_cpu(name).costs
+    start = lines.index(next(line for line in lines if line.startswith("[costs]")))
+    for cost in COSTS:
+        if getattr(costs, cost) == 0:
+            continue
+        (index,) = [i for i, line in enumerate(lines) if re.match(rf"{cost}\s*=", line)]
+        assert index > start, f"{name}: {cost} outside [costs]"
+        comment = lines[index].partition("#")[2]
+        above = index - 1
+        while lines[above].startswith("#"):  # the comment block just above the key
+            comment = lines[above] + " " + comment
+            above -= 1
+        assert re.search(SOURCE, comment), f"{name}: {cost}'s comment names no source"
+    header = " ".join(line.lstrip("# ") for line in lines if line.startswith("#"))
+    assert name == "ideal" or re.search(r"field report [a-z0-9]+-[a-z0-9]+", header)
+    assert "/work" not in header and "DESIGN.md" not in header
+
+
+def test_a_copy_of_a_shipped_file_loads_as_a_users_cpu(tmp_path):
+    copy = tmp_path / "my-blaze.toml"
+    shutil.copy(CPU_DIR / "microblaze-66.toml", copy)
+    spec = load_cpu(str(copy))
+    shipped = load_cpu("microblaze-66")
+    assert (spec.name, spec.path, spec.shipped) == ("my-blaze", copy.resolve(), False)
+    assert (spec.clock_mhz, spec.costs, spec.digest) == (
+        shipped.clock_mhz,
+        shipped.costs,
+        shipped.digest,
+    )
+    assert cpu_preset(str(copy)) == (66.0, shipped.costs)
+
+
+def test_cores_default_to_one_and_integers_are_cycles(tmp_path):
+    path = cpu_file(tmp_path, valid_text(cores=None).replace("10.0", "10"))
+    spec = load_cpu_file(path)
+    assert spec.cores == 1 and spec.costs.irq_entry_exit == 10.0 and spec.driver == {}
+
+
+def test_the_cpu_files_ship_as_package_data():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "*.toml" in pyproject["tool"]["setuptools"]["package-data"]["macdma.sim.cpus"]
+    assert (CPU_DIR / "__init__.py").exists()  # a package, so setup.py's find_packages has it
+
+
+# -- bad files: each message names the file, the key and the value ---------------------------
+
+
+BAD_FILES = [
+    # (what is wrong, file text, the key and value the message must name, the problem)
+    ("unknown top-level key", valid_text(speed="speed = 3"), "speed = 3", "unknown key"),
+    (
+        "unknown cost",
+        valid_text().replace("[costs]", "[costs]\nmmio_reed = 40.0"),
+        "costs.mmio_reed = 40.0",
+        "unknown cost",
+    ),
+    (
+        "negative cost",
+        valid_text().replace("mmio_read = 20.0", "mmio_read = -20.0"),
+        "costs.mmio_read = -20.0",
+        "must be >= 0",
+    ),
+    ("missing clock", valid_text(clock_mhz=None), "clock_mhz is missing", "MHz"),
+    ("clock as text", valid_text(clock_mhz='clock_mhz = "66"'), "clock_mhz = '66'", "number"),
+    ("zero clock", valid_text(clock_mhz="clock_mhz = 0"), "clock_mhz = 0", "> 0"),
+    ("fractional cores", valid_text(cores="cores = 1.5"), "cores = 1.5", "whole number"),
+    ("no cores", valid_text(cores="cores = 0"), "cores = 0", ">= 1"),
+    (
+        "cost as text",
+        valid_text().replace("mmio_write = 30.0", 'mmio_write = "30"'),
+        "costs.mmio_write = '30'",
+        "a number of CPU cycles",
+    ),
+    (
+        "cost as a bool",
+        valid_text().replace("mmio_write = 30.0", "mmio_write = true"),
+        "costs.mmio_write = True",
+        "a number of CPU cycles",
+    ),
+    (
+        "missing cost",
+        valid_text().replace("timer_tick_overhead = 130.0\n", ""),
+        "costs.timer_tick_overhead is missing",
+        "every cost must be given",
+    ),
+    ("no [costs] table", "clock_mhz = 100.0\n", "the [costs] table is missing", "irq_entry_exit"),
+    (
+        "unknown driver setting",
+        valid_text() + "[driver]\nburst_beats = 8\n",
+        "driver.burst_beats = 8",
+        "not a driver setting",
+    ),
+    (
+        "driver setting out of range",
+        valid_text() + "[driver]\ntx_clean_budget = 0\n",
+        "driver.tx_clean_budget = 0",
+        "out of range",
+    ),
+    (
+        "description not text",
+        valid_text(description="description = 5"),
+        "description = 5",
+        "string",
+    ),
+    ("not TOML", "clock_mhz = = 5\n", "not valid TOML", "line 1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "named", "problem"),
+    [case[1:] for case in BAD_FILES],
+    ids=[case[0] for case in BAD_FILES],
+)
+def test_a_bad_file_is_refused_naming_file_key_and_value(tmp_path, text, named, problem):
+    path = cpu_file(tmp_path, text)
+    with pytest.raises(CpuFileError) as error:
+        load_cpu(str(path))
+    message = str(error.value)
+    assert message.startswith(f"{path.resolve()}: "), message
+    assert named in message and problem in message, message
+
+
+def test_a_valid_file_is_accepted_by_the_same_checks(tmp_path):
+    path = cpu_file(tmp_path, valid_text() + "[driver]\ntx_clean_budget = 8\n")
+    assert load_cpu(str(path)).driver == {"tx_clean_budget": 8}
+
+
+def test_unreadable_files_and_unknown_names(tmp_path):
+    missing = tmp_path / "nothere.toml"
+    with pytest.raises(CpuFileError, match=rf"{re.escape(str(missing))}: cannot read"):
+        load_cpu(str(missing))
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(CpuFileError, match="cannot read the CPU file"):
+        load_cpu(str(folder))
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe clock")
+    with pytest.raises(CpuFileError, match="not UTF-8"):
+        load_cpu(str(binary))
+    with pytest.raises(CpuFileError, match=r"unknown CPU 'vax': not a shipped CPU \(armv7"):
+        load_cpu("vax")
+
+
+# -- the scenario and the command line ------------------------------------------------------
+
+
+def test_scenario_takes_a_path_and_keeps_it_absolute(tmp_path, monkeypatch):
+    cpu_file(tmp_path, valid_text())
+    monkeypatch.chdir(tmp_path)
+    scenario = Scenario(cpu="./mine.toml")
+    assert scenario.cpu == str(tmp_path.resolve() / "mine.toml")
+    assert Scenario.from_json(scenario.to_json()) == scenario
+    assert Scenario(cpu="microblaze-66").cpu == "microblaze-66"
+
+
+def test_scenario_refuses_a_bad_file_and_more_cores_than_modelled(tmp_path):
+    bad = cpu_file(tmp_path, valid_text(clock_mhz=None), "bad.toml")
+    with pytest.raises(ValueError, match=rf"cpu: {re.escape(str(bad))}: clock_mhz is missing"):
+        Scenario(cpu=str(bad))
+    two = cpu_file(tmp_path, valid_text(cores="cores = 2"), "two.toml")
+    with pytest.raises(ValueError, match="cores = 2: the CPU model runs every context on 1 core"):
+        Scenario(cpu=str(two))
+
+
+def test_run_stops_on_a_bad_cpu_file_before_simulating(tmp_path, capsys, monkeypatch):
+    def no_simulation(scenario):
+        raise AssertionError("simulated despite a bad CPU file")
+
+    monkeypatch.setattr("macdma.sim.scenario.run_scenario", no_simulation)
+    bad = cpu_file(tmp_path, valid_text().replace("mmio_read = 20.0", "mmio_read = -1"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--cpu", str(bad)])
+    assert exit_info.value.code == 2
+    assert f"{bad.resolve()}: costs.mmio_read = -1: a cost must be >= 0" in capsys.readouterr().err
+
+
+def test_sweeps_take_names_and_paths_and_refuse_bad_files(tmp_path):
+    from macdma.sim.regress import expand, parse_sweep
+
+    mine = cpu_file(tmp_path, valid_text())
+    bad = cpu_file(tmp_path, valid_text(cores="cores = -1"), "bad.toml")
+
+    def sweep(*cpus):
+        experiment = {"name": "cpus", "fixed": {"frames": 4}, "sweep": {"cpu": list(cpus)}}
+        return parse_sweep({"experiment": [experiment]})
+
+    points = expand(sweep("ideal", str(mine)), sources="test")
+    assert [p.scenario.cpu for p in points] == ["ideal", str(mine.resolve())]
+    with pytest.raises(ValueError, match=rf"'cpus'.*{re.escape(str(bad))}: cores = -1"):
+        expand(sweep("ideal", str(bad)), sources="test")
