@@ -14,12 +14,14 @@ SIM ?=
 TEST ?=
 # `make regress REGRESS_ARGS="--quick"`: any `macdma regress` options (docs/regression.md).
 REGRESS_ARGS ?=
+# `make bench BENCH_ARGS="--sim verilator --frames 50"`: `macdma bench` options.
+BENCH_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help venv regress test sim verilog lint format demo clean
+.PHONY: help venv regress test sim verilog lint format demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -63,6 +65,9 @@ format: $(INSTALLED) ## ruff fix (imports etc.) + format, in place
 
 demo: $(INSTALLED) ## run the demo scenario (macdma demo)
 	$(VENV)/bin/macdma demo
+
+bench: $(INSTALLED) ## simulation speed vs a bare GMII loopback -> build/bench/bench.json
+	$(VENV)/bin/macdma bench $(BENCH_ARGS)
 
 # The synthesis tools (amaranth-boards, yowasp-*) are the optional extra `synth`; the `dev`
 # extra that every target installs includes it (the tests synthesise one board).

@@ -8,6 +8,7 @@
                [--cpu PRESET] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
                [--tx-clean-budget N] [--waves] [--json FILE]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
+    macdma bench [--sim verilator|icarus|both] [--frames N] [--only WORKLOAD] [--out FILE]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
@@ -18,6 +19,9 @@ from the GMII models' frame time stamps.
 
 ``regress`` runs a sweep of scenarios over all cores and writes JSON, CSV, a Markdown
 report and plots, and checks the orderings physics demands (docs/regression.md).
+
+``bench`` measures simulated ns per wall second of a bare GMII loopback and of the SoC
+scenarios, and records them in build/bench/bench.json (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -59,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .regress import add_regress_parser
 
     add_regress_parser(commands)
+    from .bench import add_bench_parser
+
+    add_bench_parser(commands)
     return parser
 
 
@@ -256,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         from .regress import run_regress
 
         return run_regress(args, args.regress_parser)
+    if args.command == "bench":
+        from .bench import run_bench_command
+
+        return run_bench_command(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -127,6 +127,40 @@ def _icarus_dump_module(top: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class ModelBuild:
+    """A simulator model on disk: its ``folder``, the seconds this call spent building it
+    (0 when reused) and ``recorded_seconds``, what its build took when it was made."""
+
+    sim: str
+    top: str
+    folder: Path
+    seconds: float
+    recorded_seconds: float
+
+    @property
+    def cached(self) -> bool:
+        return self.seconds == 0.0
+
+
+def build_model(
+    sim: str,
+    top: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    waves: bool = False,
+    factory: Factory | None = None,
+) -> ModelBuild:
+    """Export *top* and build (or reuse) its *sim* model, as :func:`run_cocotb` would."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"Unknown simulator {sim!r}; choose one of: {', '.join(SIMULATORS)}")
+    prepare(sim)
+    verilog = export_verilog(top, factory=factory, params=params)
+    folder, seconds = _build(sim, top, verilog, waves)
+    stamp = json.loads((folder / _STAMP).read_text())
+    return ModelBuild(sim, top, folder, seconds, float(stamp.get("build_seconds", seconds)))
+
+
 def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]:
     """Build (or reuse) the simulator model of *verilog*; return its folder and build time."""
     from cocotb_tools.runner import get_runner
