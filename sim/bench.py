@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -214,6 +215,105 @@ def format_table(rows: list[BenchRow]) -> str:
     return "\n".join(lines)
 
 
+# Where Python time goes, by the file a function lives in (first match wins).
+PROFILE_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("cocotb clocks", "/cocotb/clock.py"),
+    ("cocotbext-axi (host memory, AXI-Lite master)", "/cocotbext/axi/"),
+    ("cocotbext-eth (GMII source and sink)", "/cocotbext/eth/"),
+    ("cocotb scheduler, triggers, handles", "/cocotb/"),
+    ("driver model (firmware/)", "/firmware/"),
+    ("CPU model and platform", "/sim/cpu.py"),
+    ("CPU model and platform", "/sim/platform_cocotb.py"),
+    ("our benches (sim/benches/)", "/sim/benches/"),
+)
+PROFILE_ENV = "COCOTB_ENABLE_PROFILING"
+PROFILE_FILE = "cocotb.pstat"  # cocotb writes it into the run folder
+
+
+def component_of(filename: str) -> str:
+    """The :data:`PROFILE_COMPONENTS` name of a profiled function's file."""
+    for name, fragment in PROFILE_COMPONENTS:
+        if fragment in filename:
+            return name
+    return "other Python (standard library, ...)"
+
+
+_COROUTINE_SEND = "<method 'send' of 'coroutine' objects>"
+
+
+def profile_breakdown(stats: pstats.Stats) -> dict[str, float]:
+    """Python seconds per component, largest first, from a cocotb cProfile.
+
+    cocotb resumes every task through ``coroutine.send``; the time spent inside each
+    resumption, callees included, is the cost of that task's code, and goes to the
+    component its coroutine lives in (a model's own calls into cocotb handles and
+    triggers included). What is left of the Python time is cocotb's event loop itself.
+    """
+    entries = stats.stats  # type: ignore[attr-defined]
+    sends = [key for key in entries if key[2] == _COROUTINE_SEND]
+    seconds: dict[str, float] = {}
+    for (filename, _line, _name), (*_counts, callers) in entries.items():
+        inside = sum(callers[send][3] for send in sends if send in callers)
+        if inside:
+            component = component_of(filename)
+            seconds[component] = seconds.get(component, 0.0) + inside
+    python_seconds = stats.total_tt  # type: ignore[attr-defined]
+    seconds["cocotb event loop and trigger bookkeeping"] = max(
+        0.0, python_seconds - sum(seconds.values())
+    )
+    return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+
+def format_profile(stats: pstats.Stats, wall_seconds: float, top: int = 25) -> str:
+    """The profile's largest cumulative entries and the per-component split of its time."""
+    lines = [f"{'cumulative s':>12} {'own s':>8} {'calls':>10}  function"]
+    entries = stats.stats.items()  # type: ignore[attr-defined]
+    ranked = sorted(entries, key=lambda item: -item[1][3])
+    for (filename, line, name), (_calls, primitive, own, cumulative, _callers) in ranked[:top]:
+        where = "/".join(Path(filename).parts[-2:]) if filename != "~" else ""
+        lines.append(f"{cumulative:>12.2f} {own:>8.2f} {primitive:>10,}  {name} {where}:{line}")
+    breakdown = profile_breakdown(stats)
+    lines.append("")
+    lines.append(f"{'wall s':>8} {'share':>6}  component (of {wall_seconds:.1f} s wall)")
+    for component, spent in breakdown.items():
+        lines.append(f"{spent:>8.2f} {100 * spent / wall_seconds:>5.1f}%  {component}")
+    rest = max(0.0, wall_seconds - stats.total_tt)  # type: ignore[attr-defined]
+    lines.append(f"{rest:>8.2f} {100 * rest / wall_seconds:>5.1f}%  simulator and GPI (not Python)")
+    return "\n".join(lines)
+
+
+def newest_profile(sim: str) -> Path:
+    """The most recent cocotb profile written under the *sim* builds."""
+    found = sorted(
+        (build_dir() / "sim" / sim).glob(f"*/runs/*/{PROFILE_FILE}"),
+        key=lambda path: path.stat().st_mtime,
+    )
+    if not found:
+        raise FileNotFoundError(f"no {PROFILE_FILE} under {build_dir() / 'sim' / sim}")
+    return found[-1]
+
+
+def profile(sim: str, workload: Workload, frames: int, log=print) -> tuple[BenchRow, str]:
+    """Run *workload* under cocotb's cProfile; return its row and the formatted profile.
+
+    The profiler slows Python down, so the row's speed is not comparable to a plain run.
+    """
+    previous = os.environ.get(PROFILE_ENV)
+    os.environ[PROFILE_ENV] = "1"
+    started = time.time()
+    try:
+        row = measure(sim, workload, frames, log)
+    finally:
+        if previous is None:
+            os.environ.pop(PROFILE_ENV)
+        else:
+            os.environ[PROFILE_ENV] = previous
+    path = newest_profile(sim)
+    if path.stat().st_mtime < started:
+        raise FileNotFoundError(f"the run wrote no new {PROFILE_FILE} (newest: {path})")
+    return row, format_profile(pstats.Stats(str(path)), row.wall_seconds)
+
+
 def _command_output(*argv: str) -> str:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -315,11 +415,34 @@ def add_bench_parser(commands) -> None:
         help="run only this workload (repeatable; the loopback is always run for the ratio)",
     )
     bench.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the chosen workloads (default: soc-both-ideal) under cocotb's cProfile "
+        "and print where the Python time goes; records nothing",
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
         help="the JSON record (default: build/bench/bench.json)",
     )
+
+
+def _run_profiles(sims: list[str], names: list[str], frames: int) -> int:
+    chosen = [workload for workload in WORKLOADS if workload.name in names]
+    try:
+        for sim in sims:
+            for workload in chosen:
+                row, text = profile(sim, workload, frames)
+                print(
+                    f"\nprofile of {workload.name} on {sim} ({row.frames} frames, "
+                    f"{row.sim_ns:,.0f} sim ns in {row.wall_seconds:.1f} s under the profiler)"
+                )
+                print(text)
+    except (CocotbTestFailure, SimulatorNotFound, FileNotFoundError) as error:
+        print(f"\nmacdma bench --profile failed: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
@@ -328,6 +451,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
     sims.sort(key=lambda sim: sim != "verilator")  # the fast one first
     names = [LOOPBACK, *(args.only or [])] if args.only else list(WORKLOAD_NAMES)
     out = args.out or build_dir() / "bench" / "bench.json"
+    if args.profile:
+        return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames)
     print(f"macdma bench: {', '.join(names)} on {', '.join(sims)}", flush=True)
     try:
         record = run_bench(sims, names, args.frames, out)

@@ -8,14 +8,40 @@ into gaps, frames/s and percent of line rate. Used by every bench with a MAC ins
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import Timer
 from cocotbext.eth import GmiiSink, GmiiSource
 
 PREAMBLE_AND_SFD = 8
+
+CLOCK_IMPL_ENV = "MACDMA_CLOCK_IMPL"
+CLOCK_IMPLS = ("gpi", "py")
+
+
+def clock_impl() -> str:
+    """How the benches' clocks toggle: ``"gpi"`` (default) or ``"py"`` from env
+    ``MACDMA_CLOCK_IMPL``.
+
+    cocotb 2.1 picks its Python clock unless told otherwise: a task that wakes on every
+    half period to write the pin. The GPI clock toggles the pin from C, so a clock nobody
+    awaits costs no Python at all (docs/performance.md has the measured difference).
+    ``py`` is kept to measure that difference again.
+    """
+    value = os.environ.get(CLOCK_IMPL_ENV, "").strip() or CLOCK_IMPLS[0]
+    if value not in CLOCK_IMPLS:
+        raise ValueError(f"{CLOCK_IMPL_ENV} must be one of {', '.join(CLOCK_IMPLS)}; got {value!r}")
+    return value
+
+
+def start_clock(signal, period_ns: float, *, high_ns: float | None = None) -> Clock:
+    """Start a free-running clock on *signal*, high first (for *high_ns*, default half)."""
+    clock = Clock(signal, period_ns, unit="ns", impl=clock_impl(), period_high=high_ns)
+    clock.start()
+    return clock
 
 
 @dataclass(frozen=True)
@@ -174,8 +200,8 @@ class GmiiPhy:
     def start(self):
         """Start the PHY clocks and idle the receive pins (call before reset)."""
         dut = self.dut
-        Clock(dut.tx_clk, self.mode.clock_period_ns, unit="ns").start()
-        Clock(dut.rx_clk, self.mode.clock_period_ns, unit="ns").start()
+        start_clock(dut.tx_clk, self.mode.clock_period_ns)
+        start_clock(dut.rx_clk, self.mode.clock_period_ns)
         for name in ("tx_mii_select", "rx_mii_select"):
             if hasattr(dut, name):
                 getattr(dut, name).value = int(self.mode.mii)
@@ -185,17 +211,17 @@ class GmiiPhy:
         dut.gmii_rx_dv.value = 0
         dut.gmii_rx_er.value = 0
         if self.mode.enable_every > 1:
-            cocotb.start_soon(self._clock_enables(self.mode.enable_every))
+            cocotb.start_soon(self._start_clock_enables(self.mode.enable_every))
 
-    async def _clock_enables(self, every: int):
-        # Both directions share one enable pattern, as a PHY at 10/100 on a fixed clock.
-        n = 0
-        while True:
-            await RisingEdge(self.dut.tx_clk)
-            n += 1
-            value = int(n % every == 0)
-            self.dut.tx_clk_enable.value = value
-            self.dut.rx_clk_enable.value = value
+    async def _start_clock_enables(self, every: int):
+        # Both directions share one enable pattern, high for one PHY clock in `every`, as
+        # a PHY at 10/100 on a fixed clock. The enables are clocks of their own (period:
+        # `every` PHY clocks), started a quarter period after a PHY clock edge so they
+        # never change on one, instead of a task that wakes on every PHY clock.
+        period_ns = self.mode.clock_period_ns
+        await Timer(period_ns * (every - 1) + period_ns // 4, "ns")
+        for enable in (self.dut.tx_clk_enable, self.dut.rx_clk_enable):
+            start_clock(enable, period_ns * every, high_ns=period_ns)
 
     def byte_clocks(self, byte_times: int) -> int:
         """PHY clocks that ``byte_times`` bytes take on the wire."""
