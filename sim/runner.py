@@ -53,7 +53,7 @@ VERILATOR_MAKE_VARIABLES: tuple[str, ...] = ("OPT_FAST=-O2",)
 # here (MacBench reads the statistics counters through the hierarchy).
 VERILATOR_INTERNAL_ACCESS_TOPS: frozenset[str] = frozenset({"macdma_eth_mac"})
 VERILATOR_PORTS_ONLY_ARGS: tuple[str, ...] = ("--public-depth", "1")
-_PUBLIC_FLAT_RW = "--public-flat-rw"
+_PUBLIC_FLAT_RW = "--public-flat-rw"  # what cocotb's Verilator runner always adds
 
 _STAMP = "build.json"
 _WAVES_DUMP_MODULE = "macdma_waves_dump"
@@ -128,20 +128,21 @@ def _build_args(sim: str, waves: bool, top: str) -> list[str]:
         return args + ["-s", _WAVES_DUMP_MODULE] if waves else args
     # cocotb adds --trace (VCD) when waves are on; a later --trace-fst switches to FST.
     fst = waves and wave_format(sim) == "fst"
-    access = [_PUBLIC_FLAT_RW] if top in VERILATOR_INTERNAL_ACCESS_TOPS else []
-    return (
-        list(VERILATOR_BUILD_ARGS)
-        + (access or list(VERILATOR_PORTS_ONLY_ARGS))
-        + (["--trace-fst"] if fst else [])
-    )
+    access = list(VERILATOR_PORTS_ONLY_ARGS) if _ports_only(sim, top) else []
+    return list(VERILATOR_BUILD_ARGS) + access + (["--trace-fst"] if fst else [])
 
 
-def _runner(sim: str, build_args: list[str]):
-    """cocotb's runner for *sim*; for Verilator, one that adds --public-flat-rw only when
-    *build_args* ask for it."""
+def _ports_only(sim: str, top: str) -> bool:
+    """True when *top* is built for *sim* without cocotb's --public-flat-rw."""
+    return sim == "verilator" and top not in VERILATOR_INTERNAL_ACCESS_TOPS
+
+
+def _runner(sim: str, top: str):
+    """cocotb's runner for *sim*; for a ports-only Verilator build, one that leaves out
+    the --public-flat-rw cocotb adds."""
     from cocotb_tools.runner import Verilator, get_runner
 
-    if sim != "verilator":
+    if not _ports_only(sim, top):
         return get_runner(sim)
 
     class ChosenAccessVerilator(Verilator):
@@ -217,7 +218,7 @@ def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]
         make_flags = " ".join(filter(None, (os.environ.get("MAKEFLAGS"), *make_variables)))
         try:
             with _process_env({"MAKEFLAGS": make_flags} if make_variables else {}, ROOT):
-                _runner(sim, build_args).build(
+                _runner(sim, top).build(
                     sources=sources,
                     hdl_toplevel=top,
                     build_dir=sim_build,

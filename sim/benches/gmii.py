@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import Timer
+from cocotb.triggers import ReadWrite, Timer
 from cocotbext.eth import GmiiSink, GmiiSource
 
 PREAMBLE_AND_SFD = 8
@@ -38,9 +38,19 @@ def clock_impl() -> str:
 
 
 def start_clock(signal, period_ns: float, *, high_ns: float | None = None) -> Clock:
-    """Start a free-running clock on *signal*, high first (for *high_ns*, default half)."""
+    """Start a free-running clock on *signal*, high first (for *high_ns*, default half).
+
+    It starts once this time step's writes are applied, as cocotb's Python clock does: a
+    GPI clock's first edge comes as it starts, and the models sampling on it must see the
+    resets and enables the bench set in the same step (Icarus still shows X or Z there).
+    """
     clock = Clock(signal, period_ns, unit="ns", impl=clock_impl(), period_high=high_ns)
-    clock.start()
+
+    async def start_after_writes():
+        await ReadWrite()
+        clock.start()
+
+    cocotb.start_soon(start_after_writes())
     return clock
 
 
@@ -200,16 +210,21 @@ class GmiiPhy:
     def start(self):
         """Start the PHY clocks and idle the receive pins (call before reset)."""
         dut = self.dut
+        mii = int(self.mode.mii)
+        pins = {
+            "tx_clk_enable": 1,
+            "rx_clk_enable": 1,
+            "gmii_rxd": 0,
+            "gmii_rx_dv": 0,
+            "gmii_rx_er": 0,
+            "tx_mii_select": mii,  # only on designs that have the pins
+            "rx_mii_select": mii,
+        }
+        for name, value in pins.items():
+            if hasattr(dut, name):
+                getattr(dut, name).value = value
         start_clock(dut.tx_clk, self.mode.clock_period_ns)
         start_clock(dut.rx_clk, self.mode.clock_period_ns)
-        for name in ("tx_mii_select", "rx_mii_select"):
-            if hasattr(dut, name):
-                getattr(dut, name).value = int(self.mode.mii)
-        dut.tx_clk_enable.value = 1
-        dut.rx_clk_enable.value = 1
-        dut.gmii_rxd.value = 0
-        dut.gmii_rx_dv.value = 0
-        dut.gmii_rx_er.value = 0
         if self.mode.enable_every > 1:
             cocotb.start_soon(self._start_clock_enables(self.mode.enable_every))
 
