@@ -298,6 +298,8 @@ def format_profile(stats: pstats.Stats, wall_seconds: float, top: int = 25) -> s
     lines.append("")
     lines.append(f"{'wall s':>8} {'share':>6}  component (of {wall_seconds:.1f} s wall)")
     for component, spent in breakdown.items():
+        if spent < 0.005:
+            continue  # components that never ran a task
         lines.append(f"{spent:>8.2f} {100 * spent / wall_seconds:>5.1f}%  {component}")
     rest = max(0.0, wall_seconds - stats.total_tt)  # type: ignore[attr-defined]
     lines.append(f"{rest:>8.2f} {100 * rest / wall_seconds:>5.1f}%  simulator and GPI (not Python)")
