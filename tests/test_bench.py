@@ -4,6 +4,7 @@ Nothing here asserts a speed: a benchmark measures, it does not pass or fail on 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -63,6 +64,17 @@ def test_goals_compare_the_named_rows():
         ("soc-both-ideal", LOOPBACK): (0.25, False),
         ("soc-tx-microblaze", "soc-tx-ideal"): (0.9, True),
     }
+    assert all(g["ratio_per_cpu_second"] is None for g in found)  # no CPU time recorded
+
+
+def test_goals_also_compare_per_cpu_second():
+    rows = [
+        dataclasses.replace(row("icarus", LOOPBACK, 100_000, 1.0), cpu_seconds=0.5),
+        dataclasses.replace(row("icarus", "soc-both-ideal", 100_000, 2.0), cpu_seconds=2.0),
+    ]
+    (goal,) = goals(rows)
+    assert goal["ratio"] == pytest.approx(0.5)
+    assert goal["ratio_per_cpu_second"] == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize(
