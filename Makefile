@@ -16,12 +16,14 @@ TEST ?=
 REGRESS_ARGS ?=
 # Installs the system packages (Icarus, C++ compiler, Perl, ...) or stops naming the command.
 SYSTEM_DEPS := sim/system-deps.sh
+# `make bench BENCH_ARGS="--sim verilator --frames 50"`: `macdma bench` options.
+BENCH_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test sim verilog lint format demo clean
+.PHONY: help deps venv regress test sim verilog lint format demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -70,6 +72,9 @@ format: $(INSTALLED) ## ruff fix (imports etc.) + format, in place
 
 demo: deps $(INSTALLED) ## run the demo scenario (macdma demo)
 	$(VENV)/bin/macdma demo
+
+bench: deps $(INSTALLED) ## simulation speed vs a bare GMII loopback -> build/bench/bench.json
+	$(VENV)/bin/macdma bench $(BENCH_ARGS)
 
 # The synthesis tools (amaranth-boards, yowasp-*) are the optional extra `synth`; the `dev`
 # extra that every target installs includes it (the tests synthesise one board).

@@ -10,6 +10,7 @@
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
                    [--scheduler ADDRESS|local:N] [--db PATH] [--baseline RUN]
     macdma compare RUN_A RUN_B | RUN --baseline RUN_A [--tolerance F] [--db PATH] [--out DIR]
+    macdma bench [--sim verilator|icarus|both] [--frames N] [--only WORKLOAD] [--out FILE]
 
 ``demo`` builds the MAC, runs back-to-back 64-byte and 1518-byte frames through it in
 both directions at 1000 Mb/s on a real simulator, and prints the throughput measured
@@ -24,6 +25,9 @@ local cores or a Dask cluster; every point goes into an SQLite results database.
 
 ``compare`` lists the points whose metrics moved between two runs (output folders or
 commits in the results database).
+
+``bench`` measures simulated ns per wall second of a bare GMII loopback and of the SoC
+scenarios, and records them in build/bench/bench.json (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -112,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .results_db import add_compare_parser
 
     add_compare_parser(commands)
+    from .bench import add_bench_parser
+
+    add_bench_parser(commands)
     return parser
 
 
@@ -350,6 +357,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .results_db import run_compare
 
         return run_compare(args, args.compare_parser)
+    if args.command == "bench":
+        from .bench import run_bench_command
+
+        return run_bench_command(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

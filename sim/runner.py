@@ -41,6 +41,20 @@ ICARUS_BUILD_ARGS: tuple[str, ...] = ("-g2005",)
 # Verilator: Amaranth output trips style/width lint warnings that are fatal by default.
 VERILATOR_BUILD_ARGS: tuple[str, ...] = ("-Wno-fatal",)
 
+# Make variables of the Verilator model's C++ build: verilated.mk compiles the model's
+# per-cycle code with OPT_FAST, -Os unless told otherwise; -O2 simulates the SoC about
+# 1.15x faster (docs/performance.md).
+VERILATOR_MAKE_VARIABLES: tuple[str, ...] = ("OPT_FAST=-O2",)
+
+# cocotb builds Verilator models with --public-flat-rw: every signal of the design stays
+# readable and writable from Python, so Verilator may optimise none of them away. A top
+# whose benches reach only its ports is built without it (the SoC then simulates about
+# 1.4x faster, docs/performance.md); a top whose bench reads internal signals is listed
+# here (MacBench reads the statistics counters through the hierarchy).
+VERILATOR_INTERNAL_ACCESS_TOPS: frozenset[str] = frozenset({"macdma_eth_mac"})
+VERILATOR_PORTS_ONLY_ARGS: tuple[str, ...] = ("--public-depth", "1")
+_PUBLIC_FLAT_RW = "--public-flat-rw"  # what cocotb's Verilator runner always adds
+
 _STAMP = "build.json"
 _WAVES_DUMP_MODULE = "macdma_waves_dump"
 
@@ -120,13 +134,36 @@ def _env_flag(name: str) -> bool:
 _SRC_ATTRIBUTE = re.compile(rb'\(\* src = "[^"]*" \*\)')
 
 
-def _build_args(sim: str, waves: bool) -> list[str]:
+def _build_args(sim: str, waves: bool, top: str) -> list[str]:
     if sim == "icarus":
         args = list(ICARUS_BUILD_ARGS)
         return args + ["-s", _WAVES_DUMP_MODULE] if waves else args
     # cocotb adds --trace (VCD) when waves are on; a later --trace-fst switches to FST.
     fst = waves and wave_format(sim) == "fst"
-    return list(VERILATOR_BUILD_ARGS) + (["--trace-fst"] if fst else [])
+    access = list(VERILATOR_PORTS_ONLY_ARGS) if _ports_only(sim, top) else []
+    return list(VERILATOR_BUILD_ARGS) + access + (["--trace-fst"] if fst else [])
+
+
+def _ports_only(sim: str, top: str) -> bool:
+    """True when *top* is built for *sim* without cocotb's --public-flat-rw."""
+    return sim == "verilator" and top not in VERILATOR_INTERNAL_ACCESS_TOPS
+
+
+def _runner(sim: str, top: str):
+    """cocotb's runner for *sim*; for a ports-only Verilator build, one that leaves out
+    the --public-flat-rw cocotb adds."""
+    from cocotb_tools.runner import Verilator, get_runner
+
+    if not _ports_only(sim, top):
+        return get_runner(sim)
+
+    class ChosenAccessVerilator(Verilator):
+        def _build_command(self):
+            commands = super()._build_command()
+            verilate = [arg for arg in commands[0] if arg != _PUBLIC_FLAT_RW]
+            return [verilate, *commands[1:]]
+
+    return ChosenAccessVerilator()
 
 
 def _icarus_dump_module(top: str) -> str:
@@ -139,13 +176,47 @@ def _icarus_dump_module(top: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class ModelBuild:
+    """A simulator model on disk: its ``folder``, the seconds this call spent building it
+    (0 when reused) and ``recorded_seconds``, what its build took when it was made."""
+
+    sim: str
+    top: str
+    folder: Path
+    seconds: float
+    recorded_seconds: float
+
+    @property
+    def cached(self) -> bool:
+        return self.seconds == 0.0
+
+
+def build_model(
+    sim: str,
+    top: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    waves: bool = False,
+    factory: Factory | None = None,
+) -> ModelBuild:
+    """Export *top* and build (or reuse) its *sim* model, as :func:`run_cocotb` would."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"Unknown simulator {sim!r}; choose one of: {', '.join(SIMULATORS)}")
+    prepare(sim)
+    verilog = export_verilog(top, factory=factory, params=params)
+    folder, seconds = _build(sim, top, verilog, waves)
+    stamp = json.loads((folder / _STAMP).read_text())
+    return ModelBuild(sim, top, folder, seconds, float(stamp.get("build_seconds", seconds)))
+
+
 def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]:
     """Build (or reuse) the simulator model of *verilog*; return its folder and build time."""
-    from cocotb_tools.runner import get_runner
 
-    build_args = _build_args(sim, waves)
+    build_args = _build_args(sim, waves, top)
+    make_variables = VERILATOR_MAKE_VARIABLES if sim == "verilator" else ()
     design = _SRC_ATTRIBUTE.sub(b"", verilog.read_bytes())
-    key = _short_hash(sim, design, build_args, TIMESCALE, waves)
+    key = _short_hash(sim, design, build_args, make_variables, TIMESCALE, waves)
     sim_build = build_dir() / "sim" / sim / (f"{top}-{key}" + ("-waves" if waves else ""))
     with file_lock(sim_build.with_name(sim_build.name + ".lock")):
         if (sim_build / _STAMP).is_file():
@@ -156,17 +227,19 @@ def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]
             write_atomically(dump, _icarus_dump_module(top))
             sources.append(dump)
         started = time.monotonic()
+        make_flags = " ".join(filter(None, (os.environ.get("MAKEFLAGS"), *make_variables)))
         try:
-            get_runner(sim).build(
-                sources=sources,
-                hdl_toplevel=top,
-                build_dir=sim_build,
-                build_args=build_args,
-                timescale=TIMESCALE,
-                # Icarus traces through our own dump module; Verilator needs VM_TRACE=1.
-                waves=waves and sim == "verilator",
-                always=True,
-            )
+            with _process_env({"MAKEFLAGS": make_flags} if make_variables else {}, ROOT):
+                _runner(sim, top).build(
+                    sources=sources,
+                    hdl_toplevel=top,
+                    build_dir=sim_build,
+                    build_args=build_args,
+                    timescale=TIMESCALE,
+                    # Icarus traces through our own dump module; Verilator needs VM_TRACE=1.
+                    waves=waves and sim == "verilator",
+                    always=True,
+                )
         except (RuntimeError, SystemExit) as error:
             raise SimulatorBuildError(
                 f"{sim} could not build {top} from {verilog} ({error}); "

@@ -8,14 +8,50 @@ into gaps, frames/s and percent of line rate. Used by every bench with a MAC ins
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadWrite, Timer
 from cocotbext.eth import GmiiSink, GmiiSource
 
 PREAMBLE_AND_SFD = 8
+
+CLOCK_IMPL_ENV = "MACDMA_CLOCK_IMPL"
+CLOCK_IMPLS = ("gpi", "py")
+
+
+def clock_impl() -> str:
+    """How the benches' clocks toggle: ``"gpi"`` (default) or ``"py"`` from env
+    ``MACDMA_CLOCK_IMPL``.
+
+    cocotb 2.1 picks its Python clock unless told otherwise: a task that wakes on every
+    half period to write the pin. The GPI clock toggles the pin from C, so a clock nobody
+    awaits costs no Python at all (docs/performance.md has the measured difference).
+    ``py`` is kept to measure that difference again.
+    """
+    value = os.environ.get(CLOCK_IMPL_ENV, "").strip() or CLOCK_IMPLS[0]
+    if value not in CLOCK_IMPLS:
+        raise ValueError(f"{CLOCK_IMPL_ENV} must be one of {', '.join(CLOCK_IMPLS)}; got {value!r}")
+    return value
+
+
+def start_clock(signal, period_ns: float, *, high_ns: float | None = None) -> Clock:
+    """Start a free-running clock on *signal*, high first (for *high_ns*, default half).
+
+    It starts once this time step's writes are applied, as cocotb's Python clock does: a
+    GPI clock's first edge comes as it starts, and the models sampling on it must see the
+    resets and enables the bench set in the same step (Icarus still shows X or Z there).
+    """
+    clock = Clock(signal, period_ns, unit="ns", impl=clock_impl(), period_high=high_ns)
+
+    async def start_after_writes():
+        await ReadWrite()
+        clock.start()
+
+    cocotb.start_soon(start_after_writes())
+    return clock
 
 
 @dataclass(frozen=True)
@@ -174,28 +210,33 @@ class GmiiPhy:
     def start(self):
         """Start the PHY clocks and idle the receive pins (call before reset)."""
         dut = self.dut
-        Clock(dut.tx_clk, self.mode.clock_period_ns, unit="ns").start()
-        Clock(dut.rx_clk, self.mode.clock_period_ns, unit="ns").start()
-        for name in ("tx_mii_select", "rx_mii_select"):
+        mii = int(self.mode.mii)
+        pins = {
+            "tx_clk_enable": 1,
+            "rx_clk_enable": 1,
+            "gmii_rxd": 0,
+            "gmii_rx_dv": 0,
+            "gmii_rx_er": 0,
+            "tx_mii_select": mii,  # only on designs that have the pins
+            "rx_mii_select": mii,
+        }
+        for name, value in pins.items():
             if hasattr(dut, name):
-                getattr(dut, name).value = int(self.mode.mii)
-        dut.tx_clk_enable.value = 1
-        dut.rx_clk_enable.value = 1
-        dut.gmii_rxd.value = 0
-        dut.gmii_rx_dv.value = 0
-        dut.gmii_rx_er.value = 0
+                getattr(dut, name).value = value
+        start_clock(dut.tx_clk, self.mode.clock_period_ns)
+        start_clock(dut.rx_clk, self.mode.clock_period_ns)
         if self.mode.enable_every > 1:
-            cocotb.start_soon(self._clock_enables(self.mode.enable_every))
+            cocotb.start_soon(self._start_clock_enables(self.mode.enable_every))
 
-    async def _clock_enables(self, every: int):
-        # Both directions share one enable pattern, as a PHY at 10/100 on a fixed clock.
-        n = 0
-        while True:
-            await RisingEdge(self.dut.tx_clk)
-            n += 1
-            value = int(n % every == 0)
-            self.dut.tx_clk_enable.value = value
-            self.dut.rx_clk_enable.value = value
+    async def _start_clock_enables(self, every: int):
+        # Both directions share one enable pattern, high for one PHY clock in `every`, as
+        # a PHY at 10/100 on a fixed clock. The enables are clocks of their own (period:
+        # `every` PHY clocks), started a quarter period after a PHY clock edge so they
+        # never change on one, instead of a task that wakes on every PHY clock.
+        period_ns = self.mode.clock_period_ns
+        await Timer(period_ns * (every - 1) + period_ns // 4, "ns")
+        for enable in (self.dut.tx_clk_enable, self.dut.rx_clk_enable):
+            start_clock(enable, period_ns * every, high_ns=period_ns)
 
     def byte_clocks(self, byte_times: int) -> int:
         """PHY clocks that ``byte_times`` bytes take on the wire."""

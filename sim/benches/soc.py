@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 
-from .gmii import GMII_1000, GmiiPhy, LinkMode
+from .gmii import GMII_1000, GmiiPhy, LinkMode, start_clock
 
 PAGE_BYTES = 4096
 
@@ -172,7 +171,7 @@ class SocBench:
         """Start the clocks and reset all three domains; nothing is configured."""
         dut = self.dut
         dut.mdio_i.value = 1  # the MDIO line's pull-up: no PHY answers on this bench
-        Clock(dut.clk, self.sys_clk_ns, unit="ns").start()
+        start_clock(dut.clk, self.sys_clk_ns)
         self.phy.start()
         for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
             reset.value = 1

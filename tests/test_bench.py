@@ -1,0 +1,118 @@
+"""``macdma bench`` (sim/bench.py): it runs every workload at a tiny size on a real
+simulator and writes a complete record; the ratio and goal arithmetic on made-up rows.
+Nothing here asserts a speed: a benchmark measures, it does not pass or fail on time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from macdma.sim.bench import (
+    LOOPBACK,
+    WORKLOAD_NAMES,
+    BenchRow,
+    format_table,
+    goals,
+    with_ratios,
+)
+from macdma.sim.cli import build_parser, main
+
+
+def row(sim: str, workload: str, sim_ns: float, wall_seconds: float) -> BenchRow:
+    return BenchRow(sim, workload, "", 10, sim_ns, wall_seconds, 20.0, True)
+
+
+def test_ratios_are_taken_against_the_loopback_of_the_same_simulator():
+    rows = with_ratios(
+        [
+            row("verilator", LOOPBACK, 400_000, 1.0),
+            row("verilator", "soc-both-ideal", 200_000, 2.0),
+            row("icarus", LOOPBACK, 100_000, 1.0),
+            row("icarus", "soc-both-ideal", 60_000, 1.0),
+        ]
+    )
+    ratios = {(r.sim, r.workload): r.ratio_to_loopback for r in rows}
+    assert ratios == {
+        ("verilator", LOOPBACK): 1.0,
+        ("verilator", "soc-both-ideal"): 0.25,
+        ("icarus", LOOPBACK): 1.0,
+        ("icarus", "soc-both-ideal"): 0.6,
+    }
+    table = format_table(rows)
+    assert "0.25" in table and "0.60" in table and "20.0*" in table
+
+
+def test_a_row_without_its_loopback_has_no_ratio():
+    (only,) = with_ratios([row("icarus", "soc-rx-napi", 1000, 1.0)])
+    assert only.ratio_to_loopback is None
+    assert goals([only]) == []
+
+
+def test_goals_compare_the_named_rows():
+    found = goals(
+        [
+            row("verilator", LOOPBACK, 400_000, 1.0),
+            row("verilator", "soc-both-ideal", 100_000, 1.0),
+            row("verilator", "soc-tx-ideal", 100_000, 1.0),
+            row("verilator", "soc-tx-microblaze", 90_000, 1.0),
+        ]
+    )
+    verdicts = {(g["workload"], g["reference"]): (round(g["ratio"], 2), g["met"]) for g in found}
+    assert verdicts == {
+        ("soc-both-ideal", LOOPBACK): (0.25, False),
+        ("soc-tx-microblaze", "soc-tx-ideal"): (0.9, True),
+    }
+    assert all(g["ratio_per_cpu_second"] is None for g in found)  # no CPU time recorded
+
+
+def test_goals_also_compare_per_cpu_second():
+    rows = [
+        dataclasses.replace(row("icarus", LOOPBACK, 100_000, 1.0), cpu_seconds=0.5),
+        dataclasses.replace(row("icarus", "soc-both-ideal", 100_000, 2.0), cpu_seconds=2.0),
+    ]
+    (goal,) = goals(rows)
+    assert goal["ratio"] == pytest.approx(0.5)
+    assert goal["ratio_per_cpu_second"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--frames", "3"], "--frames: must be >= 4 frames, got 3"),
+        (["--frames", "many"], "expected a whole number, got 'many'"),
+        (["--sim", "modelsim"], "invalid choice: 'modelsim'"),
+        (["--only", "everything"], "invalid choice: 'everything'"),
+    ],
+)
+def test_bad_options_are_named(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["bench", *argv])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_runs_every_workload_and_writes_its_record(sim, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--sim", sim, "--frames", "4", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert [r["workload"] for r in record["rows"]] == list(WORKLOAD_NAMES)
+    for measured in record["rows"]:
+        assert measured["sim"] == sim
+        assert measured["frames"] == 4
+        assert measured["sim_ns"] > 0 and measured["wall_seconds"] > 0
+        assert measured["sim_ns_per_wall_second"] == pytest.approx(
+            measured["sim_ns"] / measured["wall_seconds"]
+        )
+        assert measured["ratio_to_loopback"] > 0
+        assert measured["build_seconds"] > 0
+    assert len(record["git_commit"]) == 40
+    assert record["host_cores"] >= 1
+    assert record["cocotb"].startswith("2.")
+    assert record["simulators"][sim]
+    assert {g["workload"] for g in record["goals"]} == {"soc-both-ideal", "soc-tx-microblaze"}
+    history = (tmp_path / "history.jsonl").read_text().splitlines()
+    assert json.loads(history[-1])["rows"] == record["rows"]
+    printed = capsys.readouterr().out
+    assert record["table"] in printed and f"record written to {out}" in printed
