@@ -28,7 +28,7 @@ import tomllib
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .scenario import Scenario
@@ -451,7 +451,7 @@ def store(out: Path, point: Point, result: dict, sources: str) -> dict:
         "scenario": dataclasses.asdict(point.scenario),
         "sources": sources,
         "cpu_digest": cpu_digest(point.scenario),
-        "measured_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         **result,
     }
     if result.get("status") == "ok":
@@ -1170,7 +1170,7 @@ def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     out = args.out or DEFAULT_OUT / sweep.name
     out.mkdir(parents=True, exist_ok=True)
     todo, done = plan(points, out, force=args.force)
-    started_utc = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_utc = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.monotonic()
     interrupted = False
     ran_on = "nothing (every point unchanged)"

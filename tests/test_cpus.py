@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.cli import main

@@ -25,11 +25,10 @@ validate a CPU before any simulator starts.
 from __future__ import annotations
 
 import hashlib
+import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig
