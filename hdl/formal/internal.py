@@ -21,15 +21,17 @@ def _signals(fragment):
     for statements in fragment.statements.values():
         for statement in statements:
             yield from statement._lhs_signals()
-    for sub, _name, _src in fragment.subfragments:
-        if isinstance(sub, Fragment):
-            yield from _signals(sub)
 
 
-def internal_signal(fragment, name: str) -> Signal:
-    """The one signal called ``name`` driven inside ``fragment`` (searched depth-first).
-    Raises ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
+def internal_signal(fragment, name: str, within: str | None = None) -> Signal:
+    """The one signal called ``name`` driven by ``fragment`` itself (not its submodules),
+    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
     register breaks the proof loudly instead of silently weakening it."""
+    if within is not None:
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == within]
+        if len(subs) != 1:
+            raise LookupError(f"Expected one submodule named {within!r}, found {len(subs)}")
+        fragment = subs[0]
     found = {id(s): s for s in _signals(fragment) if s.name == name}
     if len(found) != 1:
         raise LookupError(

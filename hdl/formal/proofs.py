@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In
 from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR, CsrBank
 from ..dma.axi_reader import AxiBurstReader
 from ..dma.axi_writer import AxiBurstWriter
+from ..dma.prefetch_fifo import AsyncPrefetchFifo
 from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
 from ..regmap import REGISTER_MAP, port_name
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
@@ -299,6 +300,108 @@ class IrqHarness(Harness):
         ]
 
 
+#: Prefetch FIFO parameters of the crossing proof: 4-bit words, 4 words of RAM (3-bit Gray
+#: pointers: the wrap of both pointers is reached within a few cycles).
+FIFO_WIDTH = 4
+FIFO_DEPTH = 4
+
+
+class GrayFifoHarness(Elaboratable):
+    """:class:`~macdma.hdl.dma.prefetch_fifo.AsyncPrefetchFifo` (the TX FIFO's storage and
+    crossing) between two free-running, unrelated clocks, any writer and any reader.
+
+    The two clocks are free inputs (``multiclock on``: the solver picks every edge of each),
+    so every phase and frequency ratio is covered. Properties: each Gray pointer changes at
+    most one bit per clock of its domain, so its synchronized copy is always a real past
+    value; and the RAM never holds more than ``FIFO_DEPTH`` words nor fewer than zero
+    (writes never overrun unread words, reads never pass the writer).
+    """
+
+    def __init__(self, make_dut: Callable = AsyncPrefetchFifo):
+        self._make_dut = make_dut
+        self._free = []
+        self._w = ClockDomain("w")
+        self._r = ClockDomain("r")
+
+    @property
+    def ports(self):
+        return [self._w.clk, self._w.rst, self._r.clk, self._r.rst, *self._free]
+
+    def _any(self, width, name):
+        signal = Signal(width, name=name)
+        self._free.append(signal)
+        return signal
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.w = self._w
+        m.domains.r = self._r
+        m.d.comb += [Assume(~self._w.rst), Assume(~self._r.rst)]
+        dut = self._make_dut(FIFO_WIDTH, FIFO_DEPTH, w_domain="w", r_domain="r")
+        m.submodules.fifo = fragment = elaborated(dut)
+        m.d.comb += [
+            dut.w_en.eq(self._any(1, "w_en")),
+            dut.w_data.eq(self._any(FIFO_WIDTH, "w_data")),
+            dut.r.ready.eq(self._any(1, "r_ready")),
+        ]
+        produce = internal_signal(fragment, "produce")
+        fetch = internal_signal(fragment, "fetch")
+        bits = len(produce)
+        for domain, name in (("w", "produce_gray"), ("r", "fetch_gray")):
+            gray = internal_signal(fragment, name)
+            previous = Signal(bits, name=f"{name}_previous")
+            m.d[domain] += previous.eq(gray)
+            changed = gray ^ previous
+            # At most one bit differs: changed is zero or a power of two.
+            m.d.comb += Assert((changed & (changed - 1)) == 0)
+
+        # Linking invariants (for k-induction): each Gray register encodes its binary
+        # pointer, and every copy of a pointer on its way through a synchronizer is a value
+        # the pointer had: the copies and the pointer are in order, no further apart than
+        # the RAM is deep.
+        def gray_of(value):
+            return value ^ (value >> 1)
+
+        def binary_of(gray):
+            return Cat(gray[i:].xor() for i in range(bits))
+
+        def distance(older, newer):
+            return (newer - older)[:bits]
+
+        def in_order(*values):
+            return sum(distance(a, b) for a, b in zip(values, values[1:])) == distance(
+                values[0], values[-1]
+            )
+
+        m.d.comb += [
+            Assert(internal_signal(fragment, "produce_gray") == gray_of(produce)),
+            Assert(internal_signal(fragment, "fetch_gray") == gray_of(fetch)),
+        ]
+        fetch_copies = [
+            internal_signal(fragment, "fetched_w"),
+            binary_of(internal_signal(fragment, "stage1", within="fetch_sync")),
+            binary_of(internal_signal(fragment, "stage0", within="fetch_sync")),
+        ]
+        produce_copies = [
+            binary_of(internal_signal(fragment, "stage1", within="produce_sync")),
+            binary_of(internal_signal(fragment, "stage0", within="produce_sync")),
+        ]
+        m.d.comb += [
+            Assert(in_order(*fetch_copies, fetch, *produce_copies, produce)),
+            Assert(distance(fetch_copies[0], produce) <= FIFO_DEPTH),
+        ]
+
+        # Words in the RAM, modulo the pointer range: 0..depth, never "negative" (wrapped).
+        level = Signal(len(produce), name="ram_level")
+        m.d.comb += [
+            level.eq(produce - fetch),
+            Assert(level <= FIFO_DEPTH),
+            Cover(level == FIFO_DEPTH),
+            Cover(dut.r.valid & dut.r.ready & (produce[-1] != fetch[-1])),
+        ]
+        return m
+
+
 @dataclass(frozen=True)
 class Proof:
     """One entry of ``make formal``.
@@ -358,6 +461,15 @@ PROOFS = [
         depth=4,
         cover_depth=10,
         component="hdl/dma/irq.py IrqController + CsrBank",
+    ),
+    Proof(
+        name="fifo_gray_crossing",
+        harness=GrayFifoHarness,
+        mode="prove",
+        depth=8,
+        cover_depth=30,
+        component="hdl/dma/prefetch_fifo.py AsyncPrefetchFifo",
+        options={"multiclock": "on"},
     ),
 ]
 
