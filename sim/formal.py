@@ -58,6 +58,8 @@ class TaskResult:
     seconds: float
     workdir: Path
     traces: tuple[Path, ...]
+    #: "file:line" of every assertion sby reports as failed.
+    failed_assertions: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -134,6 +136,7 @@ def write_design(proof: Proof, workdir: Path, make_dut: Callable | None = None) 
 
 
 _DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+_FAILED = re.compile(r"summary:\s+failed assertion \S+ at (\S+:\d+)")
 
 
 def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
@@ -152,7 +155,8 @@ def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
     status = found[-1] if found else "ERROR"
     traces = tuple(sorted(workdir.glob("engine_*/*.vcd"))) if workdir.exists() else ()
     depth = proof.cover_depth if task == "cover" else proof.depth
-    return TaskResult(proof.name, task, depth, status, seconds, workdir, traces)
+    failed = tuple(dict.fromkeys(_FAILED.findall(run.stdout)))
+    return TaskResult(proof.name, task, depth, status, seconds, workdir, traces, failed)
 
 
 def run_proof(
@@ -214,9 +218,12 @@ def main(argv=None) -> int:
         index, proof = indexed
         results = run_proof(proof, args.out)
         for r in results:
-            line = f"[{index}/{total}] {r.proof} {r.task} depth {r.depth}: {r.status} ({r.seconds:.1f} s)"
+            line = f"[{index}/{total}] {r.proof} {r.task} depth {r.depth}: "
+            line += f"{r.status} ({r.seconds:.1f} s)"
             if not r.passed:
                 line += f" -- see {r.workdir}"
+                for where in r.failed_assertions:
+                    line += f"\n      failed assertion at {where}"
                 for trace in r.traces:
                     line += f"\n      counterexample: {trace}"
             print(line, flush=True)

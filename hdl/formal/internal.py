@@ -25,8 +25,9 @@ def _signals(fragment):
 
 def internal_signal(fragment, name: str, within: str | None = None) -> Signal:
     """The one signal called ``name`` driven by ``fragment`` itself (not its submodules),
-    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
-    register breaks the proof loudly instead of silently weakening it."""
+    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there
+    is none or more than one, so a renamed register breaks the proof loudly instead of
+    silently weakening it."""
     if within is not None:
         subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == within]
         if len(subs) != 1:
