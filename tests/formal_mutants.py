@@ -13,12 +13,13 @@ from amaranth import *
 from amaranth.lib import wiring
 
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
-from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel
+from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, tx_channel
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
+from macdma.hdl.dma.tx_channel import TxDmaChannel
 from macdma.hdl.regmap import port_name
 
 
@@ -104,7 +105,9 @@ class FifoWithBinaryPointers(AsyncPrefetchFifo):
 class _ReaderSeesOwn(wiring.Component):
     """An AxiBurstReader whose output shows OWN (bit 31 of each descriptor's word 3) set,
     whatever memory holds: the channel behind it no longer sees which descriptors it owns.
-    Used for the RX channel, whose reader reads only whole descriptors."""
+    Every read command is counted from its first beat, so a descriptor fetch (16-byte
+    aligned) is hit exactly; TX fragment data gets bit 31 of every fourth word set too,
+    which no property looks at."""
 
     def __init__(self, data_width, addr_width, *args, **kwargs):
         self._inner = AxiBurstReader(data_width, addr_width, *args, **kwargs)
@@ -143,6 +146,14 @@ class RxChannelIgnoresOwn(RxDmaChannel):
             return super().elaborate(platform)
 
 
+class TxChannelIgnoresOwn(TxDmaChannel):
+    """The TX channel reads fragments of descriptors without OWN."""
+
+    def elaborate(self, platform):
+        with _patched(tx_channel, "AxiBurstReader", _ReaderSeesOwn):
+            return super().elaborate(platform)
+
+
 #: (proof name, mutant, what it breaks, the property file whose assertion must fail)
 MUTANTS = [
     ("axi4_read_master", ReaderDropsValid, "ARVALID dropped before ARREADY", "axi4_properties.py"),
@@ -175,6 +186,12 @@ MUTANTS = [
         "rx_ownership",
         RxChannelIgnoresOwn,
         "a descriptor without OWN used",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_ownership",
+        TxChannelIgnoresOwn,
+        "a fragment of a descriptor without OWN read",
         "ownership_properties.py",
     ),
 ]

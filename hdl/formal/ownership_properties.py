@@ -11,6 +11,7 @@ and checks every strobed byte of every W beat against what it learnt.
 
 from amaranth import *
 from amaranth.hdl import Assert
+from amaranth.utils import exact_log2
 
 from ..dma.descriptor import DESCRIPTOR_BYTES, WRITEBACK_FIRST_WORD
 
@@ -28,11 +29,16 @@ class RingOwnershipProperties(Elaboratable):
         ring_base, ring_size: the ring registers (held constant by the harness).
         min_length: a descriptor whose length is below this is not usable (RX: 64 bytes).
         max_ring:  entries the checker tracks (the harness keeps ``ring_size`` at most this).
+        fragment_reads: for a channel whose reader also reads buffers (TX): high while the
+                   reader serves a buffer read, not a descriptor fetch. ``None``: every
+                   read is a descriptor fetch (RX).
+        buffer_writes: the channel writes buffers (RX); if not (TX), only write-backs.
 
-    Asserted: every AR lies inside the ring ``[ring_base, ring_base + 16 * ring_size)``;
-    every byte a W beat strobes is inside the buffer ``[addr, addr + length)`` or inside
-    the write-back words (descriptor bytes 4..15) of a ring entry last fetched with OWN set
-    and ``length >= min_length``, not yet written back.
+    Asserted: every descriptor fetch (AR) lies inside the ring ``[ring_base, ring_base +
+    16 * ring_size)``, every buffer read (AR) inside the beats of an owned entry's buffer;
+    every byte a W beat strobes is inside the buffer ``[addr, addr + length)`` (if the
+    channel writes buffers) or inside the write-back words (descriptor bytes 4..15) of a
+    ring entry last fetched with OWN set and ``length >= min_length``, not yet written back.
     """
 
     def __init__(
@@ -46,6 +52,8 @@ class RingOwnershipProperties(Elaboratable):
         ring_size,
         min_length: int,
         max_ring: int,
+        fragment_reads=None,
+        buffer_writes: bool = True,
     ):
         self._read_props = read_props
         self._write_props = write_props
@@ -55,6 +63,8 @@ class RingOwnershipProperties(Elaboratable):
         self._ring_size = ring_size
         self._min_length = min_length
         self._max_ring = max_ring
+        self._fragment_reads = fragment_reads
+        self._buffer_writes = buffer_writes
         #: Per ring entry: the DMA owns it (for covers).
         self.owned = Signal(max_ring)
 
@@ -67,14 +77,6 @@ class RingOwnershipProperties(Elaboratable):
         base = self._ring_base
         ring_end = base + self._ring_size * DESCRIPTOR_BYTES
 
-        # ---- reads only inside the ring ----------------------------------------------------
-        ar_bytes = (rd.arlen + 1) * beat_bytes
-        with m.If(rd.arvalid):
-            m.d.comb += [
-                Assert(rd.araddr >= base),
-                Assert(rd.araddr + ar_bytes <= ring_end),
-            ]
-
         # ---- learn each fetched descriptor -------------------------------------------------
         entries = range(self._max_ring)
         buf_addr = Array(Signal(32, name=f"buf_addr{i}") for i in entries)
@@ -84,6 +86,8 @@ class RingOwnershipProperties(Elaboratable):
         r_entry = r_offset[4:]
         r_word = r_offset[2:4]
         good_beat = self._read_props.r_accepted & (rd.rresp == 0)
+        fragment = C(0, 1) if self._fragment_reads is None else self._fragment_reads
+        good_beat = good_beat & ~fragment
         # 32-bit beats: word 0 (buffer address) and word 3 (length, OWN) arrive separately.
         assert beat_bytes == 4, "the ownership checker reads descriptors as 32-bit beats"
         owned = self.owned
@@ -98,6 +102,22 @@ class RingOwnershipProperties(Elaboratable):
                     with m.If(r_entry == i):
                         m.d.sync += owned[i].eq(own & (length >= self._min_length))
 
+        # ---- reads only inside the ring, or inside an owned buffer's beats ----------------
+        ar_bytes = (rd.arlen + 1) * beat_bytes
+        ar_end = rd.araddr + ar_bytes
+        in_ring = (rd.araddr >= base) & (ar_end <= ring_end)
+        in_owned_buffer = C(0, 1)
+        for i in entries:
+            # The beats holding the buffer: its first byte's beat up to its last byte's.
+            first_beat = buf_addr[i][:addr_width] & ~(beat_bytes - 1)
+            offset = (rd.araddr - first_beat)[:addr_width]
+            span = buf_addr[i][: exact_log2(beat_bytes)] + buf_length[i]
+            in_owned_buffer = in_owned_buffer | (
+                owned[i] & (offset + ar_bytes <= span + beat_bytes - 1)
+            )
+        with m.If(rd.arvalid):
+            m.d.comb += Assert(Mux(fragment, in_owned_buffer, in_ring))
+
         # ---- every strobed byte is allowed -------------------------------------------------
         w_addr = self._write_props.w_addr
         for lane in range(beat_bytes):
@@ -109,6 +129,8 @@ class RingOwnershipProperties(Elaboratable):
                 in_writeback = (entry_offset >= 4 * WRITEBACK_FIRST_WORD) & (
                     entry_offset < DESCRIPTOR_BYTES
                 )
+                if not self._buffer_writes:
+                    in_buffer = C(0, 1)
                 allowed = allowed | (owned[i] & (in_buffer | in_writeback))
             with m.If(wr.wvalid & wr.wstrb[lane]):
                 m.d.comb += Assert(allowed)
