@@ -176,6 +176,15 @@ def run_proof(
     return [_run_task(proof, sby_file, task, env) for task in tasks]
 
 
+def _trace_kind(trace: Path) -> str:
+    """What an sby trace file shows, from its name."""
+    if trace.name == "trace.vcd":
+        return "counterexample"
+    if trace.name.startswith("trace_induct"):
+        return "induction step that did not close"
+    return "cover trace"
+
+
 def _table(results: list[TaskResult]) -> str:
     rows = [("property", "mode", "depth", "result", "time")]
     for r in results:
@@ -225,7 +234,7 @@ def main(argv=None) -> int:
                 for where in r.failed_assertions:
                     line += f"\n      failed assertion at {where}"
                 for trace in r.traces:
-                    line += f"\n      counterexample: {trace}"
+                    line += f"\n      {_trace_kind(trace)}: {trace}"
             print(line, flush=True)
         return results
 

@@ -1,7 +1,7 @@
 """AXI4 master properties: what a master must do on AR/R and AW/W/B, and what it may assume.
 
 Ref: AMBA AXI and ACE Protocol Specification (ARM IHI 0022E): A3.2.1 handshake (a VALID, once
-high, stays high with its payload stable until READY), A3.1.2 and A11.1.1 reset (VALIDs low
+high, stays high with its payload stable until READY), A3.1.2 reset (VALIDs low
 after reset), A3.4.1 burst length (INCR at most 256 beats), A3.4.1 "a burst must not cross a
 4KB address boundary", A3.4.1 burst size (at most the data bus width), A3.3 dependencies (the
 slave answers with R only after AR, B only after the last W beat and the AW), A3.2.2 RLAST
