@@ -67,6 +67,8 @@ class RingOwnershipProperties(Elaboratable):
         self._buffer_writes = buffer_writes
         #: Per ring entry: the DMA owns it (for covers).
         self.owned = Signal(max_ring)
+        #: A W beat writes the last word (OWN) of a ring entry: its write-back ends.
+        self.handed_back = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -137,7 +139,13 @@ class RingOwnershipProperties(Elaboratable):
 
         # The write-back's last word (OWN cleared) hands the entry back to the driver.
         w_offset = (w_addr - base)[:addr_width]
-        with m.If(self._write_props.w_accepted & wr.wstrb[3] & (w_offset[2:4] == 3)):
+        m.d.comb += self.handed_back.eq(
+            self._write_props.w_accepted
+            & wr.wstrb[3]
+            & (w_offset < self._ring_size * DESCRIPTOR_BYTES)
+            & (w_offset[2:4] == 3)
+        )
+        with m.If(self.handed_back):
             for i in entries:
                 with m.If(w_offset[4:] == i):
                     m.d.sync += owned[i].eq(0)

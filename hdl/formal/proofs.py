@@ -469,10 +469,11 @@ class RxOwnershipHarness(Harness):
             min_length=MIN_RX_BUFFER_BYTES,
             max_ring=RX_MAX_RING,
         )
-        wr = dut.axi_write
         m.d.comb += [
-            Cover(write_props.w_accepted & (ownership.owned != 0)),
-            Cover(write_props.w_accepted & wr.wstrb[3] & (write_props.w_addr[2:4] == 3)),
+            # A frame's data written into an owned buffer; the frame complete, its EOP
+            # descriptor written back and answered OKAY.
+            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
+            Cover(dut.events.frame_done),
         ]
 
 
@@ -630,7 +631,7 @@ PROOFS = [
         harness=RxOwnershipHarness,
         mode="bmc",
         depth=16,
-        cover_depth=16,
+        cover_depth=28,
         component="hdl/dma/rx_channel.py RxDmaChannel",
         reason=_CHANNEL_REASON,
     ),
