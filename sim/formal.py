@@ -136,6 +136,7 @@ def write_design(proof: Proof, workdir: Path, make_dut: Callable | None = None) 
 
 
 _DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+_TRACE = re.compile(r"summary:\s+(?:counterexample |cover )?trace(?: \[\w+\])?: (\S+\.vcd)")
 _FAILED = re.compile(r"summary:\s+failed assertion \S+ at (\S+:\d+)")
 
 
@@ -153,7 +154,10 @@ def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
     (sby_file.parent / f"{task}.log").write_text(run.stdout + run.stderr)
     found = _DONE.findall(run.stdout)
     status = found[-1] if found else "ERROR"
-    traces = tuple(sorted(workdir.glob("engine_*/*.vcd"))) if workdir.exists() else ()
+    # The traces sby names in its summary (an engine it stopped early may leave an empty
+    # file behind, which is no trace).
+    named = [sby_file.parent / path for path in _TRACE.findall(run.stdout)]
+    traces = tuple(path for path in named if path.exists() and path.stat().st_size > 0)
     depth = proof.cover_depth if task == "cover" else proof.depth
     failed = tuple(dict.fromkeys(_FAILED.findall(run.stdout)))
     return TaskResult(proof.name, task, depth, status, seconds, workdir, traces, failed)
