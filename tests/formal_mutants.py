@@ -1,0 +1,197 @@
+"""Mutants of the real components, one planted bug per property class, for tests/test_formal.py.
+
+Each mutant is the shipped component with one behaviour changed, built without copying it:
+a subclass that adds a statement after the component's own (the last assignment wins in
+Amaranth), swaps one helper function while it elaborates, or wraps it. None of this is
+part of the shipped HDL.
+"""
+
+from contextlib import contextmanager
+from unittest import mock
+
+from amaranth import *
+from amaranth.lib import wiring
+
+from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
+from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, tx_channel
+from macdma.hdl.dma.axi_reader import AxiBurstReader
+from macdma.hdl.dma.axi_writer import AxiBurstWriter
+from macdma.hdl.dma.bursts import next_burst_beats
+from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
+from macdma.hdl.dma.rx_channel import RxDmaChannel
+from macdma.hdl.dma.tx_channel import TxDmaChannel
+from macdma.hdl.regmap import port_name
+
+
+@contextmanager
+def _patched(module, name, replacement):
+    with mock.patch.object(module, name, replacement):
+        yield
+
+
+class ReaderDropsValid(AxiBurstReader):
+    """ARVALID falls in any cycle the slave does not take it (VALID dropped before READY)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        with m.If(self.axi.arvalid & ~self.axi.arready):
+            m.d.sync += self.axi.arvalid.eq(0)
+        return m
+
+
+def _no_page_split(addr, beats_left, cap, beat_bytes):
+    """The burst rule as if every burst started a page: the 4 KiB limit never applies."""
+    return next_burst_beats(addr & 0, beats_left, cap, beat_bytes)
+
+
+class WriterWithoutPageSplit(AxiBurstWriter):
+    """The writer's bursts ignore the 4 KiB boundary (a burst split missing)."""
+
+    def elaborate(self, platform):
+        with _patched(axi_writer, "next_burst_beats", _no_page_split):
+            return super().elaborate(platform)
+
+
+class WriterStrobesEveryLane(AxiBurstWriter):
+    """Every W beat strobes all four lanes, also outside the buffer (first and last beat)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.axi.wstrb.eq(0b1111)
+        return m
+
+
+class CsrBankOkayEverywhere(CsrBank):
+    """Reads of undefined offsets answer OKAY instead of SLVERR."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        with m.If(self.bus.arvalid & self.bus.arready):
+            m.d.sync += self.bus.rresp.eq(RESP_OKAY)
+        return m
+
+
+class CsrBankClearsAllStatus(CsrBank):
+    """Any write clears every IRQ_STATUS bit, not only the bits written with 1."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        block, reg = self.regmap.lookup("IRQ_STATUS")
+        with m.If(self.bus.wvalid & self.bus.wready):
+            for fld in reg.fields:
+                m.d.sync += getattr(self, port_name(block, reg, fld)).eq(0)
+        return m
+
+
+def _binary_encode(value, width):
+    return Value.cast(value)[:width]
+
+
+def _binary_decode(value):
+    return Value.cast(value)
+
+
+class FifoWithBinaryPointers(AsyncPrefetchFifo):
+    """The pointers cross the clock domains in plain binary instead of Gray code."""
+
+    def elaborate(self, platform):
+        with (
+            _patched(prefetch_fifo, "gray_encode", _binary_encode),
+            _patched(prefetch_fifo, "gray_decode", _binary_decode),
+        ):
+            return super().elaborate(platform)
+
+
+class _ReaderSeesOwn(wiring.Component):
+    """An AxiBurstReader whose output shows OWN (bit 31 of each descriptor's word 3) set,
+    whatever memory holds: the channel behind it no longer sees which descriptors it owns.
+    Every read command is counted from its first beat, so a descriptor fetch (16-byte
+    aligned) is hit exactly; TX fragment data gets bit 31 of every fourth word set too,
+    which no property looks at."""
+
+    def __init__(self, data_width, addr_width, *args, **kwargs):
+        self._inner = AxiBurstReader(data_width, addr_width, *args, **kwargs)
+        super().__init__(wiring.Signature(dict(self._inner.signature.members)))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self._inner
+        word = Signal(2)  # 32-bit beats: word index inside the descriptor
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += word.eq(0)
+        with m.Elif(self.o.valid & self.o.ready):
+            m.d.sync += word.eq(word + 1)
+        for path, member, value in self.signature.flatten(self):
+            inner_value = inner
+            for part in path:
+                inner_value = (
+                    inner_value[part] if isinstance(part, int) else getattr(inner_value, part)
+                )
+            if path == ("o", "payload"):
+                # ``data`` is the payload's first field: its bit 31 is OWN in word 3.
+                own = Mux(word == 3, 1 << 31, 0)
+                m.d.comb += value.as_value().eq(inner_value.as_value() | own)
+            elif member.flow == wiring.Out:
+                m.d.comb += value.eq(inner_value)
+            else:
+                m.d.comb += inner_value.eq(value)
+        return m
+
+
+class RxChannelIgnoresOwn(RxDmaChannel):
+    """The RX channel uses descriptors without OWN (it never sees OWN clear)."""
+
+    def elaborate(self, platform):
+        with _patched(rx_channel, "AxiBurstReader", _ReaderSeesOwn):
+            return super().elaborate(platform)
+
+
+class TxChannelIgnoresOwn(TxDmaChannel):
+    """The TX channel reads fragments of descriptors without OWN."""
+
+    def elaborate(self, platform):
+        with _patched(tx_channel, "AxiBurstReader", _ReaderSeesOwn):
+            return super().elaborate(platform)
+
+
+#: (proof name, mutant, what it breaks, the property file whose assertion must fail)
+MUTANTS = [
+    ("axi4_read_master", ReaderDropsValid, "ARVALID dropped before ARREADY", "axi4_properties.py"),
+    (
+        "axi4_write_master",
+        WriterWithoutPageSplit,
+        "burst across a 4 KiB boundary",
+        "axi4_properties.py",
+    ),
+    (
+        "axi4_write_strobes",
+        WriterStrobesEveryLane,
+        "strobes on bytes outside the buffer",
+        "proofs.py",
+    ),
+    (
+        "axi_lite_csr_slave",
+        CsrBankOkayEverywhere,
+        "OKAY for an undefined offset",
+        "axi_lite_properties.py",
+    ),
+    ("irq_w1c", CsrBankClearsAllStatus, "a write clears IRQ_STATUS bits not written", "proofs.py"),
+    (
+        "fifo_gray_crossing",
+        FifoWithBinaryPointers,
+        "binary pointers across the clocks",
+        "proofs.py",
+    ),
+    (
+        "rx_ownership",
+        RxChannelIgnoresOwn,
+        "a descriptor without OWN used",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_ownership",
+        TxChannelIgnoresOwn,
+        "a fragment of a descriptor without OWN read",
+        "ownership_properties.py",
+    ),
+]
