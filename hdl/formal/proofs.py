@@ -272,12 +272,23 @@ class IrqHarness(Harness):
         status = controller.status.as_value()
         enable = controller.enable.as_value()
         irq = controller.irq
-        # irq is registered: high exactly in the cycle after status & enable is non-zero.
+        # irq is registered. It is high only in the cycle after status & enable is non-zero,
+        # stays high while an enabled cause remains, and rises in the cycle after a cause
+        # unless the rate limit (IRQ_MIN_INTERVAL) holds it off; with no limit programmed
+        # nothing holds it off, so then irq is exactly past(status & enable != 0).
         any_enabled = self.past((status & enable).any(), "any_enabled")
+        past_irq = self.past(irq, "irq")
+        past_holdoff = self.past(controller.holdoff, "holdoff")
+        past_limit_off = self.past(controller.min_interval_us == 0, "limit_off")
         with m.If(~self.started):
             m.d.comb += Assert(~irq)
         with m.Else():
-            m.d.comb += Assert(irq == any_enabled)
+            m.d.comb += [
+                Assert(~irq | any_enabled),
+                Assert(~(any_enabled & past_irq) | irq),
+                Assert(~(any_enabled & ~past_holdoff) | irq),
+                Assert(~past_holdoff | ~past_limit_off),
+            ]
 
         # W1C: from one cycle to the next a status bit changes only by a hardware set (which
         # wins) or by a write of 1 to it in an IRQ_STATUS write that got OKAY.
@@ -303,7 +314,8 @@ class IrqHarness(Harness):
                 else:
                     m.d.comb += Assert(status[bit] == expected[bit])
         m.d.comb += [
-            Cover(irq & ~self.past(irq, "irq")),
+            Cover(irq & ~past_irq),
+            Cover(any_enabled & past_holdoff & ~irq),
             Cover(writes_status & (past_status[0] & ~status[0]) & status[1]),
         ]
 
@@ -614,7 +626,7 @@ PROOFS = [
         harness=IrqHarness,
         mode="prove",
         depth=4,
-        cover_depth=10,
+        cover_depth=24,
         component="hdl/dma/irq.py IrqController + CsrBank",
     ),
     Proof(
