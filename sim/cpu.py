@@ -82,7 +82,8 @@ class CpuModel:
     Members: ``mhz``, ``costs``, ``slice_cycles``, ``busy_ns`` and ``cycles`` (per cost
     name), ``charges`` (count per cost name), ``preemption_ns`` (every wait of a context
     for a lower-priority one to reach a boundary), ``max_step_ns`` (the longest
-    non-preemptible step taken: a slice or an MMIO bus access).
+    non-preemptible step taken: a slice, a barrier's drain slice or an MMIO bus access),
+    ``max_mmio_ns`` (the longest MMIO access).
     """
 
     def __init__(self, mhz: float, costs: CpuCosts, *, slice_cycles: float = SLICE_CYCLES):
@@ -98,10 +99,12 @@ class CpuModel:
         self.charges: dict[str, int] = defaultdict(int)
         self.preemption_ns: list[float] = []
         self.max_step_ns = 0.0
+        self.max_mmio_ns = 0.0
         self._stack: list[_Context] = []  # running context on top, preempted below it
         self._waiting: list[_Context] = []  # in arrival order
         self._by_task: dict[object, _Context] = {}
         self._in_step: _Context | None = None  # the top is inside a non-preemptible step
+        self._open: tuple[float, str] | None = None  # (start, what) of the busy step running
         self._started_ns = get_sim_time("ns")
 
     # -- time --------------------------------------------------------------------------------
@@ -214,12 +217,17 @@ class CpuModel:
             return
         self._in_step = ctx
         started = get_sim_time("ns")
+        if what is not None:
+            self._open = (started, what)
         try:
             yield
         finally:
             self._in_step = None
+            self._open = None
             taken = get_sim_time("ns") - started
             self.max_step_ns = max(self.max_step_ns, taken)
+            if what == "mmio_bus":
+                self.max_mmio_ns = max(self.max_mmio_ns, taken)
             if what is not None:
                 self.account(what, taken)
         await self._boundary(ctx)
@@ -266,9 +274,11 @@ class CpuModel:
 
     async def _hold(self, ns: float, what: str) -> None:
         async with self.step():
+            self._open = (get_sim_time("ns"), what)
             ps = round(ns * 1000)
             if ps > 0:
                 await Timer(ps, unit="ps")
+            self._open = None
             self.account(what, ns)
 
     async def spend(self, cycles: float, what: str) -> None:
@@ -280,6 +290,11 @@ class CpuModel:
         self.busy_ns[what] += ns
         self.cycles[what] += ns * self.mhz / 1e3
 
+    def preemption_bound_ns(self) -> float:
+        """The documented bound on preemption latency: one slice, or the longest MMIO
+        access seen (a bus transaction is not split), whichever is longer."""
+        return max(self.slice_ns, self.max_mmio_ns)
+
     # -- accounting --------------------------------------------------------------------------
     def total_busy_ns(self) -> float:
         return sum(self.busy_ns.values())
@@ -288,8 +303,15 @@ class CpuModel:
         return sum(self.busy_ns.get(name, 0.0) for name in SPIN_NAMES)
 
     def totals(self) -> dict:
-        """Cumulative busy and spin time now (for samples cut into a window later)."""
-        return {"busy_ns": self.total_busy_ns(), "spin_ns": self.spin_ns()}
+        """Cumulative busy and spin time now, the running step's part included (for
+        samples cut into a window later)."""
+        busy, spin = self.total_busy_ns(), self.spin_ns()
+        if self._open is not None:
+            running = get_sim_time("ns") - self._open[0]
+            busy += running
+            if self._open[1] in SPIN_NAMES:
+                spin += running
+        return {"busy_ns": busy, "spin_ns": spin}
 
     def reset_accounting(self) -> None:
         """Start fresh totals now (the run's start)."""
@@ -298,6 +320,7 @@ class CpuModel:
         self.charges.clear()
         self.preemption_ns.clear()
         self.max_step_ns = 0.0
+        self.max_mmio_ns = 0.0
         self._started_ns = get_sim_time("ns")
 
     def elapsed_ns(self) -> float:
@@ -320,6 +343,8 @@ class CpuModel:
             "slice_cycles": self.slice_cycles,
             "slice_ns": self.slice_ns,
             "max_step_ns": self.max_step_ns,
+            "max_mmio_ns": self.max_mmio_ns,
+            "preemption_bound_ns": self.preemption_bound_ns(),
             "preemptions": len(self.preemption_ns),
             "preemption_max_ns": max(self.preemption_ns, default=0.0),
         }

@@ -420,6 +420,7 @@ def compute_metrics(record: dict) -> dict:
             "preemptions": cpu.get("preemptions", 0),
             "preemption_max_ns": cpu.get("preemption_max_ns"),
             "max_step_ns": cpu.get("max_step_ns"),
+            "preemption_bound_ns": cpu.get("preemption_bound_ns"),
         },
         "irqs": driver.get("irqs", 0),
         "timer_irqs": driver.get("timer_irqs", 0),
