@@ -245,13 +245,14 @@ def cumulative(events_ns: list[float], t_ns: float) -> float:
 
 
 def _whole_period_batches(periods: int) -> tuple[int, int]:
-    """(batches, periods per batch) using as many of ``periods`` as possible, most
-    batches first among equals; at most BATCHES batches."""
-    best = (1, periods)
-    for k in range(2, min(BATCHES, periods) + 1):
-        if k * (periods // k) > best[0] * best[1] or (
-            k * (periods // k) == best[0] * best[1] and k > best[0]
-        ):
+    """(batches, periods per batch): 2..BATCHES batches of equal whole periods using as
+    many of ``periods`` as possible, more batches first among equals; (1, periods) when
+    fewer than two periods fit."""
+    if periods < 2:
+        return 1, periods
+    best = (2, periods // 2)
+    for k in range(3, min(BATCHES, periods) + 1):
+        if k * (periods // k) >= best[0] * best[1]:
             best = (k, periods // k)
     return best
 

@@ -13,6 +13,7 @@ from macdma.sim.cpu import CPU_PRESETS, cpu_preset
 from macdma.sim.scenario import (
     Scenario,
     _rate_in,
+    _whole_period_batches as regress_batches,
     choose_window,
     compute_metrics,
     format_summary,
@@ -296,6 +297,13 @@ def test_batch_means_give_a_precision_that_grows_with_the_noise():
     rate, ci_bursty = _rate_in(bursty, w2)
     assert ci_steady == pytest.approx(0.0, abs=1e-6)
     assert ci_bursty > 0.001 * rate
+
+
+def test_whole_periods_make_at_least_two_batches_when_they_can():
+    assert regress_batches(131) == (10, 13)
+    assert regress_batches(13) == (6, 2)
+    assert regress_batches(2) == (2, 1)
+    assert regress_batches(1) == (1, 1)
 
 
 def test_a_short_run_is_flagged():

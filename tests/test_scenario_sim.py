@@ -14,7 +14,7 @@ from macdma.sim.scenario import Scenario, run_scenario
 
 @pytest.mark.parametrize(
     ("frame_size", "frags", "frames"),
-    [(60, 0, 40), (1514, 0, 30), (1514, 1, 30), (1514, 2, 30), (1514, 3, 30)],
+    [(60, 0, 200), (1514, 0, 30), (1514, 1, 30), (1514, 2, 30), (1514, 3, 30)],
 )
 def test_ideal_cpu_polling_holds_full_duplex_line_rate(sim, frame_size, frags, frames):
     metrics = run_scenario(
@@ -34,8 +34,10 @@ def test_ideal_cpu_polling_holds_full_duplex_line_rate(sim, frame_size, frags, f
     assert tx["frames_sent"] == rx["frames_received"] == frames
     assert tx["gap_bytes_min"] == tx["gap_bytes_max"] == 12, "every TX gap is the IFG"
     assert tx["percent_of_line_rate"] == pytest.approx(100.0, abs=0.01)  # exact wire stamps
-    # RX goodput from delivery times, which come in 2 us polls: within 1%, and the ± says so
-    assert rx["percent_of_line_rate"] == pytest.approx(100.0, abs=1.0)
+    # RX goodput from delivery times, which lag the arrivals by up to one 2 us poll: at
+    # each edge of the window the count can be off by that much
+    window_ns = metrics["window"]["duration_ns"]
+    assert rx["percent_of_line_rate"] == pytest.approx(100.0, abs=100 * 2 * 2000 / window_ns)
     assert rx["mbps_ci"] < 0.02 * rx["mbps"]
     assert rx["frames_dropped"] == rx["frames_dropped_hw"] == rx["frames_errored"] == 0
     assert metrics["irqs"] == 0, "polling: no done interrupt"
