@@ -971,7 +971,8 @@ def reading_rx_buffers(experiment: Experiment, results: list[dict]) -> str:
             " The delivered goodput does not differ beyond its ±: the link, not the CPU, caps it."
         )
     small = rows[-1]["summary"]
-    mtu = next((r["summary"] for r in rows if r["scenario"]["rx_buf"] >= 1518), None)
+    whole = [r for r in rows if r["scenario"]["rx_buf"] >= r["scenario"]["frame_size"] + 4]
+    mtu = min(whole, key=lambda r: r["scenario"]["rx_buf"])["summary"] if whole else None
     if len(rows) > 2 and mtu is not None and small is not mtu:
         if small["cycles_per_packet"] > mtu["cycles_per_packet"]:
             text += (

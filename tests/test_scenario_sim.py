@@ -38,7 +38,6 @@ def test_ideal_cpu_polling_holds_full_duplex_line_rate(sim, frame_size, frags, f
     # each edge of the window the count can be off by that much
     window_ns = metrics["window"]["duration_ns"]
     assert rx["percent_of_line_rate"] == pytest.approx(100.0, abs=100 * 2 * 2000 / window_ns)
-    assert rx["mbps_ci"] < 0.02 * rx["mbps"]
     assert rx["frames_dropped"] == rx["frames_dropped_hw"] == rx["frames_errored"] == 0
     assert metrics["irqs"] == 0, "polling: no done interrupt"
 
