@@ -13,10 +13,12 @@ from macdma.sim.cpu import CPU_PRESETS, cpu_preset
 from macdma.sim.scenario import (
     Scenario,
     _rate_in,
-    _whole_period_batches as regress_batches,
     choose_window,
     compute_metrics,
     format_summary,
+)
+from macdma.sim.scenario import (
+    _whole_period_batches as regress_batches,
 )
 
 # -- options ------------------------------------------------------------------------------
