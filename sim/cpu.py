@@ -27,7 +27,7 @@ and cumulative totals can be sampled at any moment (:meth:`CpuModel.totals`) so 
 measurement window can be cut after the run.
 
 ``CPU_PRESETS`` maps a preset name to ``(mhz, CpuCosts)``; each constant says where it
-comes from (a field report in /work/shared/DESIGN.md, or an engineering estimate).
+comes from (a field report, or an engineering estimate).
 """
 
 from __future__ import annotations
