@@ -1140,6 +1140,16 @@ def _cell(value) -> str:
     return "-" if value is None else str(value)
 
 
+def _metric_cell(summary: dict, metric: str) -> str:
+    """A table cell: throughput with its ±, and a mark on a window the rule flagged."""
+    text = _cell(summary.get(metric))
+    if metric == "throughput_mbps" and summary.get("throughput_ci_mbps") is not None:
+        text += f" ± {_cell(summary['throughput_ci_mbps'])}"
+    if metric == "throughput_mbps" and summary.get("window_ok") is False:
+        text += " (short window)"
+    return text
+
+
 def write_report(
     path: Path,
     sweep: Sweep,
@@ -1192,7 +1202,7 @@ def write_report(
             summary = r.get("summary", {})
             values = [_cell(r["scenario"][k]) for k in swept]
             values += [
-                _cell(summary.get(m)) if r.get("status") == "ok" else "FAILED"
+                _metric_cell(summary, m) if r.get("status") == "ok" else "FAILED"
                 for m in experiment.metrics
             ]
             lines.append("| " + " | ".join(values) + f" | `{r['key']}` |")
