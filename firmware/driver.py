@@ -27,6 +27,7 @@ it imports neither cocotb nor asyncio, and its concurrent contexts are started b
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields, replace
@@ -288,7 +289,9 @@ class DriverStats:
     tx_packets/tx_bytes count frames reaped by tx_clean; tx_descriptors those posted.
     rx_packets/rx_bytes count good frames; rx_errors bad frames delivered with ok=False;
     rx_dropped_hw is RX_DROPS + RX_FIFO_OVERFLOWS, read by :meth:`MacDmaDriver.close`.
-    queue_stops/queue_wakes, irqs (ISR invocations), polls (NAPI or polling-loop passes),
+    queue_stops/queue_wakes, irqs (ISR invocations of the device IRQ), timer_irqs (expiries
+    of the poll/housekeeping timers, each a timer interrupt), timer_overruns (expiries
+    skipped because the CPU was still busy), polls (NAPI or polling-loop passes),
     mmio_reads/mmio_writes. Beyond the contract: tx_dropped (frames discarded by a TX
     channel reset), rx_dropped (partial frames discarded by an RX reset), dma_errors
     (channel halts handled), cfg_errors (rejected register writes reported).
@@ -304,6 +307,8 @@ class DriverStats:
     queue_stops: int = 0
     queue_wakes: int = 0
     irqs: int = 0
+    timer_irqs: int = 0
+    timer_overruns: int = 0
     polls: int = 0
     mmio_reads: int = 0
     mmio_writes: int = 0
@@ -571,7 +576,9 @@ class MacDmaDriver:
         await self.platform.mmio_write(offset, value)
 
     async def _lock(self, lock: _RingLock) -> None:
-        """spin_lock(): wait until another context releases ``lock``."""
+        """Wait until another context releases ``lock``. A *sleeping* wait (a mutex): the
+        contexts that contend for these locks are slow paths (error recovery, MDIO), and a
+        spin in a hard IRQ on a lock held by the context it preempted would never end."""
         while not lock.try_acquire():
             await self.platform.sleep_ns(WAKE_POLL_NS)
 
@@ -753,8 +760,10 @@ class MacDmaDriver:
             self.stats.queue_wakes += 1
 
     async def wait_for_wake(self, poll_ns: float = WAKE_POLL_NS) -> None:
-        """Return once the queue is awake (at once if it is). Without a scheduler's event
-        primitive this re-checks every ``poll_ns`` without using the CPU."""
+        """Return once the queue is awake (at once if it is): a *sleeping* wait, like a
+        qdisc waiting for netif_wake_queue (pktgen spins instead: sim/benches/
+        scenario_tb.py). Without a scheduler's event primitive this re-checks every
+        ``poll_ns`` without using the CPU."""
         while self.queue_stopped:
             await self.platform.sleep_ns(poll_ns)
 
@@ -1016,43 +1025,75 @@ class MacDmaDriver:
             spawn(self._housekeeping_tick())
         await self._interrupt_context()
 
+    def _context(self, level: str):
+        """``async with`` a CPU context of ``level`` ("hardirq", "softirq", "process") on
+        a platform with a scheduler (``platform.context``); a no-op on one without."""
+        enter = getattr(self.platform, "context", None)
+        return enter(level) if enter is not None else contextlib.nullcontext()
+
     async def _interrupt_context(self) -> None:
+        """The device IRQ: wait for the line (sleeping), run the hard IRQ handler, then,
+        as irq_exit() does, the pending NET_RX softirq: NAPI polls until the work drops
+        below the budget (napi_poll then unmasks and the next IRQ brings us back). The
+        softirq runs to completion against process context; a hard IRQ arriving meanwhile
+        is taken when it ends (in NAPI mode the done causes are masked anyway)."""
         while True:
             await self.platform.wait_irq()
-            await self._charge("irq_entry_exit")
-            await self.isr()
-            # irq_exit() runs the pending NET_RX softirq: poll until the work drops below
-            # the budget (napi_poll then unmasks and the next IRQ brings us back).
-            while self.napi_scheduled:
-                await self.napi_poll()
+            async with self._context("hardirq"):
+                await self._charge("irq_entry_exit")
+                await self.isr()
+            if self.napi_scheduled:
+                async with self._context("softirq"):
+                    while self.napi_scheduled:
+                        await self.napi_poll()
+
+    async def _timer(self, period_ns: float, work: Callable[[], Coroutine[Any, Any, Any]]):
+        """A periodic timer on absolute deadlines (hrtimer_forward): it expires at
+        ``k * period_ns`` after start whatever its work took; expiries that passed while
+        the CPU was busy are skipped and counted (``stats.timer_overruns``). Each expiry is
+        a timer interrupt (``irq_entry_exit`` in hard IRQ context) whose callback runs
+        ``work`` in softirq context after ``timer_tick_overhead``."""
+        deadline = self.platform.now_ns() + period_ns
+        while True:
+            await self.platform.sleep_ns(max(0.0, deadline - self.platform.now_ns()))
+            if self.is_open:
+                self.stats.timer_irqs += 1
+                async with self._context("hardirq"):
+                    await self._charge("irq_entry_exit")
+                async with self._context("softirq"):
+                    await self._charge("timer_tick_overhead")
+                    await work()
+            deadline += period_ns
+            now = self.platform.now_ns()
+            if deadline <= now:
+                missed = int((now - deadline) // period_ns) + 1
+                self.stats.timer_overruns += missed
+                deadline += missed * period_ns
 
     async def _polling_loop(self) -> None:
-        """IRQ-less completion: every poll_us, clean TX and RX; re-poll at once while a pass
-        used its whole budget."""
+        """IRQ-less completion: every poll_us (an absolute-deadline timer), clean TX and
+        RX; re-poll at once while a pass used its whole budget."""
         budget = self.strategy.budget
-        interval_ns = self.strategy.poll_us * 1000.0
-        while True:
-            await self.platform.sleep_ns(interval_ns)
-            while True:
-                if not self.is_open:
-                    break
+
+        async def poll() -> None:
+            while self.is_open:
                 self.stats.polls += 1
-                await self._charge("timer_tick_overhead")
                 tx_done = await self.tx_clean(budget)
                 rx_done = await self.rx_poll(budget)
                 if tx_done < budget and rx_done < budget:
                     break
 
+        await self._timer(self.strategy.poll_us * 1000.0, poll)
+
     async def _housekeeping_tick(self) -> None:
-        """The periodic TX housekeeping of the MIPS router: tx_clean(tx_clean_budget)."""
+        """The periodic TX housekeeping of the MIPS router: tx_clean(tx_clean_budget)
+        from a timer at ``housekeeping_hz`` on absolute deadlines."""
         assert self.config.housekeeping_hz is not None
-        period_ns = 1e9 / self.config.housekeeping_hz
-        while True:
-            await self.platform.sleep_ns(period_ns)
-            if not self.is_open:
-                continue
-            await self._charge("timer_tick_overhead")
+
+        async def housekeeping() -> None:
             await self.tx_clean(self.config.tx_clean_budget)
+
+        await self._timer(1e9 / self.config.housekeeping_hz, housekeeping)
 
     # -- helpers -----------------------------------------------------------------------------
 

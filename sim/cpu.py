@@ -1,14 +1,30 @@
-"""The modelled CPU the driver runs on: one core, a clock rate and a cost table.
+"""The modelled CPU the driver runs on: one core, a clock rate, a cost table and a
+scheduler that behaves like a kernel's on one CPU.
 
-``CpuModel`` holds one cocotb ``Lock``: every piece of driver work (a cost-table charge,
-an MMIO access) takes the CPU for its duration, so the interrupt context, the poll loop and
-the transmit path serialize the way they do on a single core. Work is charged at the
-granularity of one cost-table entry, so contexts interleave between charges (an ISR gets
-the CPU after the current charge, not in the middle of it) -- close enough for throughput,
-and a few hundred cycles optimistic for worst-case latency.
+Every piece of driver work runs inside a *context* of one of three levels, highest
+priority first: ``hardirq`` (an interrupt handler, a timer interrupt), ``softirq`` (NAPI,
+timer callbacks, and process code with bottom halves disabled, such as pktgen's xmit) and
+``process`` (pktgen's loop, the stack). The rules, which are what Linux does on one core:
+
+- A context of a higher level *preempts* a lower one at the next charge boundary: the
+  preempted context resumes only when every higher context has finished.
+- A context never preempts one of its own level or a higher one: it waits, in arrival
+  order. So a softirq runs its work to completion against process context, and process
+  code that raised itself to ``softirq`` (bottom halves disabled) cannot be interrupted by
+  NAPI, only by a hard IRQ.
+- Charges longer than :data:`SLICE_CYCLES` are split into slices of at most that many
+  cycles; a pending preemption is taken between slices. An MMIO access is one
+  non-preemptible step (the core is stalled on the bus). So the *preemption latency* --
+  from a higher context asking for the CPU to it running -- is at most one slice plus one
+  MMIO bus transaction; every such latency is recorded (``preemption_ns``) and the bound
+  is tested (tests/test_scenario_sim.py).
+- Busy waiting (a spin on a lock, pktgen re-trying a stopped queue) holds the CPU and is
+  accounted (``spin``); sleeping waits (a timer, an IRQ line) do not use the CPU at all.
 
 Time on the CPU is ``cycles / mhz`` microseconds of simulated time; busy time is kept per
-cost name (``tx_per_packet``, ``mmio_bus``, ...) so a run can say where the cycles went.
+cost name (``tx_per_packet``, ``mmio_bus``, ...) so a run can say where the cycles went,
+and cumulative totals can be sampled at any moment (:meth:`CpuModel.totals`) so a
+measurement window can be cut after the run.
 
 The CPUs themselves are data: ``sim/cpus/<name>.toml`` (:mod:`macdma.sim.cpus`,
 docs/cpus.md) gives each one's clock, cores, costs with their sources and driver settings;
@@ -17,72 +33,299 @@ docs/cpus.md) gives each one's clock, cores, costs with their sources and driver
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 
-from cocotb.triggers import Lock, Timer
+import cocotb
+from cocotb.triggers import Event, Timer
 from cocotb.utils import get_sim_time
 
 from macdma.firmware.costs import CpuCosts
 
 from .cpus import CpuSpec, load_cpu, shipped_cpus
 
-__all__ = ["CPU_PRESETS", "MODELLED_CORES", "PRESET_DRIVER_SETTINGS", "CpuModel", "cpu_preset"]
+__all__ = [
+    "CONTEXT_LEVELS",
+    "CPU_PRESETS",
+    "MODELLED_CORES",
+    "PRESET_DRIVER_SETTINGS",
+    "SLICE_CYCLES",
+    "SPIN_NAMES",
+    "CpuModel",
+    "cpu_preset",
+]
+
+#: Context levels, highest priority first (lower number wins).
+CONTEXT_LEVELS = {"hardirq": 0, "softirq": 1, "process": 2}
+#: The longest stretch of CPU work taken without a chance to preempt it. A modelling
+#: choice, not a hardware figure: short enough that an interrupt waits at most a few
+#: microseconds on the slowest preset (500 cycles = 7.6 us at 66 MHz, 0.5 us at 1 GHz),
+#: long enough that splitting costs few simulator events.
+SLICE_CYCLES = 500.0
+#: Accounting names of idle busy waiting (the CPU held with nothing to do: pktgen re-trying
+#: a stopped queue); excluded from work cycles. A write barrier's drain (``store_drain``)
+#: is the driver's cost and counts as work.
+SPIN_NAMES = ("pktgen_spin",)
+
+
+@dataclass(eq=False)
+class _Context:
+    """One running or waiting context: its level, the task it runs in, its wake-up."""
+
+    level: int
+    task: object
+    wake: Event = field(default_factory=Event)
+    depth: int = 1  # nested entries of the same task
+    asked_ns: float = 0.0
+    blocker: object = None  # the lower context it waits to preempt, if any
 
 
 class CpuModel:
-    """One CPU core at ``mhz`` with the cost table ``costs``.
+    """One CPU core at ``mhz`` with the cost table ``costs`` and a priority scheduler.
 
-    Members: ``mhz``, ``costs``, ``lock`` (held while the CPU does anything),
-    ``busy_ns`` and ``cycles`` (per cost name), ``charges`` (count per cost name).
+    Members: ``mhz``, ``costs``, ``slice_cycles``, ``busy_ns`` and ``cycles`` (per cost
+    name), ``charges`` (count per cost name), ``preemption_ns`` (every wait of a context
+    for a lower-priority one to reach a boundary), ``max_step_ns`` (the longest
+    non-preemptible step taken: a slice, a barrier's drain slice or an MMIO bus access),
+    ``max_mmio_ns`` (the longest MMIO access).
     """
 
-    def __init__(self, mhz: float, costs: CpuCosts) -> None:
+    def __init__(self, mhz: float, costs: CpuCosts, *, slice_cycles: float = SLICE_CYCLES):
         if not mhz > 0:
             raise ValueError(f"CPU clock must be > 0 MHz, got {mhz!r}")
+        if not slice_cycles > 0:
+            raise ValueError(f"slice_cycles must be > 0, got {slice_cycles!r}")
         self.mhz = float(mhz)
         self.costs = costs
-        self.lock = Lock()
+        self.slice_cycles = float(slice_cycles)
         self.busy_ns: dict[str, float] = defaultdict(float)
         self.cycles: dict[str, float] = defaultdict(float)
         self.charges: dict[str, int] = defaultdict(int)
+        self.preemption_ns: list[float] = []
+        self.max_step_ns = 0.0
+        self.max_mmio_ns = 0.0
+        self._stack: list[_Context] = []  # running context on top, preempted below it
+        self._waiting: list[_Context] = []  # in arrival order
+        self._by_task: dict[object, _Context] = {}
+        self._in_step: _Context | None = None  # the top is inside a non-preemptible step
+        self._open: tuple[float, str] | None = None  # (start, what) of the busy step running
         self._started_ns = get_sim_time("ns")
 
+    # -- time --------------------------------------------------------------------------------
     def cycles_to_ns(self, cycles: float) -> float:
         return cycles * 1e3 / self.mhz
 
+    @property
+    def slice_ns(self) -> float:
+        return self.cycles_to_ns(self.slice_cycles)
+
+    # -- contexts ----------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def context(self, level: str):
+        """Run the body as a context of ``level`` ("hardirq", "softirq", "process").
+
+        Re-entered by a task that already runs a context, it only raises that context's
+        priority for the body (``local_bh_disable`` inside process code) and never lowers
+        it."""
+        if level not in CONTEXT_LEVELS:
+            raise ValueError(f"context level {level!r} is not one of {', '.join(CONTEXT_LEVELS)}")
+        rank = CONTEXT_LEVELS[level]
+        task = cocotb.task.current_task()
+        mine = self._by_task.get(task)
+        if mine is not None:
+            saved = mine.level
+            mine.level = min(saved, rank)
+            mine.depth += 1
+            try:
+                yield
+            finally:
+                mine.depth -= 1
+                mine.level = saved
+                await self._boundary(mine)  # a lowered priority may let a waiter in
+            return
+        ctx = _Context(rank, task)
+        self._by_task[task] = ctx
+        try:
+            await self._enter(ctx)
+            yield
+        finally:
+            self._leave(ctx)
+
+    async def _enter(self, ctx: _Context) -> None:
+        ctx.asked_ns = get_sim_time("ns")
+        top = self._stack[-1] if self._stack else None
+        if top is None or (ctx.level < top.level and self._in_step is not top):
+            self._run(ctx)
+            return
+        ctx.blocker = top if ctx.level < top.level else None
+        self._waiting.append(ctx)
+        ctx.wake.clear()
+        await ctx.wake.wait()
+
+    def _run(self, ctx: _Context) -> None:
+        """Put ``ctx`` on top of the stack and let it go."""
+        if ctx.blocker is not None and self._stack and self._stack[-1] is ctx.blocker:
+            # Waited only for a lower context to reach a boundary: a preemption latency.
+            self.preemption_ns.append(get_sim_time("ns") - ctx.asked_ns)
+        ctx.blocker = None
+        if self._stack:
+            self._stack[-1].wake.clear()  # the one below is preempted
+        self._stack.append(ctx)
+        ctx.wake.set()
+
+    def _best_waiter(self) -> _Context | None:
+        best = None
+        for ctx in self._waiting:
+            if best is None or ctx.level < best.level:
+                best = ctx
+        return best
+
+    def _dispatch(self) -> None:
+        """At a boundary of the top context, or with the CPU free: run the highest waiter
+        if it outranks the top (or nothing runs); otherwise resume the top."""
+        best = self._best_waiter()
+        top = self._stack[-1] if self._stack else None
+        if best is not None and (top is None or best.level < top.level):
+            self._waiting.remove(best)
+            self._run(best)
+        elif top is not None:
+            top.wake.set()
+
+    def _leave(self, ctx: _Context) -> None:
+        if ctx in self._waiting:  # cancelled while waiting
+            self._waiting.remove(ctx)
+        elif self._stack and self._stack[-1] is ctx:
+            self._stack.pop()
+        elif ctx in self._stack:
+            self._stack.remove(ctx)
+        self._by_task.pop(ctx.task, None)
+        self._dispatch()
+
+    async def _boundary(self, ctx: _Context) -> None:
+        """A charge boundary of ``ctx``: take a pending preemption, wait until resumed."""
+        self._dispatch()
+        while self._stack and self._stack[-1] is not ctx:
+            await ctx.wake.wait()
+        ctx.wake.set()
+
+    @contextlib.asynccontextmanager
+    async def step(self, what: str | None = None):
+        """A non-preemptible step of the current context (an MMIO bus access); the time
+        it takes is accounted to ``what`` when given. Outside any context it runs as a
+        process context of its own."""
+        ctx = self._by_task.get(cocotb.task.current_task())
+        if ctx is None:
+            async with self.context("process"):
+                async with self.step(what):
+                    yield
+            return
+        self._in_step = ctx
+        started = get_sim_time("ns")
+        if what is not None:
+            self._open = (started, what)
+        try:
+            yield
+        finally:
+            self._in_step = None
+            self._open = None
+            taken = get_sim_time("ns") - started
+            self.max_step_ns = max(self.max_step_ns, taken)
+            if what == "mmio_bus":
+                self.max_mmio_ns = max(self.max_mmio_ns, taken)
+            if what is not None:
+                self.account(what, taken)
+        await self._boundary(ctx)
+
+    async def sleep(self, ns: float) -> None:
+        """A sleeping wait of ``ns``: the caller's context gives the CPU up meanwhile
+        (lower contexts run) and asks for it again at its level when the time is up."""
+        ps = round(ns * 1000)
+        ctx = self._by_task.get(cocotb.task.current_task())
+        if ctx is None:
+            if ps > 0:
+                await Timer(ps, unit="ps")
+            return
+        if ctx in self._stack:
+            self._stack.remove(ctx)
+        self._dispatch()
+        if ps > 0:
+            await Timer(ps, unit="ps")
+        await self._enter(ctx)
+
+    # -- charging ----------------------------------------------------------------------------
     async def charge(self, cycles: float, what: str) -> None:
-        """Hold the CPU for ``cycles`` cycles of work on ``what``."""
+        """Spend ``cycles`` cycles of work on ``what`` in the current context (a process
+        context of its own when the caller runs none), in slices of ``slice_cycles``."""
         if cycles < 0:
             raise ValueError(f"cannot charge {cycles!r} cycles to {what!r}")
         self.charges[what] += 1
         if cycles == 0:
             return
-        async with self.lock:
-            await self.spend(cycles, what)
+        remaining = float(cycles)
+        while remaining > 0:
+            part = min(remaining, self.slice_cycles)
+            await self._hold(self.cycles_to_ns(part), what)
+            remaining -= part
+
+    async def spin(self, ns: float, what: str) -> None:
+        """Busy-wait ``ns`` on ``what`` (one of :data:`SPIN_NAMES`): the CPU is held and
+        the time is accounted, preemptible at slice boundaries."""
+        remaining = float(ns)
+        while remaining > 0:
+            part = min(remaining, self.slice_ns)
+            await self._hold(part, what)
+            remaining -= part
+
+    async def _hold(self, ns: float, what: str) -> None:
+        async with self.step():
+            self._open = (get_sim_time("ns"), what)
+            ps = round(ns * 1000)
+            if ps > 0:
+                await Timer(ps, unit="ps")
+            self._open = None
+            self.account(what, ns)
 
     async def spend(self, cycles: float, what: str) -> None:
-        """Like :meth:`charge` for a caller that already holds :attr:`lock`."""
-        if cycles <= 0:
-            return
-        ps = round(self.cycles_to_ns(cycles) * 1000)
-        if ps > 0:
-            await Timer(ps, unit="ps")
-        self.account(what, self.cycles_to_ns(cycles))
+        """Alias of :meth:`charge` (the charge already runs in the caller's context)."""
+        await self.charge(cycles, what)
 
     def account(self, what: str, ns: float) -> None:
         """Record ``ns`` of busy time on ``what`` (spent elsewhere, e.g. a bus stall)."""
         self.busy_ns[what] += ns
         self.cycles[what] += ns * self.mhz / 1e3
 
+    def preemption_bound_ns(self) -> float:
+        """The documented bound on preemption latency: one slice, or the longest MMIO
+        access seen (a bus transaction is not split), whichever is longer."""
+        return max(self.slice_ns, self.max_mmio_ns)
+
+    # -- accounting --------------------------------------------------------------------------
     def total_busy_ns(self) -> float:
         return sum(self.busy_ns.values())
 
+    def spin_ns(self) -> float:
+        return sum(self.busy_ns.get(name, 0.0) for name in SPIN_NAMES)
+
+    def totals(self) -> dict:
+        """Cumulative busy and spin time now, the running step's part included (for
+        samples cut into a window later)."""
+        busy, spin = self.total_busy_ns(), self.spin_ns()
+        if self._open is not None:
+            running = get_sim_time("ns") - self._open[0]
+            busy += running
+            if self._open[1] in SPIN_NAMES:
+                spin += running
+        return {"busy_ns": busy, "spin_ns": spin}
+
     def reset_accounting(self) -> None:
-        """Start a fresh measurement window now."""
+        """Start fresh totals now (the run's start)."""
         self.busy_ns.clear()
         self.cycles.clear()
         self.charges.clear()
+        self.preemption_ns.clear()
+        self.max_step_ns = 0.0
+        self.max_mmio_ns = 0.0
         self._started_ns = get_sim_time("ns")
 
     def elapsed_ns(self) -> float:
@@ -102,6 +345,13 @@ class CpuModel:
             "cycles": dict(self.cycles),
             "charges": dict(self.charges),
             "utilisation": self.utilisation(),
+            "slice_cycles": self.slice_cycles,
+            "slice_ns": self.slice_ns,
+            "max_step_ns": self.max_step_ns,
+            "max_mmio_ns": self.max_mmio_ns,
+            "preemption_bound_ns": self.preemption_bound_ns(),
+            "preemptions": len(self.preemption_ns),
+            "preemption_max_ns": max(self.preemption_ns, default=0.0),
         }
 
 

@@ -9,6 +9,7 @@ the arithmetic is unit-tested without a simulator (tests/test_cli_run.py).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -217,6 +218,29 @@ class Scenario:
 
 
 # -- metrics ------------------------------------------------------------------------------
+#
+# Every rate of a run comes from what happened, inside ONE measurement window shared by all
+# metrics (docs/driver-model.md, "The measurement window"):
+#   events     TX: the wire start stamps; RX: the times frames reached on_receive. A run
+#              in both directions uses both lists.
+#   warm-up    the first WARMUP_FRACTION of each direction's frames is excluded: the
+#              window starts at the first event after them (the later one of the two).
+#   periods    the slowest periodic activity that fires at least twice in the run (poll
+#              timer, housekeeping tick, coalescing timer) sets the window's length: a
+#              whole number of its periods, cut into equal batches of whole periods.
+#              Without one, the window runs to the last event and has BATCHES batches.
+#   counting   the cumulative count of frames, linear between two events, is read at the
+#              window's and batches' edges; every other counter (CPU busy time, IRQs,
+#              bus beats) is sampled through the run and read the same way.
+#   precision  batch means: the ± of a rate is the 95% Student-t half-width of the
+#              batches' rates; below MIN_WINDOW_FRAMES frames the window is flagged.
+
+WARMUP_FRACTION = 0.25
+BATCHES = 10
+MIN_WINDOW_FRAMES = 20
+#: Student t, two-sided 95%, by degrees of freedom (batches - 1).
+_T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+          9: 2.262}  # fmt: skip
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -237,22 +261,132 @@ def _latency(values_ns: list[float]) -> dict:
     }
 
 
-def _rate(times_ps: list[int], frame_size: int) -> tuple[float, float]:
-    """(frames/s, Mb/s as pktgen counts it: frame_size bytes per frame) over the span
-    from the first to the last time stamp."""
-    if len(times_ps) < 2 or times_ps[-1] <= times_ps[0]:
-        return 0.0, 0.0
-    frames_per_second = (len(times_ps) - 1) / ((times_ps[-1] - times_ps[0]) * 1e-12)
-    return frames_per_second, frames_per_second * frame_size * 8 / 1e6
-
-
-def _percent_of_line(starts_ps: list[int], scenario: Scenario) -> float:
-    """Wire occupancy from frame start stamps: ideal time for the frames (incl. preamble,
-    FCS and IFG) over the time they took, first start to last start."""
-    if len(starts_ps) < 2:
+def cumulative(events_ns: list[float], t_ns: float) -> float:
+    """Frames done by ``t_ns``: the event count, linear between two events (event ``i``
+    is the ``i``-th frame done, counting from 0)."""
+    if not events_ns or t_ns < events_ns[0]:
         return 0.0
-    ideal_ps = (len(starts_ps) - 1) * scenario.wire_bytes_per_frame * scenario.byte_time_ns * 1e3
-    return 100.0 * ideal_ps / (starts_ps[-1] - starts_ps[0])
+    if t_ns >= events_ns[-1]:
+        return float(len(events_ns) - 1)
+    i = bisect.bisect_right(events_ns, t_ns) - 1
+    a, b = events_ns[i], events_ns[i + 1]
+    return i + ((t_ns - a) / (b - a) if b > a else 0.0)
+
+
+def _whole_period_batches(periods: int) -> tuple[int, int]:
+    """(batches, periods per batch): 2..BATCHES batches of equal whole periods using as
+    many of ``periods`` as possible, more batches first among equals; (1, periods) when
+    fewer than two periods fit."""
+    if periods < 2:
+        return 1, periods
+    best = (2, periods // 2)
+    for k in range(3, min(BATCHES, periods) + 1):
+        if k * (periods // k) >= best[0] * best[1]:
+            best = (k, periods // k)
+    return best
+
+
+def choose_window(event_lists: list[list[float]], frames: int, periods_ns: list[float]) -> dict:
+    """The measurement window for a run whose directions finished frames at the times of
+    ``event_lists`` (ns, sorted), out of ``frames`` per direction, with periodic
+    activities of ``periods_ns``. Returns start/end (ns), the period used, the batch
+    edges and flags (see the rule above)."""
+    lists = [e for e in event_lists if len(e) >= 2]
+    if not lists:
+        return {"start_ns": 0.0, "end_ns": 0.0, "batches": [], "ok": False,
+                "reason": "fewer than two frames done"}  # fmt: skip
+    warmup = max(1, int(frames * WARMUP_FRACTION))
+    starts = [e[min(warmup, len(e) - 2)] for e in lists]
+    start = max(starts)
+    last = min(e[-1] for e in lists)
+    span = last - start
+    if span <= 0:
+        return {"start_ns": start, "end_ns": start, "batches": [], "ok": False,
+                "reason": "no time between the warm-up and the last frame"}  # fmt: skip
+    fitting = [p for p in periods_ns if 0 < p <= span / 2]
+    period = max(fitting) if fitting else None
+    if period is not None:
+        k, per_batch = _whole_period_batches(int(span // period))
+        batch_ns = per_batch * period
+        end = start + k * batch_ns
+    else:
+        k = BATCHES
+        end = last
+        batch_ns = (end - start) / k
+    edges = [(start + i * batch_ns, start + (i + 1) * batch_ns) for i in range(k)]
+    done = sum(cumulative(e, end) - cumulative(e, start) for e in lists)
+    window = {
+        "start_ns": start,
+        "end_ns": end,
+        "duration_ns": end - start,
+        "warmup_frames": warmup,
+        "period_ns": period,
+        "periods": round((end - start) / period) if period else None,
+        "batches": edges,
+        "frames": done,
+        "ok": done >= MIN_WINDOW_FRAMES * len(lists) and k >= 2,
+        "reason": "",
+    }
+    if not window["ok"]:
+        window["reason"] = (
+            f"{done:.0f} frames in the window (want >= {MIN_WINDOW_FRAMES} per direction)"
+            if k >= 2
+            else "the window holds a single period of the periodic activity"
+        )
+    return window
+
+
+def _rate_in(events_ns: list[float], window: dict) -> tuple[float, float | None]:
+    """(frames/s over the window, its 95% ± from the batch means or None)."""
+    duration = window["end_ns"] - window["start_ns"]
+    if duration <= 0:
+        return 0.0, None
+    rate = cumulative(events_ns, window["end_ns"]) - cumulative(events_ns, window["start_ns"])
+    rate = rate / duration * 1e9
+    batches = [
+        (cumulative(events_ns, b) - cumulative(events_ns, a)) / (b - a) * 1e9
+        for a, b in window["batches"]
+    ]
+    if len(batches) < 2:
+        return rate, None
+    mean = sum(batches) / len(batches)
+    var = sum((x - mean) ** 2 for x in batches) / (len(batches) - 1)
+    return rate, _T_975[min(len(batches) - 1, 9)] * math.sqrt(var / len(batches))
+
+
+class _Samples:
+    """The bench's cumulative counters through the run, read at any time (linear)."""
+
+    def __init__(self, record: dict):
+        samples = record.get("samples") or {"fields": [], "rows": []}
+        self.fields = {name: i for i, name in enumerate(samples["fields"])}
+        self.rows = samples["rows"]
+        self.times = [row[0] for row in self.rows]
+
+    def at(self, name: str, t_ns: float) -> float:
+        if not self.rows or name not in self.fields:
+            return 0.0
+        column = self.fields[name]
+        i = bisect.bisect_right(self.times, t_ns) - 1
+        if i < 0:
+            return self.rows[0][column]
+        if i >= len(self.rows) - 1:
+            return self.rows[-1][column]
+        a, b = self.rows[i], self.rows[i + 1]
+        share = (t_ns - a[0]) / (b[0] - a[0]) if b[0] > a[0] else 0.0
+        return a[column] + share * (b[column] - a[column])
+
+    def delta(self, name: str, window: dict) -> float:
+        return self.at(name, window["end_ns"]) - self.at(name, window["start_ns"])
+
+
+def _events(record: dict) -> dict[str, list[float]]:
+    events = {}
+    if "tx" in record:
+        events["tx"] = [w["start_ps"] / 1e3 for w in record["tx"]["wire"]]
+    if "rx" in record:
+        events["rx"] = sorted(t for _, t in record["rx"]["received"])
+    return events
 
 
 def compute_metrics(record: dict) -> dict:
@@ -261,19 +395,39 @@ def compute_metrics(record: dict) -> dict:
     ``record`` keys: ``scenario`` (Scenario fields), ``tx``/``rx`` (per direction: ``wire``
     list of {start_ps, end_ps, length}, ``xmit_ns``, ``received`` (seq, time_ns) pairs...),
     ``driver`` (DriverStats fields), ``cpu`` (CpuModel.report()), ``counters`` (registers),
-    ``bursts`` (per-direction AXI burst counts), ``sim_ns``, ``wall_seconds``.
+    ``bursts`` (per-direction AXI burst counts), ``samples`` (the bench's cumulative
+    counters through the run), ``periodic_ns``, ``sim_ns``, ``wall_seconds``.
+
+    Counts (frames, drops, IRQs) are exact and cover the whole run; every rate, share and
+    per-packet figure covers the measurement window (``window``).
     """
     scenario = Scenario(**record["scenario"])
     driver = record.get("driver", {})
     cpu = record.get("cpu", {})
     counters = record.get("counters", {})
     bursts = record.get("bursts", {})
+    samples = _Samples(record)
     byte_ps = scenario.byte_time_ns * 1e3
+    slot_s = scenario.wire_bytes_per_frame * scenario.byte_time_ns * 1e-9
     mhz = cpu.get("mhz", 0.0)
-    busy_ns = sum(cpu.get("busy_ns", {}).values())
-    elapsed_ns = cpu.get("elapsed_ns", 0.0)
-    packets = driver.get("tx_packets", 0) + driver.get("rx_packets", 0)
-    per_packet = max(packets, 1)
+    events = _events(record)
+    window = choose_window(list(events.values()), scenario.frames, record.get("periodic_ns", []))
+    duration_ns = window["end_ns"] - window["start_ns"]
+    done = {d: cumulative(e, window["end_ns"]) - cumulative(e, window["start_ns"])
+            for d, e in events.items()}  # fmt: skip
+    packets = sum(done.values())
+    per_packet = packets if packets > 0 else float("nan")
+    busy_ns = samples.delta("busy_ns", window)
+    spin_ns = samples.delta("spin_ns", window)
+    work_ns = busy_ns - spin_ns
+    irqs = samples.delta("irqs", window)
+    window_cycles = duration_ns * scenario.sys_mhz / 1e3
+    read_beats, write_beats = (
+        samples.delta("read_beats", window),
+        samples.delta("write_beats", window),
+    )
+    moved = samples.delta("read_bytes", window) + samples.delta("write_bytes", window)
+    beats = read_beats + write_beats
     result: dict = {
         "scenario": record["scenario"],
         "sim_ns": record.get("sim_ns"),
@@ -283,86 +437,99 @@ def compute_metrics(record: dict) -> dict:
             if record.get("sim_ns") and record.get("wall_seconds")
             else None
         ),
+        "window": window,
         "cpu": {
             "preset": scenario.cpu,
             "mhz": mhz,
-            "utilisation": busy_ns / elapsed_ns if elapsed_ns else 0.0,
-            "cycles_per_packet": busy_ns * mhz / 1e3 / per_packet,
-            "cycles_by_cost": cpu.get("cycles", {}),
+            # work: every busy cycle except idle spinning (pktgen on a stopped queue)
+            "utilisation": work_ns / duration_ns if duration_ns > 0 else 0.0,
+            "spin_utilisation": spin_ns / duration_ns if duration_ns > 0 else 0.0,
+            "cycles_per_packet": work_ns * mhz / 1e3 / per_packet if packets else None,
+            "cycles_by_cost_run": cpu.get("cycles", {}),
+            "slice_cycles": cpu.get("slice_cycles"),
+            "preemptions": cpu.get("preemptions", 0),
+            "preemption_max_ns": cpu.get("preemption_max_ns"),
+            "max_step_ns": cpu.get("max_step_ns"),
+            "preemption_bound_ns": cpu.get("preemption_bound_ns"),
         },
         "irqs": driver.get("irqs", 0),
-        "irqs_per_packet": driver.get("irqs", 0) / per_packet,
+        "timer_irqs": driver.get("timer_irqs", 0),
+        "timer_overruns": driver.get("timer_overruns", 0),
+        "irqs_per_second": irqs / duration_ns * 1e9 if duration_ns > 0 else 0.0,
+        "irqs_per_packet": irqs / per_packet if packets else None,
+        "timer_irqs_per_second": samples.delta("timer_irqs", window) / duration_ns * 1e9
+        if duration_ns > 0
+        else 0.0,
         "polls": driver.get("polls", 0),
-        "mmio_reads_per_packet": driver.get("mmio_reads", 0) / per_packet,
-        "mmio_writes_per_packet": driver.get("mmio_writes", 0) / per_packet,
+        "mmio_reads_per_packet": driver.get("mmio_reads", 0)
+        / max(driver.get("tx_packets", 0) + driver.get("rx_packets", 0), 1),
+        "mmio_writes_per_packet": driver.get("mmio_writes", 0)
+        / max(driver.get("tx_packets", 0) + driver.get("rx_packets", 0), 1),
+        "bus": {
+            "read_beats": read_beats,
+            "write_beats": write_beats,
+            "bytes_per_beat": moved / beats if beats else None,
+            "read_pct": 100.0 * read_beats / window_cycles if window_cycles else 0.0,
+            "write_pct": 100.0 * write_beats / window_cycles if window_cycles else 0.0,
+            "mbytes_per_second": moved / duration_ns * 1e3 if duration_ns > 0 else 0.0,
+        },
         "driver": driver,
         "counters": counters,
     }
+    in_window = lambda t: window["start_ns"] <= t < window["end_ns"]  # noqa: E731
     if "tx" in record:
         tx = record["tx"]
         wire = tx["wire"]
-        starts = [w["start_ps"] for w in wire]
-        frames_per_second, mbps = _rate(starts, scenario.frame_size)
+        fps, fps_ci = _rate_in(events["tx"], window)
         gaps = [
             (later["start_ps"] - earlier["end_ps"]) / byte_ps
             for earlier, later in zip(wire, wire[1:], strict=False)
         ]
         latency = [
-            w["end_ps"] / 1e3 - sent_ns for w, sent_ns in zip(wire, tx["xmit_ns"], strict=False)
+            w["end_ps"] / 1e3 - sent_ns
+            for w, sent_ns in zip(wire, tx["xmit_ns"], strict=False)
+            if in_window(w["start_ps"] / 1e3)
         ]
         sent = len(wire)
         result["tx"] = {
             "frames_offered": tx["offered"],
             "frames_sent": sent,
             "frames_dropped": tx["offered"] - sent,
-            "frames_per_second": frames_per_second,
-            "mbps": mbps,
-            "percent_of_line_rate": _percent_of_line(starts, scenario),
+            "frames_in_window": done["tx"],
+            "frames_per_second": fps,
+            "mbps": fps * scenario.frame_size * 8 / 1e6,
+            "mbps_ci": fps_ci * scenario.frame_size * 8 / 1e6 if fps_ci is not None else None,
+            "percent_of_line_rate": 100.0 * fps * slot_s,
             "gap_bytes_min": min(gaps) if gaps else None,
             "gap_bytes_max": max(gaps) if gaps else None,
             "latency": _latency(latency),
             "queue_stops": driver.get("queue_stops", 0),
             "axi_bursts_per_frame": bursts.get("tx", 0) / max(sent, 1),
-            "cycles_per_packet": busy_ns * mhz / 1e3 / max(driver.get("tx_packets", 0), 1)
-            if not scenario.sends_rx
-            else None,
             "wire": wire,
         }
     if "rx" in record:
         rx = record["rx"]
         wire = rx["wire"]  # the source's stamps of every frame offered
         received = rx["received"]  # [seq, time_ns] in delivery order
-        offered_starts = [w["start_ps"] for w in wire]
-        # Goodput: the offered rate (source stamps) times the share delivered. Delivery
-        # times come in poll-sized batches, so a rate taken from them is noisy; every
-        # offered frame ends up delivered or counted as dropped, so this is exact.
-        offered_fps, _ = _rate(offered_starts, scenario.frame_size)
-        frames_per_second = offered_fps * len(received) / max(len(wire), 1)
-        mbps = frames_per_second * scenario.frame_size * 8 / 1e6
-        # Goodput as wire occupancy: delivered frames' slots over the offered span.
-        # The offered span: first start to last start plus the last frame's slot (start
-        # stamps mean the same in every mode; the source's end stamp is MII-dependent).
-        span_ps = wire[-1]["start_ps"] - wire[0]["start_ps"]
-        span_ps += scenario.wire_bytes_per_frame * byte_ps
-        delivered_slots = len(received) * scenario.wire_bytes_per_frame * byte_ps
-        latency = [t - wire[seq]["end_ps"] / 1e3 for seq, t in received]
+        fps, fps_ci = _rate_in(events["rx"], window)
+        offered_fps, _ = _rate_in([w["start_ps"] / 1e3 for w in wire], window)
+        latency = [t - wire[seq]["end_ps"] / 1e3 for seq, t in received if in_window(t)]
         result["rx"] = {
             "frames_offered": len(wire),
             "frames_received": len(received),
             "frames_dropped": len(wire) - len(received) - rx.get("errored", 0),
             "frames_errored": rx.get("errored", 0),
             "frames_dropped_hw": counters.get("RX_DROPS", 0) + counters.get("RX_FIFO_OVERFLOWS", 0),
-            "frames_per_second": frames_per_second,
-            "mbps": mbps,
-            "percent_of_line_rate": min(100.0, 100.0 * delivered_slots / span_ps)
-            if span_ps > 0
-            else 0.0,
-            "offered_percent_of_line_rate": _percent_of_line(offered_starts, scenario),
+            "frames_in_window": done["rx"],
+            # goodput: frames delivered to on_receive per second inside the window
+            "frames_per_second": fps,
+            "mbps": fps * scenario.frame_size * 8 / 1e6,
+            "mbps_ci": fps_ci * scenario.frame_size * 8 / 1e6 if fps_ci is not None else None,
+            "percent_of_line_rate": 100.0 * fps * slot_s,
+            # what the source offered inside the same window (0 once it stopped sending)
+            "offered_percent_of_line_rate": 100.0 * offered_fps * slot_s,
             "latency": _latency(latency),
             "axi_bursts_per_frame": bursts.get("rx", 0) / max(len(received), 1),
-            "cycles_per_packet": busy_ns * mhz / 1e3 / max(driver.get("rx_packets", 0), 1)
-            if not scenario.sends_tx
-            else None,
             "wire": wire,
         }
     return result
@@ -378,11 +545,19 @@ def _fmt_ns(value: float | None) -> str:
     return f"{value:.0f} ns"
 
 
+def _fmt_ci(value: float | None) -> str:
+    return "" if value is None else f"±{value:.1f}"
+
+
+def _fmt_num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def format_summary(metrics: dict) -> str:
-    """A human-readable table of a run's metrics."""
+    """A human-readable table of a run's metrics (rates over the measurement window)."""
     lines = []
     header = (
-        f"{'dir':>3} {'frames':>13} {'drops':>6} {'Mb/s':>8} {'line %':>7} "
+        f"{'dir':>3} {'frames':>13} {'drops':>6} {'Mb/s':>8} {'±95%':>7} {'line %':>7} "
         f"{'lat p50':>9} {'lat p99':>9} {'lat max':>9} {'bursts/fr':>9}"
     )
     lines.append(header)
@@ -394,17 +569,27 @@ def format_summary(metrics: dict) -> str:
         count = f"{done}/{m['frames_offered']}"
         lines.append(
             f"{direction:>3} {count:>13} {m['frames_dropped']:>6} "
-            f"{m['mbps']:>8.1f} {m['percent_of_line_rate']:>6.2f}% "
+            f"{m['mbps']:>8.1f} {_fmt_ci(m['mbps_ci']):>7} {m['percent_of_line_rate']:>6.2f}% "
             f"{_fmt_ns(m['latency']['p50_ns']):>9} {_fmt_ns(m['latency']['p99_ns']):>9} "
             f"{_fmt_ns(m['latency']['max_ns']):>9} {m['axi_bursts_per_frame']:>9.2f}"
         )
+    window = metrics["window"]
+    period = window.get("period_ns")
+    lines.append(
+        f"window {window['start_ns'] / 1e3:,.1f}..{window['end_ns'] / 1e3:,.1f} us: "
+        f"{window.get('frames', 0):.1f} frames, {len(window['batches'])} batches"
+        + (f", {window['periods']} periods of {period / 1e3:g} us" if period else "")
+        + ("" if window["ok"] else f" (too short: {window['reason']})")
+    )
     cpu = metrics["cpu"]
     lines.append(
-        f"cpu {cpu['preset']} @ {cpu['mhz']:g} MHz: {100 * cpu['utilisation']:.1f}% busy, "
-        f"{cpu['cycles_per_packet']:,.0f} cycles/packet; irqs {metrics['irqs']} "
-        f"({metrics['irqs_per_packet']:.2f}/packet), polls {metrics['polls']}, "
-        f"queue stops {metrics['driver'].get('queue_stops', 0)}; mmio "
-        f"{metrics['mmio_reads_per_packet']:.2f} reads + "
+        f"cpu {cpu['preset']} @ {cpu['mhz']:g} MHz: {100 * cpu['utilisation']:.1f}% busy "
+        f"(+{100 * cpu['spin_utilisation']:.1f}% spinning), "
+        f"{_fmt_num(cpu['cycles_per_packet'], ',.0f')} cycles/packet; irqs {metrics['irqs']} "
+        f"({_fmt_num(metrics['irqs_per_packet'], '.2f')}/packet, "
+        f"{metrics['irqs_per_second']:,.0f}/s), timer irqs {metrics['timer_irqs']}, "
+        f"polls {metrics['polls']}, queue stops {metrics['driver'].get('queue_stops', 0)}; "
+        f"mmio {metrics['mmio_reads_per_packet']:.2f} reads + "
         f"{metrics['mmio_writes_per_packet']:.2f} writes per packet"
     )
     if "tx" in metrics and metrics["tx"]["gap_bytes_min"] is not None:

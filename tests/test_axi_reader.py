@@ -320,7 +320,7 @@ def reader_beats_per_cycle(cap, latency, length=1500, data_width=32):
 def test_throughput_sustains_one_beat_per_cycle(record_property):
     rate = reader_beats_per_cycle(cap=16, latency=0)
     record_property("reader_beats_per_cycle_burst16_lat0", rate)
-    assert rate >= 0.8
+    assert rate >= 0.95  # measured 0.992 over a 1500-byte command
 
 
 def test_throughput_short_bursts_with_latency(record_property):

@@ -301,7 +301,8 @@ def writer_beats_per_cycle(cap, latency, length=1500, data_width=32, max_outstan
 def test_throughput_sustains_one_beat_per_cycle(record_property):
     data_rate, command_rate = writer_beats_per_cycle(cap=16, latency=0)
     record_property("writer_beats_per_cycle_burst16_lat0", data_rate)
-    assert data_rate >= 0.8 and command_rate >= 0.8
+    # measured 0.995 data / 0.987 command beats per cycle over a 1500-byte command
+    assert data_rate >= 0.95 and command_rate >= 0.95
 
 
 def test_throughput_short_bursts_with_latency(record_property):

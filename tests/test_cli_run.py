@@ -10,7 +10,16 @@ import pytest
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.cli import build_parser, main, scenario_from_args
 from macdma.sim.cpu import CPU_PRESETS, cpu_preset
-from macdma.sim.scenario import Scenario, compute_metrics, format_summary
+from macdma.sim.scenario import (
+    Scenario,
+    _rate_in,
+    choose_window,
+    compute_metrics,
+    format_summary,
+)
+from macdma.sim.scenario import (
+    _whole_period_batches as regress_batches,
+)
 
 # -- options ------------------------------------------------------------------------------
 
@@ -151,39 +160,59 @@ def test_microblaze_preset_matches_the_field_report_arithmetic():
 # -- metrics from a synthetic record ------------------------------------------------------
 
 BYTE_PS = 8000  # 1 Gb/s
+SLOT_PS = (8 + 60 + 4 + 12) * BYTE_PS  # 84 byte times per 60-byte frame at line rate
+SAMPLE_FIELDS = ["t_ns", "busy_ns", "spin_ns", "irqs", "timer_irqs", "polls", "read_beats",
+                 "write_beats", "read_bytes", "write_bytes"]  # fmt: skip
 
 
-def synthetic_record(frames: int = 5, received: list[int] | None = None) -> dict:
+def linear_samples(end_ns: float, *, busy=0.25, spin=0.05, irqs_per_us=0.5, beats_per_ns=0.3):
+    """Counters growing at constant rates, sampled every 100 ns from 0 to ``end_ns``."""
+    rows = []
+    t = 0.0
+    while t <= end_ns + 100:
+        rows.append([t, busy * t, spin * t, irqs_per_us * t / 1e3, 0, 0,
+                     beats_per_ns * t, 0.1 * t, 8 * beats_per_ns * t, 0.8 * t])  # fmt: skip
+        t += 100.0
+    return {"fields": SAMPLE_FIELDS, "rows": rows}
+
+
+def synthetic_record(frames: int = 40, received: list[int] | None = None, every: int = 1):
+    """Both directions at line rate; RX delivers ``received`` (default all), frame ``seq``
+    at its wire end + 1 us, or every ``every`` slots when given."""
     scenario = Scenario(direction="both", frame_size=60, frames=frames, cpu="microblaze-66")
-    slot = (8 + 60 + 4 + 12) * BYTE_PS  # 84 byte times per frame at line rate
     tx_wire = [
-        {"start_ps": 1_000_000 + n * slot, "end_ps": 1_000_000 + n * slot + 72 * BYTE_PS,
+        {"start_ps": 1_000_000 + n * SLOT_PS, "end_ps": 1_000_000 + n * SLOT_PS + 72 * BYTE_PS,
          "length": 64}
         for n in range(frames)
     ]  # fmt: skip
     rx_wire = [
-        {"start_ps": 500_000 + n * slot, "end_ps": 500_000 + n * slot + 71 * BYTE_PS,
+        {"start_ps": 500_000 + n * SLOT_PS, "end_ps": 500_000 + n * SLOT_PS + 71 * BYTE_PS,
          "length": 64}
         for n in range(frames)
     ]  # fmt: skip
-    delivered = list(range(frames)) if received is None else received
+    delivered = list(range(0, frames, every)) if received is None else received
+    end_ns = (1_000_000 + frames * every * SLOT_PS) / 1e3 + 2000
     return {
         "scenario": dataclasses.asdict(scenario),
         "tx": {
             "offered": frames,
             "wire": tx_wire,
-            "xmit_ns": [w["start_ps"] / 1e3 - 400 - 100 * n for n, w in enumerate(tx_wire)],
+            "xmit_ns": [w["start_ps"] / 1e3 - 400 for w in tx_wire],
         },
         "rx": {
             "wire": rx_wire,
-            "received": [[seq, rx_wire[seq]["end_ps"] / 1e3 + 1000 + seq] for seq in delivered],
+            "received": [
+                [seq, (500_000 + n * every * SLOT_PS + 71 * BYTE_PS) / 1e3 + 1000]
+                for n, seq in enumerate(delivered)
+            ],
         },
         "driver": {"tx_packets": frames, "rx_packets": len(delivered), "irqs": 4,
                    "polls": 2, "queue_stops": 1, "mmio_reads": 10, "mmio_writes": 20},
-        "cpu": {"mhz": 66.0, "elapsed_ns": 10_000.0,
-                "busy_ns": {"tx_per_packet": 2_000.0, "mmio_bus": 500.0}, "cycles": {}},
+        "cpu": {"mhz": 66.0, "elapsed_ns": end_ns, "busy_ns": {}, "cycles": {}},
         "counters": {"RX_DROPS": frames - len(delivered), "RX_FIFO_OVERFLOWS": 0},
         "bursts": {"tx": 3 * frames, "rx": 2 * len(delivered)},
+        "samples": linear_samples(end_ns),
+        "periodic_ns": [],
         "sim_ns": 20_000.0,
         "wall_seconds": 2.0,
     }  # fmt: skip
@@ -191,35 +220,97 @@ def synthetic_record(frames: int = 5, received: list[int] | None = None) -> dict
 
 def test_metrics_of_a_line_rate_record():
     m = compute_metrics(synthetic_record())
-    tx, rx = m["tx"], m["rx"]
-    line_fps = 1e12 / (84 * BYTE_PS)
+    tx, rx, window = m["tx"], m["rx"], m["window"]
+    line_fps = 1e12 / SLOT_PS
+    # warm-up: the first quarter of each direction; the window starts at the later one
+    assert window["warmup_frames"] == 10
+    # (RX's 10th delivery comes after TX's 10th start; TX's last start before RX's last)
+    assert window["start_ns"] == pytest.approx((500_000 + 10 * SLOT_PS + 71 * BYTE_PS) / 1e3 + 1000)
+    assert window["end_ns"] == pytest.approx((1_000_000 + 39 * SLOT_PS) / 1e3)
+    assert len(window["batches"]) == 10 and window["ok"]
     assert tx["frames_per_second"] == pytest.approx(line_fps)
     assert tx["mbps"] == pytest.approx(line_fps * 60 * 8 / 1e6)  # pktgen: frame bytes only
+    assert tx["mbps_ci"] == pytest.approx(0.0, abs=1e-6)  # a perfectly steady stream
     assert tx["percent_of_line_rate"] == pytest.approx(100.0)
     assert tx["gap_bytes_min"] == tx["gap_bytes_max"] == 12
-    assert (tx["frames_sent"], tx["frames_dropped"], tx["queue_stops"]) == (5, 0, 1)
+    assert (tx["frames_sent"], tx["frames_dropped"], tx["queue_stops"]) == (40, 0, 1)
     assert tx["axi_bursts_per_frame"] == 3
-    # latency: xmit at start - 400 - 100 n; wire end = start + 72 byte times
-    assert tx["latency"]["max_ns"] == pytest.approx(72 * 8 + 400 + 400)
-    assert tx["latency"]["p50_ns"] == pytest.approx(72 * 8 + 400 + 200)
+    assert tx["latency"]["max_ns"] == pytest.approx(72 * 8 + 400)
     assert rx["percent_of_line_rate"] == pytest.approx(100.0)
-    assert rx["mbps"] == pytest.approx(tx["mbps"])
-    assert rx["latency"]["p50_ns"] == pytest.approx(1002)
+    assert rx["latency"]["p50_ns"] == pytest.approx(1000)
     assert rx["frames_dropped"] == 0
-    assert m["irqs_per_packet"] == pytest.approx(0.4)
-    assert m["mmio_reads_per_packet"] == pytest.approx(1.0)
-    assert m["mmio_writes_per_packet"] == pytest.approx(2.0)
-    assert m["cpu"]["utilisation"] == pytest.approx(0.25)
-    assert m["cpu"]["cycles_per_packet"] == pytest.approx(2500 * 66 / 1e3 / 10)
-    assert m["sim_ns_per_wall_second"] == pytest.approx(10_000)
-    assert "cpu microblaze-66 @ 66 MHz: 25.0% busy" in format_summary(m)
+    # every per-packet and per-second figure from the same window, from the samples
+    packets = tx["frames_in_window"] + rx["frames_in_window"]
+    assert packets == pytest.approx(2 * window["duration_ns"] * 1e3 / SLOT_PS)
+    assert m["cpu"]["utilisation"] == pytest.approx(0.20)  # busy 25% minus spinning 5%
+    assert m["cpu"]["spin_utilisation"] == pytest.approx(0.05)
+    assert m["cpu"]["cycles_per_packet"] == pytest.approx(
+        0.20 * window["duration_ns"] * 66 / 1e3 / packets
+    )
+    assert m["irqs_per_second"] == pytest.approx(0.5e6)
+    assert m["irqs_per_packet"] == pytest.approx(0.5e6 * window["duration_ns"] / 1e9 / packets)
+    # bus: beats per SoC cycle (100 MHz = 0.1 cycles per ns), bytes from the bursts
+    assert m["bus"]["read_pct"] == pytest.approx(100 * 0.3 / 0.1)
+    assert m["bus"]["bytes_per_beat"] == pytest.approx((8 * 0.3 + 0.8) / 0.4)
+    summary = format_summary(m)
+    assert "cpu microblaze-66 @ 66 MHz: 20.0% busy (+5.0% spinning)" in summary
+    assert "10 batches" in summary
 
 
-def test_metrics_count_rx_drops_and_scale_goodput():
-    m = compute_metrics(synthetic_record(frames=10, received=[0, 1, 2, 5, 6, 9]))
+def test_rx_goodput_is_the_delivery_rate_and_drops_are_counted():
+    # 40 offered at line rate, every other one delivered, one per two slots
+    m = compute_metrics(synthetic_record(received=list(range(0, 40, 2)), every=2))
     rx = m["rx"]
-    assert (rx["frames_received"], rx["frames_dropped"], rx["frames_dropped_hw"]) == (6, 4, 4)
-    assert rx["percent_of_line_rate"] == pytest.approx(60.0)
-    assert rx["offered_percent_of_line_rate"] == pytest.approx(100.0)
-    assert rx["mbps"] == pytest.approx(m["tx"]["mbps"] * 0.6)
+    assert (rx["frames_received"], rx["frames_dropped"], rx["frames_dropped_hw"]) == (20, 20, 20)
+    assert rx["percent_of_line_rate"] == pytest.approx(50.0)
+    assert rx["mbps"] == pytest.approx(m["tx"]["mbps"] * 0.5)
     assert rx["axi_bursts_per_frame"] == 2
+
+
+def test_the_window_skips_the_warm_up_and_measures_the_steady_rate():
+    # 8 frames at once (a ring filling), then one every 10 us: the steady rate is 100k/s
+    times = [float(n) for n in range(8)] + [8 + 10_000.0 * n for n in range(1, 33)]
+    window = choose_window([times], 40, [])
+    assert window["start_ns"] == times[10]
+    rate, ci = _rate_in(times, window)
+    assert rate == pytest.approx(1e5)
+    assert ci == pytest.approx(0.0, abs=1e-6)
+    # the same frames over the whole run would claim more
+    assert (len(times) - 1) / (times[-1] - times[0]) * 1e9 > 1.2e5
+
+
+def test_the_window_is_whole_periods_of_the_slowest_timer_that_fires():
+    times = [1000.0 * n for n in range(101)]  # 100 us of events
+    window = choose_window([times], 100, [7_000.0, 11_000.0, 60_000.0])
+    # 60 us fires once in the 75 us after warm-up: ignored; 11 us sets the window
+    assert window["period_ns"] == 11_000.0
+    assert window["start_ns"] == 25_000.0
+    periods = window["periods"]
+    assert window["duration_ns"] == pytest.approx(periods * 11_000.0)
+    assert periods == 6 and len(window["batches"]) == 6  # 75 // 11 = 6 whole periods
+    assert all(b - a == pytest.approx(11_000.0) for a, b in window["batches"])
+
+
+def test_batch_means_give_a_precision_that_grows_with_the_noise():
+    steady = [1000.0 * n for n in range(201)]
+    bursty = []
+    for n in range(100):  # pairs of frames, alternately close and far apart
+        bursty += [2000.0 * n, 2000.0 * n + (100.0 if n % 3 else 1500.0)]
+    w1 = choose_window([steady], 200, [])
+    w2 = choose_window([bursty], 200, [])
+    _, ci_steady = _rate_in(steady, w1)
+    rate, ci_bursty = _rate_in(bursty, w2)
+    assert ci_steady == pytest.approx(0.0, abs=1e-6)
+    assert ci_bursty > 0.001 * rate
+
+
+def test_whole_periods_make_at_least_two_batches_when_they_can():
+    assert regress_batches(131) == (10, 13)
+    assert regress_batches(13) == (6, 2)
+    assert regress_batches(2) == (2, 1)
+    assert regress_batches(1) == (1, 1)
+
+
+def test_a_short_run_is_flagged():
+    window = choose_window([[1000.0 * n for n in range(12)]], 12, [])
+    assert not window["ok"] and "frames in the window" in window["reason"]

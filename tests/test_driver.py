@@ -685,6 +685,56 @@ def test_housekeeping_tick_cleans_tx_with_its_budget():
     run(body())
 
 
+class TimedPlatform(FakePlatform):
+    """A FakePlatform on which a charge takes time: one cycle = one nanosecond."""
+
+    async def charge(self, cycles: float, what: str) -> None:
+        await super().charge(cycles, what)
+        await self.sleep_ns(cycles)
+
+
+async def make_timed(costs: CpuCosts, **config):
+    platform = TimedPlatform()
+    device = FakeDevice(platform)
+    driver = MacDmaDriver(platform, DriverConfig(**config), None, costs)
+    task = asyncio.ensure_future(driver.open())
+    while not task.done():
+        await platform.advance(1000)
+    return driver, platform, device
+
+
+@pytest.mark.parametrize(
+    ("work_cycles", "expiries", "polls", "overruns"), [(2000, 9, 9, 0), (7000, 5, 4, 4)]
+)
+def test_polling_timer_runs_on_absolute_deadlines_and_counts_overruns(
+    work_cycles, expiries, polls, overruns
+):
+    """A 5 us poll timer started at 1 us, whose expiry costs an IRQ entry + its work, over
+    48 us: with 2 us of work it expires at 6, 11, ... 46 us (9 times; sleeping 5 us after
+    the work would give 7); with 7 us it cannot keep up: it runs at 6, 16, ... 46 us, the
+    expiries in between are skipped and counted, and the last poll is still running."""
+
+    async def body():
+        costs = CpuCosts(irq_entry_exit=1000, timer_tick_overhead=work_cycles - 1000)
+        driver, p, _ = await make_timed(
+            costs, strategy=IrqStrategy.parse("polling:us=5,budget=8"), rx_ring=8, rx_buf=64
+        )
+        tasks: list[asyncio.Task] = []
+        runner = asyncio.ensure_future(driver.run(lambda c: tasks.append(asyncio.ensure_future(c))))
+        await settle()
+        await p.advance(48_000)
+        assert driver.stats.timer_irqs == expiries and driver.stats.polls == polls
+        assert driver.stats.timer_overruns == overruns
+        # a timer tick is an interrupt: its entry is charged every time
+        assert p.charge_calls["irq_entry_exit"] == expiries
+        assert driver.stats.irqs == 0, "no device interrupt"
+        runner.cancel()
+        for t in tasks:
+            t.cancel()
+
+    run(body())
+
+
 # -- errors --------------------------------------------------------------------------------
 
 

@@ -125,17 +125,99 @@ class Receiver:
         self.changed.set()
 
 
+#: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
+#: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
+PKTGEN_SPIN_NS = 200.0
+
+
 async def transmit(scenario: Scenario, driver, platform, xmit_ns: list[float]):
-    """pktgen: hand frames to xmit as fast as it takes them."""
-    for seq in range(scenario.frames):
-        fragments = split(make_frame(TX_SOURCE, seq, scenario.frame_size), scenario.fragment_sizes)
+    """pktgen: hand frames to xmit as fast as it takes them. The loop is process context
+    and spins (holding the CPU, ``pktgen_spin``) while the queue is stopped; each xmit
+    runs with bottom halves disabled (``softirq`` level), as pktgen's
+    ``local_bh_disable(); ndo_start_xmit()`` does, so only a hard IRQ preempts it."""
+    async with platform.context("process"):
+        for seq in range(scenario.frames):
+            fragments = split(
+                make_frame(TX_SOURCE, seq, scenario.frame_size), scenario.fragment_sizes
+            )
+            while True:
+                if driver.queue_stopped:
+                    await platform.spin_ns(PKTGEN_SPIN_NS, "pktgen_spin")
+                    continue
+                called = platform.now_ns()
+                async with platform.context("softirq"):
+                    sent = await driver.xmit(fragments)
+                if sent:
+                    xmit_ns.append(called)
+                    break
+
+
+class Sampler:
+    """Cumulative counters every ``period_ns`` (and at :meth:`take`), so the metrics can
+    cut any window out of the run afterwards: time, CPU busy and spin time, device and
+    timer IRQs, polls, and the AXI beats and bytes host memory saw per direction."""
+
+    FIELDS = (
+        "t_ns",
+        "busy_ns",
+        "spin_ns",
+        "irqs",
+        "timer_irqs",
+        "polls",
+        "read_beats",
+        "write_beats",
+        "read_bytes",
+        "write_bytes",
+    )
+
+    def __init__(self, cpu, driver, memory, period_ns: float):
+        self.cpu, self.driver, self.memory = cpu, driver, memory
+        self.period_ns = period_ns
+        self.rows: list[list[float]] = []
+        self._seen = 0
+        self._beats = {True: 0, False: 0}
+        self._bytes = {True: 0, False: 0}
+
+    def take(self) -> None:
+        bursts = self.memory.bursts
+        for burst in bursts[self._seen :]:
+            self._beats[burst.write] += burst.beats
+            self._bytes[burst.write] += burst.beats << burst.size
+        self._seen = len(bursts)
+        totals = self.cpu.totals()
+        stats = self.driver.stats
+        self.rows.append(
+            [
+                get_sim_time("ns"),
+                totals["busy_ns"],
+                totals["spin_ns"],
+                stats.irqs,
+                stats.timer_irqs,
+                stats.polls,
+                self._beats[False],
+                self._beats[True],
+                self._bytes[False],
+                self._bytes[True],
+            ]
+        )
+
+    async def run(self) -> None:
         while True:
-            if driver.queue_stopped:
-                await driver.wait_for_wake()
-            called = platform.now_ns()
-            if await driver.xmit(fragments):
-                xmit_ns.append(called)
-                break
+            self.take()
+            await Timer(round(self.period_ns * 1000), "ps")
+
+
+def periodic_ns(scenario: Scenario, config: DriverConfig) -> list[float]:
+    """Periods of the run's periodic activities: the poll timer, the housekeeping tick,
+    the coalescing timer."""
+    periods = []
+    if config.strategy.name == "polling":
+        periods.append(config.strategy.poll_us * 1000.0)
+    if config.housekeeping_hz is not None:
+        periods.append(1e9 / config.housekeeping_hz)
+    if config.strategy.irq_mode == regs.IrqMode.COALESCE and config.strategy.coalesce_us:
+        periods.append(config.strategy.coalesce_us * 1000.0)
+    return periods
 
 
 async def collect_wire(scenario: Scenario, bench, log, wire: list[dict], errors: list[str]):
@@ -235,6 +317,9 @@ async def test_scenario(dut):
     cpu.reset_accounting()
     bench.memory.bursts.clear()
     started_ns = get_sim_time("ns")
+    slot_ns = scenario.wire_bytes_per_frame * scenario.byte_time_ns
+    sampler = Sampler(cpu, driver, bench.memory, max(1000.0, slot_ns))
+    sampler_task = cocotb.start_soon(sampler.run())
 
     record: dict = {"scenario": dataclasses.asdict(scenario)}
     tx_wire: list[dict] = []
@@ -280,11 +365,12 @@ async def test_scenario(dut):
         waits.append(cocotb.start_soon(rx_settled()))
 
     # Generous: 20 line-rate slots per frame plus 300 us of CPU per frame, plus 2 ms.
-    slot_ns = scenario.wire_bytes_per_frame * scenario.byte_time_ns
     limit_ns = scenario.frames * (20 * slot_ns + 300_000) + 2_000_000
     for task in waits:
         await with_timeout(task, round(limit_ns), "ns")
     ended_ns = get_sim_time("ns")
+    sampler.take()
+    sampler_task.cancel()
     cpu_report = cpu.report()
     stats_after = _stats(driver)
     mmio = {"reads": platform.mmio_reads, "writes": platform.mmio_writes}
@@ -311,6 +397,9 @@ async def test_scenario(dut):
         counters=counters,
         bursts=_burst_counts(bench.memory.bursts, rings["TX"], rings["RX"]),
         mmio=mmio,
+        samples={"fields": list(Sampler.FIELDS), "rows": sampler.rows},
+        periodic_ns=periodic_ns(scenario, config),
+        started_ns=started_ns,
         traffic_ns=ended_ns - started_ns,
         sim_ns=get_sim_time("ns"),
         wall_seconds=time.monotonic() - wall_started,
