@@ -37,7 +37,8 @@ class CpuCosts:
             just the bytes written (the lan743x field report).
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
-        timer_tick_overhead: One timer tick (polling loop or TX housekeeping).
+        timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
+            or TX housekeeping); the tick's interrupt entry is charged as irq_entry_exit.
     """
 
     irq_entry_exit: float = 0.0

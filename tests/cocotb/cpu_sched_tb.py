@@ -19,7 +19,7 @@ SLICE_NS = 5000.0
 
 
 def new_cpu() -> CpuModel:
-    return CpuModel(100.0, CpuCosts(cpu_mhz=100.0))
+    return CpuModel(100.0, CpuCosts())
 
 
 def now() -> float:

@@ -45,7 +45,7 @@ async def send_frames(dut, *, own_first: bool) -> tuple[list[bytes], list[bytes]
     bench = SocBench(dut, GMII_1000, memory_bytes=1 << 20)
     await bench.start()
     bench.memory.latency_cycles = STORE_LATENCY_CYCLES
-    cpu = CpuModel(1000.0, CpuCosts(cpu_mhz=1000.0))
+    cpu = CpuModel(1000.0, CpuCosts())
     platform = CocotbPlatform(bench, cpu)
     config = DriverConfig(tx_ring=16, rx_ring=4, strategy="eop", max_frags=1, dma_poll_us=1)
     driver = MacDmaDriver(platform, config, costs=cpu.costs)
