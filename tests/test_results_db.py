@@ -4,7 +4,6 @@ name themselves, concurrent writers leave a whole database; point keys follow CP
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import sqlite3
@@ -12,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from synthetic import synthetic_metrics
 
 from macdma.sim import regress
 from macdma.sim.cli import main
@@ -36,26 +36,8 @@ def scenario(irq: str, **fields) -> Scenario:
 
 
 def metrics(s: Scenario, mbps: float, dropped: int = 0) -> dict:
-    """What run_point returns for a TX run at ``mbps`` (the fields summarise reads)."""
-    fps = mbps * 1e6 / (s.frame_size * 8)
-    return {
-        "scenario": dataclasses.asdict(s),
-        "sim_ns": 1e6,
-        "wall_seconds": 1.0,
-        "cpu": {"preset": s.cpu, "mhz": 66.0, "utilisation": 0.5, "cycles_per_packet": 1e3},
-        "irqs_per_packet": 1.0,
-        "driver": {"queue_stops": 0},
-        "tx": {
-            "frames_offered": s.frames,
-            "frames_sent": s.frames - dropped,
-            "frames_dropped": dropped,
-            "frames_per_second": fps,
-            "mbps": mbps,
-            "percent_of_line_rate": mbps / 10,
-            "latency": {"p50_ns": 1e3, "p99_ns": 2e3, "max_ns": 2e3},
-            "axi_bursts_per_frame": 26.0,
-        },
-    }
+    """What run_point returns for a TX run at ``mbps``."""
+    return synthetic_metrics(s, mbps, dropped=dropped)
 
 
 RUN = {"per-desc": 116.0, "coalesce": 137.0, "napi": 136.0}
