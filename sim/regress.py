@@ -58,7 +58,13 @@ DEFAULT_OUT = Path("build") / "regress"
 # Inputs of a point's result besides the scenario: what is simulated. The reporting side
 # (this file, the CLI) and the synthesis flow do not change a measurement.
 SOURCE_DIRS = ("hdl", "firmware", "sim")
-SOURCE_EXCLUDED = ("sim/regress.py", "sim/cli.py", "sim/synth.py", "sim/platform_serial.py")
+SOURCE_EXCLUDED = (
+    "sim/regress.py",
+    "sim/report_html.py",
+    "sim/cli.py",
+    "sim/synth.py",
+    "sim/platform_serial.py",
+)
 SOURCE_EXCLUDED_DIRS = ("hdl/boards", "sim/sweeps")
 # Scenario fields that do not change what a run measures.
 UNHASHED_FIELDS = ("json", "waves")
@@ -1176,7 +1182,7 @@ def write_report(
     notes: list[str] = (),
 ) -> None:
     """The Markdown report: assertions, then one section per experiment (plot, reading,
-    table of its points)."""
+    table of its points); and the same as one self-contained page next to it (.html)."""
     failed_points = [r for r in results if r.get("status") != "ok"]
     lines = [
         f"# macdma regression: {sweep.name}",
@@ -1230,6 +1236,9 @@ def write_report(
         )
         lines += ["", f"Fixed: {fixed}."]
     path.write_text("\n".join(lines) + "\n")
+    from .report_html import write_html_report
+
+    write_html_report(path.with_suffix(".html"), sweep, results, checks, plots, notes)
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -1353,6 +1362,9 @@ def _report_baseline(report: Path, baseline, current) -> None:
     with open(report, "a") as handle:
         handle.write("\n## Changed since the baseline\n\n")
         handle.write("\n".join(comparison_markdown(comparison)) + "\n")
+    from .report_html import add_comparison
+
+    add_comparison(report.with_suffix(".html"), comparison)
     print(
         f"baseline {baseline.label}: {comparison.compared} points compared, "
         f"{len(comparison.changes)} changes beyond {100 * comparison.tolerance:g}% "
@@ -1420,7 +1432,10 @@ def _finish(
         print(f"  {check.status:4} {check.name}: {check.detail[:160]}")
     for r in failed:
         print(f"  failed point {r['key']}: see {out / 'logs' / (r['key'] + '.log')}")
-    print(f"report: {out / 'report.md'}  csv: {out / 'results.csv'}  plots: {out / 'plots'}")
+    print(
+        f"report: {out / 'report.md'} (and .html)  csv: {out / 'results.csv'}  "
+        f"plots: {out / 'plots'}"
+    )
     if interrupted:
         return 130
     if failed or any(c.status == "FAIL" for c in checks):

@@ -4,6 +4,7 @@
   by ``--sim NAME`` (repeatable) or env ``SIM=icarus`` / ``SIM=icarus,verilator``.
 - ``--waves`` (or env WAVES=1): every cocotb run traces an FST waveform.
 - ``cocotb_run``: :func:`macdma.sim.runner.run_cocotb` with the waves option applied.
+- ``quick_regress``: one real ``macdma regress --quick`` run per session, shared.
 
 A missing simulator is a failure with an install hint, never a silent skip.
 """
@@ -11,7 +12,11 @@ A missing simulator is a failure with an install hint, never a silent skip.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +78,24 @@ def cocotb_run(waves: bool) -> Callable[..., RunResult]:
         return run_cocotb(**kwargs)
 
     return run
+
+
+@dataclass(frozen=True)
+class QuickRegress:
+    """One real ``macdma regress --quick`` run: its output folder, command and result."""
+
+    out: Path
+    command: list[str]
+    done: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="session")
+def quick_regress(tmp_path_factory: pytest.TempPathFactory) -> QuickRegress:
+    """The quick sweep run once per session on its default simulator (Verilator), shared by
+    the tests that read its output (test_regress.py, test_report_html.py)."""
+    base = tmp_path_factory.mktemp("quick_regress")
+    out = base / "quick"
+    command = [sys.executable, "-m", "macdma.sim.cli", "regress", "--quick", "--out", str(out)]
+    command += ["--db", str(base / "results.sqlite")]  # not the user's results database
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    return QuickRegress(out, command, done)

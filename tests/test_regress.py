@@ -7,7 +7,6 @@ import csv
 import dataclasses
 import json
 import subprocess
-import sys
 
 import pytest
 from synthetic import synthetic_metrics
@@ -324,13 +323,10 @@ def test_progress_bar_shows_counts_and_eta():
 # -- the real thing -------------------------------------------------------------------------
 
 
-def test_quick_sweep_writes_report_csv_json_and_plots(tmp_path):
+def test_quick_sweep_writes_report_csv_json_and_plots(quick_regress):
     # The --quick profile runs on Verilator (its default): what CI runs. The Icarus path is
     # the same code with another runner (test_sim_override_changes_every_point_and_its_key).
-    out = tmp_path / "quick"
-    command = [sys.executable, "-m", "macdma.sim.cli", "regress", "--quick", "--out", str(out)]
-    command += ["--db", str(tmp_path / "results.sqlite")]  # not the user's results database
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    out, command, done = quick_regress.out, quick_regress.command, quick_regress.done
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     points = list((out / "points").glob("*.json"))
     expected = expand(load_sweep(QUICK_SWEEP), "src")

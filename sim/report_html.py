@@ -1,0 +1,184 @@
+"""``report.html``: the regression report as one self-contained page.
+
+The same content as ``report.md`` (sim/regress.py ``write_report``): the assertions with
+PASS/FAIL first, then per experiment its plot, reading and table, then "Changed since the
+baseline" when the run has one, and the run's parameters and versions last. Plots are
+embedded as ``data:`` URIs and the only script is the few inline lines that sort a table
+by a clicked column, so the file opens anywhere with no network. Every text is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.metadata
+from html import escape
+from pathlib import Path
+
+# Where "Changed since the baseline" goes; add_comparison replaces it once the run has
+# been compared (the comparison is made after the report is written).
+BASELINE_MARKER = "<!-- changed-since-baseline -->"
+
+STYLE = """
+* { box-sizing: border-box; }
+body { font-family: sans-serif; margin: 0 auto; padding: 1em 1.5em; max-width: 72em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
+th[data-sort] { cursor: pointer; background: #eee; }
+td.PASS { background: #c8efc8; font-weight: bold; }
+td.FAIL { background: #f6c0c0; font-weight: bold; }
+img { max-width: 100%; border: 1px solid #ddd; }
+code { font-size: 90%; }
+"""
+
+# Click a header: sort that table's body rows by the column, numbers as numbers
+# ("1,234.5 ± 3" sorts as 1234.5), clicking again reverses.
+SORT_SCRIPT = r"""
+document.querySelectorAll("table.sortable th").forEach(function (th, column) {
+  th.dataset.sort = "";
+  th.addEventListener("click", function () {
+    var body = th.closest("table").tBodies[0];
+    var up = th.dataset.sort !== "up";
+    th.closest("tr").querySelectorAll("th").forEach(function (h) { h.dataset.sort = ""; });
+    th.dataset.sort = up ? "up" : "down";
+    function key(row) {
+      var text = row.cells[th.cellIndex].textContent;
+      var number = text.match(/^\s*(-?[\d,]*\.?\d+)(\s|$)/);
+      return number ? parseFloat(number[1].replace(/,/g, "")) : text;
+    }
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a), y = key(b);
+      var order = (typeof x === typeof y) ? (x < y ? -1 : x > y ? 1 : 0)
+                                          : (typeof x === "number" ? -1 : 1);
+      return up ? order : -order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  });
+});
+"""
+
+
+def _table(headers: list[str], rows: list[list[str]], name: str, classes=None) -> str:
+    """A sortable table; ``classes`` gives a CSS class per cell of a row (or None)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cells = []
+        for j, value in enumerate(row):
+            css = classes[i][j] if classes and classes[i][j] else None
+            attr = f' class="{escape(css)}"' if css else ""
+            cells.append(f"<td{attr}>{escape(value)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<table class="sortable" data-table="{escape(name)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _data_uri(png: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _parameters(sweep, results: list[dict]) -> list[list[str]]:
+    from .results_db import git_state
+
+    commit, dirty = git_state()
+    sims = sorted({r["scenario"]["sim"] for r in results})
+    return [
+        ["sweep", sweep.name],
+        ["sweep file", str(sweep.path) if sweep.path else "-"],
+        ["git commit", (commit or "not a git checkout") + (" (uncommitted)" if dirty else "")],
+        ["sources hash", results[0]["sources"] if results else "-"],
+        ["simulator", ", ".join(sims) or "-"],
+        ["cocotb", _version("cocotb")],
+        ["amaranth", _version("amaranth")],
+        ["points", str(len(results))],
+    ]
+
+
+def write_html_report(
+    path: Path,
+    sweep,
+    results: list[dict],
+    checks,
+    plots: dict[str, str],
+    notes=(),
+) -> None:
+    """Write ``path`` (report.html) from what write_report writes report.md from; the
+    ``plots`` paths are relative to ``path``'s folder and are embedded."""
+    from .regress import METRICS, READINGS, _cell, _metric_cell, _ok
+
+    folder = path.parent
+    failed = [r for r in results if r.get("status") != "ok"]
+    parts = [
+        f"<h1>macdma regression: {escape(sweep.name)}</h1>",
+        f"<p>{escape(sweep.description)}</p>",
+        f"<p>{len(results)} points, {len(failed)} failed.</p>",
+        *[f"<p>{escape(note.replace('**', ''))}</p>" for note in notes],
+        "<h2>Assertions</h2>",
+        _table(
+            ["", "assertion", "detail"],
+            [[c.status, c.statement, c.detail] for c in checks],
+            "assertions",
+            [[c.status, None, None] for c in checks],
+        ),
+    ]
+    for experiment in sweep.experiments:
+        rows = [r for r in results if experiment.name in r.get("experiments", [])]
+        ok = _ok(rows)
+        parts.append(f"<h2>{escape(experiment.title)}</h2>")
+        if experiment.description:
+            parts.append(f"<p>{escape(experiment.description)}</p>")
+        if experiment.name in plots:
+            uri = _data_uri(folder / plots[experiment.name])
+            parts.append(f'<img src="{uri}" alt="{escape(experiment.title)}">')
+        reading = READINGS[experiment.reading](experiment, ok) if ok else "No point finished."
+        parts.append(f"<p>{escape(reading.replace('**', ''))}</p>")
+        swept = list(experiment.sweep)
+        headers = swept + [f"{METRICS[m].label} ({METRICS[m].unit})" for m in experiment.metrics]
+        table_rows = []
+        for r in rows:
+            summary = r.get("summary", {})
+            values = [_cell(r["scenario"][k]) for k in swept]
+            values += [
+                _metric_cell(summary, m) if r.get("status") == "ok" else "FAILED"
+                for m in experiment.metrics
+            ]
+            table_rows.append(values + [r["key"]])
+        parts.append(_table(headers + ["point"], table_rows, experiment.name))
+    parts.append(BASELINE_MARKER)
+    parts.append("<h2>Run parameters and versions</h2>")
+    parts.append(_table(["parameter", "value"], _parameters(sweep, results), "parameters"))
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>macdma regression: {escape(sweep.name)}</title><style>{STYLE}</style></head>"
+        "<body>\n" + "\n".join(parts) + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
+    )
+    path.write_text(page)
+
+
+def add_comparison(path: Path, comparison) -> None:
+    """Put "Changed since the baseline" (a results_db Comparison) into report.html."""
+    from .results_db import _relative, _shown, comparison_markdown
+
+    page = path.read_text()
+    if BASELINE_MARKER not in page:
+        raise ValueError(f"{path}: no place for the baseline section (already added?)")
+    summary = comparison_markdown(comparison)[0]  # the sentence; the table is built here
+    section = [f"<h2>Changed since the baseline</h2><p>{escape(summary)}</p>"]
+    if comparison.changes:
+        rows = [
+            [c.label, c.metric, _shown(c.before), _shown(c.after), _relative(c)]
+            for c in comparison.changes
+        ]
+        section.append(_table(["point", "metric", "before", "after", "change"], rows, "baseline"))
+    else:
+        section.append("<p>No point moved beyond the tolerance.</p>")
+    path.write_text(page.replace(BASELINE_MARKER, "\n".join(section)))
