@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .scenario import Scenario
+from .scenario import Scenario, checked_cpu
 
 __all__ = [
     "CHECKS",
@@ -230,6 +230,13 @@ def parse_sweep(data: dict, name: str = "sweep", path: Path | None = None) -> Sw
         for key, values in sweep.items():
             if not isinstance(values, list) or not values:
                 raise _fail(where, f"sweep.{key} must be a non-empty list, got {values!r}")
+        if "cpu" in sweep:
+            # The values as the scenarios will hold them (a CPU file's path made absolute),
+            # so the plots and tables find each point's cpu among the swept values.
+            try:
+                sweep["cpu"] = [checked_cpu(value) for value in sweep["cpu"]]
+            except ValueError as error:
+                raise _fail(where, str(error)) from None
         x = table.get("x") or (next(iter(sweep)) if sweep else None)
         if x is not None and x not in sweep:
             raise _fail(where, f"x = {x!r} is not a swept field ({', '.join(sweep) or 'none'})")

@@ -28,6 +28,7 @@ __all__ = [
     "SCENARIO_ENV",
     "RECORD_ENV",
     "Scenario",
+    "checked_cpu",
     "compute_metrics",
     "format_summary",
     "run_scenario",
@@ -51,7 +52,7 @@ SCENARIO_TOP = "macdma_soc"
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
-def _checked_cpu(cpu: object) -> str:
+def checked_cpu(cpu: object) -> str:
     """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
     absolute path (the bench runs in another directory). The file is loaded and checked
     now, so a bad one stops before any simulator starts."""
@@ -135,7 +136,7 @@ class Scenario:
         choose("direction", DIRECTIONS)
         choose("irq", IRQ_STRATEGIES)
         choose("link", LINK_SPEEDS)
-        object.__setattr__(self, "cpu", _checked_cpu(self.cpu))
+        object.__setattr__(self, "cpu", checked_cpu(self.cpu))
         span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
         span("frames", 2, None, " (a rate needs two frames)")
         span("frags", 0, MAX_EXTRA_FRAGMENTS, " extra fragments")

@@ -507,3 +507,40 @@ def test_reading_burst_prefetch_both_ways():
     text = regress.reading_burst_prefetch(exp, burst_results(950.0, 980.0, 100.0))
     assert "Burst length changes the rate by less than 10%" in text
     assert "descriptor fetches matter as much" in text
+
+
+def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatch):
+    """A CPU file given by a relative path is swept as the absolute path the scenarios
+    hold, so the plot and the tables find every point's cpu among the swept values."""
+    from macdma.sim.cpus import CPU_DIR
+
+    (tmp_path / "mine.toml").write_text((CPU_DIR / "microblaze-66.toml").read_text())
+    monkeypatch.chdir(tmp_path)
+    sweep = parse_sweep(
+        {
+            "experiment": [
+                {
+                    "name": "cpus",
+                    "fixed": {"direction": "tx", "frames": 8, "tx_ring": 16},
+                    "sweep": {"cpu": ["microblaze-66", "mine.toml"]},
+                }
+            ]
+        }
+    )
+    (experiment,) = sweep.experiments
+    assert experiment.sweep["cpu"] == ["microblaze-66", str(tmp_path / "mine.toml")]
+    points = expand(sweep, "src")
+    assert [p.scenario.cpu for p in points] == experiment.sweep["cpu"]
+    results = [
+        store(
+            tmp_path,
+            point,
+            {"status": "ok", "metrics": synthetic_metrics(point.scenario, 200.0)},
+            "src",
+        )
+        for point in points
+    ]
+    regress.plot_experiment(experiment, regress._ok(results), tmp_path / "cpus.png")
+    assert (tmp_path / "cpus.png").read_bytes()[:8] == PNG_MAGIC
+    with pytest.raises(ValueError, match="cpus.*nothere.toml"):
+        parse_sweep({"experiment": [{"name": "cpus", "sweep": {"cpu": ["nothere.toml"]}}]})
