@@ -7,6 +7,7 @@
                [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
                [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
                [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
+               [-v/--verbose]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
                    [--scheduler ADDRESS|local:N] [--db PATH] [--baseline RUN]
     macdma compare RUN_A RUN_B | RUN --baseline RUN_A [--tolerance F] [--db PATH] [--out DIR]
@@ -17,7 +18,9 @@ both directions at 1000 Mb/s on a real simulator, and prints the throughput meas
 from the GMII models' frame time stamps.
 
 ``run`` runs one scenario on the whole SoC with the driver model on a modelled CPU
-(docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency.
+(docs/driver-model.md) and prints throughput, line rate, IRQs, CPU load and latency;
+while it runs, a progress display. The simulator's output goes to a log file whose path
+is printed (``--verbose`` also streams it).
 
 ``regress`` runs a sweep of scenarios over all cores and writes JSON, CSV, a Markdown
 report and plots, and checks the orderings physics demands (docs/regression.md), on the
@@ -37,10 +40,12 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
 from .simulators import SIMULATORS, SimulatorNotFound
+from .verilog import build_dir
 
 # What a simulation can fail with that is the user's to read, not a bug in macdma: each
 # becomes one message (and the path to the details), never a traceback.
@@ -93,7 +98,9 @@ def failure_message(command: str, error: Exception) -> str:
     """The one message a failed simulation prints: what failed, and where the details are."""
     text = error.summary if isinstance(error, CocotbTestFailure) else str(error)
     details = getattr(error, "details_path", None)
-    if details is not None:
+    if details is not None and Path(details).suffix == ".log":
+        text += f"\nlog: {details} (the simulator's output)"
+    elif details is not None:
         text += f"\ndetails: {details} (the simulator's output is above)"
     return f"macdma {command} failed: {text}"
 
@@ -221,6 +228,12 @@ def _add_run_parser(commands) -> None:
     )
     add("--waves", action="store_true", help="trace a waveform")
     add("--json", type=Path, help="write every metric (and the raw wire record) here")
+    add(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="stream the simulator's output (it always goes to the log file too)",
+    )
     run.set_defaults(run_parser=run)
 
 
@@ -255,21 +268,36 @@ def scenario_from_args(args: argparse.Namespace):
     )
 
 
+def run_log_path() -> Path:
+    """A new log file for one ``macdma run``: build/logs/run-<time>-<pid>.log."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return build_dir() / "logs" / f"run-{stamp}-{os.getpid()}.log"
+
+
 def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .progress import RunProgress
     from .scenario import format_summary, run_scenario
 
     try:
         scenario = scenario_from_args(args)
     except ValueError as error:
         parser.error(str(error))  # exits 2 with the usage line
+    log_path = run_log_path()
     print(f"macdma run: {scenario.describe()}", flush=True)
+    print(f"log: {log_path}", flush=True)
     try:
-        metrics = run_scenario(scenario)
+        # Streaming the log and a live bar would garble each other: -v prints plain lines.
+        with RunProgress(plain=args.verbose) as progress:
+            metrics = run_scenario(
+                scenario, log_path=log_path, echo_log=args.verbose, on_progress=progress.update
+            )
     except SIMULATION_ERRORS as error:
         print(failure_message("run", error), file=sys.stderr)
         return 1
     print()
     print(format_summary(metrics))
+    if "waves" in metrics:
+        print(f"waves: {metrics['waves']}")
     if scenario.json:
         print(f"metrics written to {scenario.json}")
     return 0

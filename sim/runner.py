@@ -14,10 +14,11 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -83,7 +84,10 @@ class CocotbTestFailure(AssertionError):
 
 
 class SimulatorBuildError(RuntimeError):
-    """The simulator could not compile the exported Verilog."""
+    """The simulator could not compile the exported Verilog; ``details_path`` is the log
+    file holding the compiler's output when the run had one."""
+
+    details_path: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,51 @@ def _process_env(overrides: Mapping[str, str], python_path: Path) -> Iterator[No
         sys.path[:] = saved_path
 
 
+@contextmanager
+def output_to_log(log_path: Path, *, echo: bool = False) -> Iterator[None]:
+    """Send this process's (and so its children's) stdout and stderr to *log_path*.
+
+    The redirection is of file descriptors 1 and 2, not of sys.stdout: the simulator is a
+    subprocess that inherits them. With *echo*, a thread copies the output to the original
+    stdout as well, as it arrives.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "wb") as log:
+        copier = None
+        if echo:
+            read_end, write_end = os.pipe()
+            copier = threading.Thread(target=_tee, args=(read_end, log, saved[0]), daemon=True)
+            copier.start()
+            target = write_end
+        else:
+            target = log.fileno()
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            if copier is not None:
+                os.close(write_end)  # the copier sees the end once the simulator is gone
+                copier.join(timeout=10)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _tee(read_end: int, log, echo_fd: int) -> None:
+    with open(read_end, "rb", buffering=0) as source:
+        while chunk := source.read(65536):
+            log.write(chunk)
+            log.flush()
+            os.write(echo_fd, chunk)
+
+
 def _text(element: ElementTree.Element | None) -> str:
     return (element.text or "").strip() if element is not None else ""
 
@@ -359,6 +408,8 @@ def run_cocotb(
     test_dir: Path | None = None,
     seed: int | None = None,
     factory: Factory | None = None,
+    log_path: Path | None = None,
+    echo_log: bool = False,
 ) -> RunResult:
     """Export *top*, build it for *sim* (cached) and run cocotb *test_module* on it.
 
@@ -366,11 +417,12 @@ def run_cocotb(
     *params* are its design parameters. *testcase* restricts the run to those test names.
     Waves are traced when *waves* is true or env WAVES=1; the file path is printed.
     *extra_env* reaches the test bench's os.environ; *test_dir* (default tests/cocotb)
-    is put on its PYTHONPATH. Raises :class:`CocotbTestFailure` when any test fails or
+    is put on its PYTHONPATH. With *log_path*, everything the build and the simulator print
+    goes to that file instead of stdout (*echo_log*: to both), and a failure's
+    ``details_path`` is that file. Raises :class:`CocotbTestFailure` when any test fails or
     errors, the simulator crashes, or no test ran.
     """
     __tracebackhide__ = True  # pytest: show the failure message, not this function's body
-    from cocotb_tools.runner import get_runner
 
     if sim not in SIMULATORS:
         raise ValueError(f"Unknown simulator {sim!r}; choose one of: {', '.join(SIMULATORS)}")
@@ -382,8 +434,35 @@ def run_cocotb(
     _check_test_module(test_module, test_dir)
     env = {str(key): str(value) for key, value in (extra_env or {}).items()}
     verilog = export_verilog(top, factory=factory, params=params)
-    sim_build, build_seconds = _build(sim, top, verilog, waves)
+    quiet = output_to_log(log_path, echo=echo_log) if log_path is not None else nullcontext()
+    with quiet:
+        try:
+            return _build_and_run(
+                top, test_module, sim, verilog, waves, names, env, test_dir, seed, started, log_path
+            )
+        except SimulatorBuildError as error:
+            error.details_path = log_path  # the compiler's output is there
+            raise
 
+
+def _build_and_run(
+    top: str,
+    test_module: str,
+    sim: str,
+    verilog: Path,
+    waves: bool,
+    names: list[str] | None,
+    env: dict[str, str],
+    test_dir: Path,
+    seed: int | None,
+    started: float,
+    log_path: Path | None,
+) -> RunResult:
+    """The part of :func:`run_cocotb` whose output may go to a log file."""
+    __tracebackhide__ = True
+    from cocotb_tools.runner import get_runner
+
+    sim_build, build_seconds = _build(sim, top, verilog, waves)
     run_key = _short_hash(names, sorted(env.items()), seed, waves)
     run_dir = sim_build / "runs" / f"{test_module}-{run_key}"
     results_xml = run_dir / "results.xml"
@@ -415,7 +494,7 @@ def run_cocotb(
                 f"{label}: simulation ended without a results file ({results_xml}); "
                 f"{crash or 'the simulator output (pytest: Captured stdout) says why'}",
                 summary=f"{label}: the simulator ended without results ({crash or 'no error'})",
-                details_path=run_dir,
+                details_path=log_path or run_dir,
             )
         cases = parse_results(results_xml)
 
@@ -441,5 +520,6 @@ def run_cocotb(
     message = _failure(cases, label, crash)
     if message is not None:
         summary = _failure_message(label, cases, crash, details=False)
-        raise CocotbTestFailure(message, result, summary=summary, details_path=results_xml)
+        details = log_path or results_xml
+        raise CocotbTestFailure(message, result, summary=summary, details_path=details)
     return result

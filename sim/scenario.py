@@ -15,6 +15,7 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -609,29 +610,51 @@ def format_summary(metrics: dict) -> str:
 # -- running ------------------------------------------------------------------------------
 
 
-def run_scenario(scenario: Scenario) -> dict:
+def run_scenario(
+    scenario: Scenario,
+    *,
+    log_path: Path | None = None,
+    echo_log: bool = False,
+    on_progress: Callable[[dict], None] | None = None,
+) -> dict:
     """Run ``scenario`` on its simulator and return its metrics (and write ``json``).
 
+    *log_path*/*echo_log* are :func:`macdma.sim.runner.run_cocotb`'s: where the
+    simulator's output goes. *on_progress* is called (from another thread) with each
+    progress record of the bench (:mod:`macdma.sim.progress`).
     Raises :class:`macdma.sim.runner.CocotbTestFailure` when the bench fails (a frame
     damaged, reordered or lost without being counted, or a timeout).
     """
+    from .progress import PROGRESS_ENV, ProgressFollower
     from .runner import run_cocotb
 
     with tempfile.TemporaryDirectory() as scratch:
         record_path = Path(scratch) / "record.json"
+        env = {
+            SCENARIO_ENV: scenario.to_json(),
+            RECORD_ENV: str(record_path),
+            # Python's own buffering would hold the log lines back.
+            "PYTHONUNBUFFERED": "1",
+        }
+        follower = None
+        if on_progress is not None:
+            env[PROGRESS_ENV] = str(Path(scratch) / "progress.jsonl")
+            follower = ProgressFollower(Path(env[PROGRESS_ENV]), on_progress)
+            follower.start()
         started = time.monotonic()
-        result = run_cocotb(
-            top=SCENARIO_TOP,
-            test_module=SCENARIO_MODULE,
-            sim=scenario.sim,
-            waves=scenario.waves,
-            extra_env={
-                SCENARIO_ENV: scenario.to_json(),
-                RECORD_ENV: str(record_path),
-                # Python's own buffering would hold the progress lines back.
-                "PYTHONUNBUFFERED": "1",
-            },
-        )
+        try:
+            result = run_cocotb(
+                top=SCENARIO_TOP,
+                test_module=SCENARIO_MODULE,
+                sim=scenario.sim,
+                waves=scenario.waves,
+                extra_env=env,
+                log_path=log_path,
+                echo_log=echo_log,
+            )
+        finally:
+            if follower is not None:
+                follower.stop()
         record = json.loads(record_path.read_text())
     # The bench times itself (simulation only); fall back to this process's view.
     record.setdefault("wall_seconds", time.monotonic() - started - result.build_seconds)

@@ -1,6 +1,6 @@
 """`macdma` on the host side: outputs that cannot be written stop the command before any
-simulation; a failed simulation prints one message with the path to its details, never a
-traceback; Ctrl-C during `macdma run` leaves no simulator process behind."""
+simulation; a failed simulation prints one message with the path to its details (a run's:
+its log), never a traceback; Ctrl-C during `macdma run` leaves no simulator behind."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_writable_outputs_pass_the_check(tmp_path):
     ],
 )
 def test_a_failed_simulation_is_one_message_without_traceback(monkeypatch, capsys, error):
-    def simulate(_scenario):
+    def simulate(_scenario, **_output_options):
         raise error
 
     monkeypatch.setattr(scenario, "run_scenario", simulate)
@@ -105,16 +105,19 @@ def test_a_failing_cocotb_test_has_a_short_summary_and_a_details_path(sim):
     assert error.details_path.is_file()
 
 
-def test_a_crashed_simulator_gives_a_summary_and_its_run_folder(sim, capsys, monkeypatch):
-    def crash(_scenario):
-        return run_cocotb(top=TOP, factory=SmokeCounter, test_module="crash_tb", sim=sim)
+def test_a_crashed_simulator_gives_a_summary_and_its_log(sim, capsys, monkeypatch):
+    def crash(_scenario, *, log_path, **_options):
+        return run_cocotb(
+            top=TOP, factory=SmokeCounter, test_module="crash_tb", sim=sim, log_path=log_path
+        )
 
     monkeypatch.setattr(scenario, "run_scenario", crash)
     assert cli.main(["run", "--frames", "2", "--sim", sim]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"macdma run failed: crash_tb on {sim} ({TOP}): the simulator ended")
-    assert err[1].startswith("details: ") and Path(err[1].split()[1]).is_dir()
-    assert len(err) == 2
+    assert err[1].startswith("log: ") and len(err) == 2
+    log = Path(err[1].split()[1])
+    assert log.suffix == ".log" and "crash_tb" in log.read_text()  # the simulator's output
 
 
 def _processes_in_group(group: int) -> list[str]:

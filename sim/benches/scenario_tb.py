@@ -35,6 +35,7 @@ from macdma.sim.benches.soc import SocBench
 from macdma.sim.cpu import CpuModel
 from macdma.sim.cpus import load_cpu
 from macdma.sim.platform_cocotb import CocotbPlatform
+from macdma.sim.progress import PROGRESS_ENV
 from macdma.sim.scenario import RECORD_ENV, Scenario, scenario_from_env
 
 LINK_MODES = {10: MII_10, 100: MII_100, 1000: GMII_1000}
@@ -74,22 +75,32 @@ def memory_bytes_for(scenario: Scenario) -> int:
 
 
 class Progress:
-    """Logs every ~10% of a direction's frames."""
+    """Reports a direction's frames done: as JSON lines appended to the file named by env
+    ``MACDMA_PROGRESS`` (``macdma run`` renders them; about every 1% of the frames), else
+    through the cocotb log every ~10% (a regress point's log)."""
 
     def __init__(self, log, direction: str, total: int):
         self.log, self.direction, self.total = log, direction, total
-        self.step = max(1, total // 10)
+        self.path = os.environ.get(PROGRESS_ENV)
+        self.step = max(1, total // (100 if self.path else 10))
 
     def tick(self, done: int):
-        if done % self.step == 0 or done == self.total:
-            self.log.info(
-                "%s: %d/%d frames (%.0f%%) at %.1f us",
-                self.direction,
-                done,
-                self.total,
-                100 * done / self.total,
-                get_sim_time("ns") / 1e3,
-            )
+        if done % self.step and done != self.total:
+            return
+        sim_us = get_sim_time("ns") / 1e3
+        if self.path:
+            record = {"direction": self.direction, "done": done, "total": self.total}
+            with open(self.path, "a") as progress:
+                progress.write(json.dumps({**record, "sim_us": sim_us}) + "\n")
+            return
+        self.log.info(
+            "%s: %d/%d frames (%.0f%%) at %.1f us",
+            self.direction,
+            done,
+            self.total,
+            100 * done / self.total,
+            sim_us,
+        )
 
 
 class Receiver:

@@ -1,0 +1,157 @@
+"""Progress of a ``macdma run`` while its simulator runs.
+
+The bench (in the simulator process) appends one JSON line per step to the file named by
+env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``. In this process,
+:class:`ProgressFollower` polls that file from a thread and hands each new record to a
+:class:`RunProgress`, which draws a rich progress bar per direction on a terminal
+(frames done, simulated µs, ETA) and prints a plain line every ~10% otherwise.
+
+A file, not a pipe, because the simulator's stdout is the log (sim/runner.py
+``output_to_log``) and a half-written last line is simply read on the next poll.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+PROGRESS_ENV = "MACDMA_PROGRESS"
+"""Env variable naming the progress file the scenario bench appends to."""
+
+POLL_SECONDS = 0.2
+PLAIN_STEPS = 10  # plain output: a line per direction every tenth of its frames
+
+
+class ProgressFollower:
+    """Calls *on_record* with every record appended to *path*, from a polling thread,
+    between ``start()`` and ``stop()`` (which reads what is left first)."""
+
+    def __init__(self, path: Path, on_record: Callable[[dict], None]):
+        self.path, self.on_record = path, on_record
+        self._offset = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=10)
+
+    def _follow(self) -> None:
+        while not self._stopping.wait(POLL_SECONDS):
+            self._read_new()
+        self._read_new()
+
+    def _read_new(self) -> None:
+        try:
+            with open(self.path, "rb") as progress:
+                progress.seek(self._offset)
+                chunk = progress.read()
+        except FileNotFoundError:
+            return  # the bench has not written yet
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            self.on_record(json.loads(line))
+
+
+def _eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+class RunProgress:
+    """Draws a run's progress on *stream* (default: this process's stdout as it is now,
+    duplicated so that redirecting file descriptor 1 to the log later does not take it).
+
+    A rich live display on a terminal unless *plain*; else a line per direction every
+    ~10% of its frames. Use as a context manager; :meth:`update` takes one record.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, plain: bool = False):
+        self._owned = None
+        if stream is None:
+            stream = sys.stdout
+            try:
+                descriptor = sys.stdout.fileno()
+            except (AttributeError, OSError, ValueError):
+                pass  # not a file (captured, e.g. by pytest): it is not redirected either
+            else:
+                sys.stdout.flush()
+                stream = self._owned = open(  # noqa: SIM115
+                    os.dup(descriptor), "w", buffering=1, encoding=sys.stdout.encoding
+                )
+        self.stream = stream
+        self.live = not plain and stream.isatty()
+        self._first: dict[str, tuple[float, int]] = {}  # wall time and frames at first record
+        self._tasks: dict[str, int] = {}
+        self._printed_step: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._bar = None
+
+    def __enter__(self) -> RunProgress:
+        if self.live:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("frames  {task.fields[sim_us]:,.1f} µs simulated  ETA"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+            )
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        if self._owned is not None:
+            self._owned.close()
+
+    def eta_seconds(self, direction: str, done: int, total: int) -> float | None:
+        """Wall seconds left for *done* of *total* frames of *direction*, at its rate since
+        its first record (the build and start-up before it would skew the rate)."""
+        now = time.monotonic()
+        first_time, first_done = self._first.setdefault(direction, (now, done))
+        if done <= first_done or now <= first_time:
+            return None
+        return (now - first_time) / (done - first_done) * (total - done)
+
+    def update(self, record: dict) -> None:
+        """Show one progress record (``direction``, ``done``, ``total``, ``sim_us``)."""
+        direction, done, total = record["direction"], record["done"], record["total"]
+        with self._lock:
+            if self._bar is not None:
+                if direction not in self._tasks:
+                    self._tasks[direction] = self._bar.add_task(direction, total=total, sim_us=0.0)
+                self._bar.update(self._tasks[direction], completed=done, sim_us=record["sim_us"])
+                return
+            eta = _eta_text(self.eta_seconds(direction, done, total))
+            step = done * PLAIN_STEPS // total
+            if step <= self._printed_step.get(direction, 0):
+                return
+            self._printed_step[direction] = step
+            self.stream.write(
+                f"{direction}: {done}/{total} frames, {record['sim_us']:,.1f} µs simulated, "
+                f"ETA {eta}\n"
+            )
+            self.stream.flush()
