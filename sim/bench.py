@@ -28,7 +28,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+from .progress import PointsProgress, stdout_copy
 from .runner import CocotbTestFailure, build_model, run_cocotb
 from .scenario import SCENARIO_TOP, Scenario, run_scenario
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
@@ -126,7 +128,7 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_loopback(sim: str, frames: int) -> tuple[float, float]:
+def _run_loopback(sim: str, frames: int, log_path: Path | None) -> tuple[float, float]:
     from .benches.loopback import LOOPBACK_TOP, GmiiLoopback
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -141,6 +143,7 @@ def _run_loopback(sim: str, frames: int) -> tuple[float, float]:
                 "MACDMA_BENCH_FRAME_BYTES": 1514,
                 "MACDMA_BENCH_RECORD": record_path,
             },
+            log_path=log_path,
         )
         record = json.loads(record_path.read_text())
     return float(record["sim_ns"]), float(record["wall_seconds"])
@@ -154,16 +157,21 @@ def _build(sim: str, workload: Workload):
     return build_model(sim, SCENARIO_TOP)
 
 
-def measure(sim: str, workload: Workload, frames: int, log=print) -> BenchRow:
-    """Build (cached) and run *workload* on *sim* with *frames* frames; return its row."""
+def measure(
+    sim: str, workload: Workload, frames: int, log=print, log_path: Path | None = None
+) -> BenchRow:
+    """Build (cached) and run *workload* on *sim* with *frames* frames; return its row.
+    With *log_path*, the simulator's output goes to that file instead of stdout."""
     count = workload.frames(frames)
     build = _build(sim, workload)
-    log(f"bench: {workload.name} on {sim}, {count} frames", flush=True)
+    where = "" if log_path is None else f" (log: {log_path})"
+    log(f"bench: {workload.name} on {sim}, {count} frames{where}", flush=True)
     cpu_before = _children_cpu_seconds()
     if workload.scenario is None:
-        sim_ns, wall_seconds = _run_loopback(sim, count)
+        sim_ns, wall_seconds = _run_loopback(sim, count, log_path)
     else:
-        metrics = run_scenario(dataclasses.replace(workload.scenario, sim=sim, frames=count))
+        scenario = dataclasses.replace(workload.scenario, sim=sim, frames=count)
+        metrics = run_scenario(scenario, log_path=log_path)
         sim_ns, wall_seconds = float(metrics["sim_ns"]), float(metrics["wall_seconds"])
     row = BenchRow(
         sim=sim,
@@ -176,7 +184,6 @@ def measure(sim: str, workload: Workload, frames: int, log=print) -> BenchRow:
         build_cached=build.cached,
         cpu_seconds=_children_cpu_seconds() - cpu_before,
     )
-    log(f"bench: {workload.name} on {sim}: {row.sim_ns_per_wall_second:,.0f} sim ns/s", flush=True)
     return row
 
 
@@ -388,15 +395,29 @@ def _load() -> list[float]:
         return []
 
 
-def run_bench(sims: list[str], names: list[str], frames: int, out: Path, log=print) -> dict:
-    """Measure *names* on *sims*; write and return the bench record."""
+def run_bench(
+    sims: list[str], names: list[str], frames: int, out: Path, stream: TextIO | None = None
+) -> dict:
+    """Measure *names* on *sims*; write and return the bench record. Each run's simulator
+    output goes to ``logs/<sim>-<workload>.log`` next to *out*; progress to *stream*
+    (default stdout): a rich bar on a terminal, a line per workload else."""
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     env = environment(sims)
     load_before = _load()
     rows = []
-    for sim in sims:
-        for workload in chosen:
-            rows.append(measure(sim, workload, frames, log))
+    display = stream if stream is not None else stdout_copy()
+    try:
+        with PointsProgress(len(sims) * len(chosen), display) as progress:
+            for sim in sims:
+                for workload in chosen:
+                    log_path = out.parent / "logs" / f"{sim}-{workload.name}.log"
+                    row = measure(sim, workload, frames, progress.note, log_path)
+                    rows.append(row)
+                    speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
+                    progress.advance(f"{workload.name} on {sim}: {speed}", ok=True)
+    finally:
+        if stream is None:
+            display.close()
     rows = with_ratios(rows)
     record = {
         **env,
@@ -487,7 +508,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         record = run_bench(sims, names, args.frames, out)
     except (CocotbTestFailure, SimulatorNotFound) as error:
-        print(f"\nmacdma bench failed: {error}", file=sys.stderr)
+        from .cli import failure_message
+
+        print("\n" + failure_message("bench", error), file=sys.stderr)
         return 1
     print()
     print(record["table"])

@@ -5,6 +5,8 @@ env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``. In this 
 :class:`ProgressFollower` polls that file from a thread and hands each new record to a
 :class:`RunProgress`, which draws a rich progress bar per direction on a terminal
 (frames done, simulated µs, ETA) and prints a plain line every ~10% otherwise.
+:class:`PointsProgress` is the same for a count of jobs (``macdma regress`` points,
+``macdma bench`` workloads): a rich bar on a terminal, a plain line per finished job else.
 
 A file, not a pipe, because the simulator's stdout is the log (sim/runner.py
 ``output_to_log``) and a half-written last line is simply read on the next poll.
@@ -63,6 +65,32 @@ class ProgressFollower:
             self.on_record(json.loads(line))
 
 
+def stdout_copy() -> TextIO:
+    """This process's stdout as it is now, duplicated so that redirecting file descriptor 1
+    to a log later (sim/runner.py ``output_to_log``) does not take the progress display
+    with it; sys.stdout itself when it is not a file (captured, e.g. by pytest: not
+    redirected either). Close it when done (closing sys.stdout's copy only)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return _Unclosed(sys.stdout)
+    sys.stdout.flush()
+    return open(os.dup(descriptor), "w", buffering=1, encoding=sys.stdout.encoding)  # noqa: SIM115
+
+
+class _Unclosed:
+    """*stream* whose ``close`` does nothing: sys.stdout lent out by :func:`stdout_copy`."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+    def close(self) -> None:
+        pass
+
+
 def _eta_text(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -80,16 +108,7 @@ class RunProgress:
     def __init__(self, stream: TextIO | None = None, *, plain: bool = False):
         self._owned = None
         if stream is None:
-            stream = sys.stdout
-            try:
-                descriptor = sys.stdout.fileno()
-            except (AttributeError, OSError, ValueError):
-                pass  # not a file (captured, e.g. by pytest): it is not redirected either
-            else:
-                sys.stdout.flush()
-                stream = self._owned = open(  # noqa: SIM115
-                    os.dup(descriptor), "w", buffering=1, encoding=sys.stdout.encoding
-                )
+            stream = self._owned = stdout_copy()
         self.stream = stream
         self.live = not plain and stream.isatty()
         self._first: dict[str, tuple[float, int]] = {}  # wall time and frames at first record
@@ -155,3 +174,96 @@ class RunProgress:
                 f"ETA {eta}\n"
             )
             self.stream.flush()
+
+
+def duration_text(seconds: float) -> str:
+    """*seconds* of wall time as ``42s`` or ``3m07s`` (the points lines' format)."""
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class PointsProgress:
+    """Progress through *total* independent jobs (``macdma regress`` points, ``macdma
+    bench`` workloads) on *stream* (default stderr).
+
+    On a terminal (unless *plain*) a rich bar: jobs done, failures, elapsed, ETA and the
+    last job finished. Otherwise one line per finished job, so that logs stay readable:
+    ``[n/N] elapsed 12s ETA 36s ok: <job>`` (``FAILED`` for a failed one). Use as a
+    context manager or call :meth:`close`; :meth:`note` prints a line above the bar.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None, *, plain: bool = False):
+        if total < 0:
+            raise ValueError(f"a progress total must be 0 or more jobs, not {total}")
+        self.total, self.done, self.failed = total, 0, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.started = time.monotonic()
+        self.live = not plain and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._bar = None
+        if self.live:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[failed]}elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.description}"),
+                console=Console(file=self.stream),
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._task = self._bar.add_task("", total=total, failed="")
+            self._bar.start()
+
+    def __enter__(self) -> PointsProgress:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def line(self, now: float | None = None) -> str:
+        """The plain line's counts and times: ``[n/N] elapsed 12s ETA 36s``."""
+        elapsed = (now if now is not None else time.monotonic()) - self.started
+        left = self.total - self.done
+        eta = "?" if not self.done else duration_text(elapsed / self.done * left)
+        return f"[{self.done}/{self.total}] elapsed {duration_text(elapsed)} ETA {eta}"
+
+    def advance(self, what: str, ok: bool) -> None:
+        """Count one finished job, *what*, which succeeded when *ok*."""
+        self.done += 1
+        self.failed += not ok
+        verdict = "ok" if ok else "FAILED"
+        if self._bar is not None:
+            failed = f"{self.failed} failed  " if self.failed else ""
+            self._bar.update(
+                self._task, completed=self.done, description=f"{verdict}: {what}", failed=failed
+            )
+            return
+        self.stream.write(f"{self.line()} {verdict}: {what}\n")
+        self.stream.flush()
+
+    def note(self, text: str, **_print_options) -> None:
+        """Print *text* as its own line (above the bar on a terminal); takes and ignores
+        print's options (``flush``) so that it can stand in for ``print`` as a logger."""
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False)
+            return
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Stop the live display (idempotent); the bar stays on screen as it last was."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .progress import PointsProgress, duration_text
 from .scenario import Scenario, checked_cpu
 
 __all__ = [
@@ -448,52 +449,6 @@ def store(out: Path, point: Point, result: dict, sources: str) -> dict:
     tmp.write_text(json.dumps(stored, indent=2))
     tmp.replace(path)  # atomic: an interrupted write never leaves half a JSON
     return stored
-
-
-# -- progress ---------------------------------------------------------------------------------
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-class ProgressBar:
-    """A one-line text progress bar with an ETA on a terminal; a line per point else."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.done, self.failed = total, 0, 0
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.started = time.monotonic()
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def line(self, now: float | None = None) -> str:
-        elapsed = (now or time.monotonic()) - self.started
-        filled = self.width * self.done // max(self.total, 1)
-        bar = "#" * filled + "-" * (self.width - filled)
-        eta = "?" if not self.done else _duration(elapsed / self.done * (self.total - self.done))
-        failed = f", {self.failed} failed" if self.failed else ""
-        return (
-            f"[{bar}] {self.done}/{self.total} points{failed}  "
-            f"elapsed {_duration(elapsed)}  ETA {eta}"
-        )
-
-    def advance(self, what: str, ok: bool) -> None:
-        self.done += 1
-        self.failed += not ok
-        if self.tty:
-            self.stream.write("\r" + self.line() + "\x1b[K")
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(f"{self.line()}  {'ok' if ok else 'FAILED'}: {what}\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty and self.done < self.total:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 # -- checks -------------------------------------------------------------------------------------
@@ -1382,7 +1337,7 @@ def _report_baseline(report: Path, baseline, current) -> None:
 def _run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> bool:
     """Run ``todo`` on ``pool`` (sim/cluster.py), storing each result as it arrives (and
     the log a remote worker sent back); True when interrupted."""
-    bar = ProgressBar(len(todo))
+    bar = PointsProgress(len(todo))
     futures = {}
     for p in todo:
         expected = {"sources": sources, "cpu_digest": cpu_digest(p.scenario)}
@@ -1413,6 +1368,7 @@ def _run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) ->
         )
         pool.cancel()
         return True
+    bar.close()
     pool.close()
     return False
 
@@ -1434,7 +1390,7 @@ def _finish(
     write_csv(out / "results.csv", results)
     write_report(out / "report.md", sweep, results, checks, plots, notes)
     failed = [r for r in results if r.get("status") != "ok"]
-    print(f"\n{len(results)}/{total} points in {out} ({_duration(wall)} wall this run)")
+    print(f"\n{len(results)}/{total} points in {out} ({duration_text(wall)} wall this run)")
     for check in checks:
         print(f"  {check.status:4} {check.name}: {check.detail[:160]}")
     for r in failed:

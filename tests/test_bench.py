@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -116,3 +117,8 @@ def test_bench_runs_every_workload_and_writes_its_record(sim, tmp_path, capsys):
     assert json.loads(history[-1])["rows"] == record["rows"]
     printed = capsys.readouterr().out
     assert record["table"] in printed and f"record written to {out}" in printed
+    # One plain progress line per workload; the simulators' output went to the logs.
+    for number, name in enumerate(WORKLOAD_NAMES, start=1):
+        total = len(WORKLOAD_NAMES)
+        assert re.search(rf"^\[{number}/{total}\] elapsed .* ok: {name} on {sim}: ", printed, re.M)
+        assert "cocotb" in (tmp_path / "logs" / f"{sim}-{name}.log").read_text().lower()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import subprocess
 
@@ -12,6 +13,7 @@ import pytest
 from synthetic import synthetic_metrics
 
 from macdma.sim import regress
+from macdma.sim.progress import PointsProgress
 from macdma.sim.regress import (
     DEFAULT_SWEEP,
     QUICK_SWEEP,
@@ -309,15 +311,43 @@ def test_csv_and_report_are_written(tmp_path):
     assert "| napi | 136" in report and "FAILED" in report
 
 
-def test_progress_bar_shows_counts_and_eta():
-    import io
-
+def test_progress_plain_prints_a_line_per_finished_point_with_elapsed_and_eta():
     stream = io.StringIO()
-    bar = regress.ProgressBar(4, stream=stream, width=8)
-    bar.started -= 10
-    bar.advance("point one", ok=True)
-    assert "[##------] 1/4 points" in stream.getvalue()
-    assert "ETA 30s" in stream.getvalue()
+    progress = PointsProgress(4, stream=stream)
+    progress.started -= 10
+    progress.advance("point one", ok=True)
+    progress.advance("point two", ok=False)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[1/4] elapsed 10s ETA 30s ok: point one"
+    assert lines[1] == "[2/4] elapsed 10s ETA 10s FAILED: point two"
+    assert len(lines) == 2
+
+
+class FakeTerminal(io.StringIO):
+    """A stream that says it is a terminal, as rich sees one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_draws_a_rich_bar_not_plain_lines():
+    terminal = FakeTerminal()
+    with PointsProgress(2, stream=terminal) as progress:
+        assert progress.live
+        progress.note("building")
+        progress.advance("point one", ok=True)
+        progress.advance("point two", ok=False)
+    drawn = terminal.getvalue()
+    assert "\x1b[" in drawn  # rich's cursor control: a live display
+    assert "building" in drawn and "2/2" in drawn and "1 failed" in drawn
+    assert "FAILED: point two" in drawn
+    assert "[1/2] elapsed" not in drawn  # no plain lines on a terminal
+
+
+def test_progress_rejects_a_negative_total():
+    with pytest.raises(ValueError, match="not -1"):
+        PointsProgress(-1)
 
 
 # -- the real thing -------------------------------------------------------------------------
