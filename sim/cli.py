@@ -4,8 +4,9 @@
     macdma run [--sim S] [--direction tx|rx|both] [--frame-size B] [--frames N]
                [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
-               [--burst BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf B]
-               [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link 10|100|1000] [--mem-latency CYCLES]
+               [--burst-beats BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf-bytes B]
+               [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link-mbps 10|100|1000]
+               [--mem-latency-cycles CYCLES]
                [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
                [-v/--verbose]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
@@ -189,11 +190,21 @@ def _add_run_parser(commands) -> None:
     add("--coalesce-us", type=_whole(0, 65535), default=d.coalesce_us, help="0..65535 (0)")
     add("--poll-us", type=_whole(1, 65535), default=d.poll_us, help=f"polling period ({d.poll_us})")
     add("--budget", type=_whole(1), default=d.budget, help=f"NAPI/poll budget ({d.budget})")
-    add("--burst", type=_whole(1, 256, " beats"), default=d.burst, help=f"beats ({d.burst})")
+    add(
+        "--burst-beats",
+        type=_whole(1, 256, " beats"),
+        default=d.burst_beats,
+        help=f"beats ({d.burst_beats})",
+    )
     add("--prefetch", type=_whole(1, 15), default=d.prefetch, help=f"descriptors ({d.prefetch})")
     add("--tx-ring", type=_whole(2, 4096), default=d.tx_ring, help=f"descriptors ({d.tx_ring})")
     add("--rx-ring", type=_whole(2, 4096), default=d.rx_ring, help=f"descriptors ({d.rx_ring})")
-    add("--rx-buf", type=_whole(64, 65535, " bytes"), default=d.rx_buf, help=f"bytes ({d.rx_buf})")
+    add(
+        "--rx-buf-bytes",
+        type=_whole(64, 65535, " bytes"),
+        default=d.rx_buf_bytes,
+        help=f"bytes ({d.rx_buf_bytes})",
+    )
     add(
         "--cpu",
         metavar="NAME|FILE.toml",
@@ -202,13 +213,13 @@ def _add_run_parser(commands) -> None:
         f"default {d.cpu}",
     )
     add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
-    add("--link", type=int, choices=(10, 100, 1000), default=d.link, help="Mb/s (1000)")
+    add("--link-mbps", type=int, choices=(10, 100, 1000), default=d.link_mbps, help="Mb/s (1000)")
     add(
-        "--mem-latency",
+        "--mem-latency-cycles",
         metavar="CYCLES",
         type=_whole(0, 1000, " cycles"),
-        default=d.mem_latency,
-        help=f"host-memory SoC cycles before each AXI burst ({d.mem_latency})",
+        default=d.mem_latency_cycles,
+        help=f"host-memory SoC cycles before each AXI burst ({d.mem_latency_cycles})",
     )
     add(
         "--tx-clean-budget",
@@ -252,15 +263,15 @@ def scenario_from_args(args: argparse.Namespace):
         coalesce_us=args.coalesce_us,
         poll_us=args.poll_us,
         budget=args.budget,
-        burst=args.burst,
+        burst_beats=args.burst_beats,
         prefetch=args.prefetch,
         tx_ring=args.tx_ring,
         rx_ring=args.rx_ring,
-        rx_buf=args.rx_buf,
+        rx_buf_bytes=args.rx_buf_bytes,
         cpu=args.cpu,
         sys_mhz=args.sys_mhz,
-        link=args.link,
-        mem_latency=args.mem_latency,
+        link_mbps=args.link_mbps,
+        mem_latency_cycles=args.mem_latency_cycles,
         tx_clean_budget=args.tx_clean_budget,
         irq_min_interval_us=args.irq_min_interval_us,
         waves=args.waves,

@@ -518,7 +518,7 @@ def check_ideal_line_rate(results: list[dict]) -> CheckResult:
     points = [
         r
         for r in _ok(results)
-        if r["scenario"]["cpu"] == "ideal" and r["scenario"]["mem_latency"] == 0
+        if r["scenario"]["cpu"] == "ideal" and r["scenario"]["mem_latency_cycles"] == 0
     ]
     bad = []
     for r in points:
@@ -586,18 +586,20 @@ def check_bursts_monotonic(results: list[dict]) -> CheckResult:
     """At fixed memory latency and prefetch (and everything else), a larger burst never
     lowers throughput (by more than :data:`BURST_TOLERANCE`)."""
     compared, bad = 0, []
-    for group in _group(_ok(results), ("burst",)).values():
+    for group in _group(_ok(results), ("burst_beats",)).values():
         if len(group) < 2:
             continue
-        group = sorted(group, key=lambda r: r["scenario"]["burst"])
+        group = sorted(group, key=lambda r: r["scenario"]["burst_beats"])
         for small, large in itertools.pairwise(group):
             compared += 1
             a, b = small["summary"]["throughput_mbps"], large["summary"]["throughput_mbps"]
             if b < a * (1 - BURST_TOLERANCE):
                 s = small["scenario"]
                 bad.append(
-                    f"burst {s['burst']} -> {large['scenario']['burst']}: {a:.1f} -> {b:.1f} Mb/s "
-                    f"(mem_latency {s['mem_latency']}, prefetch {s['prefetch']}, cpu {s['cpu']})"
+                    f"burst {s['burst_beats']} -> {large['scenario']['burst_beats']}: "
+                    f"{a:.1f} -> {b:.1f} Mb/s "
+                    f"(mem_latency_cycles {s['mem_latency_cycles']}, prefetch {s['prefetch']}, "
+                    f"cpu {s['cpu']})"
                 )
     return CheckResult(
         "bursts_monotonic",
@@ -876,22 +878,22 @@ def reading_tx_budget(experiment: Experiment, results: list[dict]) -> str:
 
 
 def reading_burst_prefetch(experiment: Experiment, results: list[dict]) -> str:
-    bursts = sorted({r["scenario"]["burst"] for r in results})
+    bursts = sorted({r["scenario"]["burst_beats"] for r in results})
     prefetches = sorted({r["scenario"]["prefetch"] for r in results})
     if len(bursts) < 2:
         return reading_generic(experiment, results)
-    latency = results[0]["scenario"]["mem_latency"]
+    latency = results[0]["scenario"]["mem_latency_cycles"]
     lines, gains = [], []
     for prefetch in prefetches:
-        lo = _value(results, "throughput_mbps", burst=bursts[0], prefetch=prefetch)
-        hi = _value(results, "throughput_mbps", burst=bursts[-1], prefetch=prefetch)
+        lo = _value(results, "throughput_mbps", burst_beats=bursts[0], prefetch=prefetch)
+        hi = _value(results, "throughput_mbps", burst_beats=bursts[-1], prefetch=prefetch)
         lines.append(f"prefetch {prefetch}: {_fmt(lo)} -> {_fmt(hi)} Mb/s")
         if lo and hi:
             gains.append(hi / lo)
-    lo_bus = _value(results, "bus_utilisation_pct", burst=bursts[0], prefetch=prefetches[-1])
-    hi_bus = _value(results, "bus_utilisation_pct", burst=bursts[-1], prefetch=prefetches[-1])
+    lo_bus = _value(results, "bus_utilisation_pct", burst_beats=bursts[0], prefetch=prefetches[-1])
+    hi_bus = _value(results, "bus_utilisation_pct", burst_beats=bursts[-1], prefetch=prefetches[-1])
     spread = {
-        b: [_value(results, "throughput_mbps", burst=b, prefetch=p) for p in prefetches]
+        b: [_value(results, "throughput_mbps", burst_beats=b, prefetch=p) for p in prefetches]
         for b in bursts
     }
     effects = [max(v) - min(v) for v in spread.values() if all(x is not None for x in v)]
@@ -920,11 +922,11 @@ def reading_burst_prefetch(experiment: Experiment, results: list[dict]) -> str:
 
 
 def reading_rx_buffers(experiment: Experiment, results: list[dict]) -> str:
-    rows = sorted(results, key=lambda r: -r["scenario"]["rx_buf"])
+    rows = sorted(results, key=lambda r: -r["scenario"]["rx_buf_bytes"])
     if len(rows) < 2 or any(not r["summary"]["cycles_per_packet"] for r in rows):
         return reading_generic(experiment, results)
     described = "; ".join(
-        f"{r['scenario']['rx_buf']}-byte buffers: {_with_ci(r['summary'])} Mb/s delivered "
+        f"{r['scenario']['rx_buf_bytes']}-byte buffers: {_with_ci(r['summary'])} Mb/s delivered "
         f"({_fmt(r['summary']['line_rate_pct'])}% of line rate), "
         f"{_fmt(r['summary']['cycles_per_packet'], 0)} cycles per packet, CPU "
         f"{_fmt(r['summary']['cpu_utilisation_pct'])}% busy, "
@@ -937,9 +939,9 @@ def reading_rx_buffers(experiment: Experiment, results: list[dict]) -> str:
     ratio = big["cycles_per_packet"] / best["cycles_per_packet"]
     text = (
         f"On the non-coherent ARMv7 every received packet invalidates its whole buffer: "
-        f"{described}. The {rows[0]['scenario']['rx_buf']}-byte buffers cost "
+        f"{described}. The {rows[0]['scenario']['rx_buf_bytes']}-byte buffers cost "
         f"{_fmt(big['cycles_per_packet'], 0)} / {_fmt(best['cycles_per_packet'], 0)} = "
-        f"{ratio:.2f}x the cycles of the cheapest ({best_row['scenario']['rx_buf']} bytes): "
+        f"{ratio:.2f}x the cycles of the cheapest ({best_row['scenario']['rx_buf_bytes']} bytes): "
         f"the CPU alone could sustain {_fmt(big['cpu_bound_mbps'], 0)} against "
         f"{_fmt(best['cpu_bound_mbps'], 0)} Mb/s of "
         f"{rows[0]['scenario']['frame_size']}-byte frames"
@@ -956,28 +958,32 @@ def reading_rx_buffers(experiment: Experiment, results: list[dict]) -> str:
             " The delivered goodput does not differ beyond its ±: the link, not the CPU, caps it."
         )
     small = rows[-1]["summary"]
-    whole = [r for r in rows if r["scenario"]["rx_buf"] >= r["scenario"]["frame_size"] + 4]
-    mtu = min(whole, key=lambda r: r["scenario"]["rx_buf"])["summary"] if whole else None
+    whole = [r for r in rows if r["scenario"]["rx_buf_bytes"] >= r["scenario"]["frame_size"] + 4]
+    mtu = min(whole, key=lambda r: r["scenario"]["rx_buf_bytes"])["summary"] if whole else None
     if len(rows) > 2 and mtu is not None and small is not mtu:
         if small["cycles_per_packet"] > mtu["cycles_per_packet"]:
             text += (
-                f" Small chained buffers ({rows[-1]['scenario']['rx_buf']} bytes) invalidate "
+                f" Small chained buffers ({rows[-1]['scenario']['rx_buf_bytes']} bytes) invalidate "
                 "only what the frame uses but pay a descriptor per buffer, and cost more "
                 "than MTU-sized ones."
             )
         else:
             text += (
-                f" Small chained buffers ({rows[-1]['scenario']['rx_buf']} bytes) cost no "
+                f" Small chained buffers ({rows[-1]['scenario']['rx_buf_bytes']} bytes) cost no "
                 "more than MTU-sized ones."
             )
     return text
 
 
 def reading_irq_rate(experiment: Experiment, results: list[dict]) -> str:
-    links = sorted({r["scenario"]["link"] for r in results})
+    links = sorted({r["scenario"]["link_mbps"] for r in results})
     parts = []
     for link in links:
-        at = {r["scenario"]["irq"]: r["summary"] for r in results if r["scenario"]["link"] == link}
+        at = {
+            r["scenario"]["irq"]: r["summary"]
+            for r in results
+            if r["scenario"]["link_mbps"] == link
+        }
         described = ", ".join(
             f"{irq} {_with_ci(s)} Mb/s ({_fmt(s['line_rate_pct'])}%, CPU "
             f"{_fmt(s['cpu_utilisation_pct'])}%) at {_fmt(s['irqs_per_second'], 0)} IRQs/s"
@@ -986,10 +992,14 @@ def reading_irq_rate(experiment: Experiment, results: list[dict]) -> str:
         parts.append(f"at {link} Mb/s: {described}")
     text = "TX on the MicroBlaze, " + "; ".join(parts) + ". "
     slow = {
-        r["scenario"]["irq"]: r["summary"] for r in results if r["scenario"]["link"] == links[0]
+        r["scenario"]["irq"]: r["summary"]
+        for r in results
+        if r["scenario"]["link_mbps"] == links[0]
     }
     fast = {
-        r["scenario"]["irq"]: r["summary"] for r in results if r["scenario"]["link"] == links[-1]
+        r["scenario"]["irq"]: r["summary"]
+        for r in results
+        if r["scenario"]["link_mbps"] == links[-1]
     }
     if len(links) > 1:
         if all(s["line_rate_pct"] >= LINE_RATE_PCT for s in slow.values()):
@@ -1047,12 +1057,12 @@ def _axis_label(name: str) -> str:
     return {
         "frags": "extra TX fragments per frame",
         "tx_ring": "TX ring size (descriptors)",
-        "burst": "DMA burst length (beats of 4 bytes)",
+        "burst_beats": "DMA burst length (beats of 4 bytes)",
         "prefetch": "descriptor prefetch",
-        "rx_buf": "RX buffer size (bytes)",
-        "link": "link speed (Mb/s)",
+        "rx_buf_bytes": "RX buffer size (bytes)",
+        "link_mbps": "link speed (Mb/s)",
         "frame_size": "frame size (bytes, no FCS)",
-        "mem_latency": "memory latency (cycles per burst)",
+        "mem_latency_cycles": "memory latency (cycles per burst)",
         "tx_clean_budget": "TX clean budget (packets, 0 = unlimited)",
         "coalesce_frames": "coalescing (frames per IRQ)",
         "irq": "IRQ strategy",

@@ -80,11 +80,11 @@ class Scenario:
     ``frags``: extra TX fragments beyond the first; each gets an equal share of the frame.
     ``irq``: the driver's completion strategy; ``coalesce_frames``/``coalesce_us`` feed
     ``coalesce`` (and ``napi``), ``poll_us`` the ``polling`` loop, ``budget`` NAPI/poll.
-    ``burst`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
-    ``rx_ring`` descriptors, ``rx_buf`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
+    ``burst_beats`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
+    ``rx_ring`` descriptors, ``rx_buf_bytes`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
     the path of a CPU file (docs/cpus.md; kept absolute). ``sys_mhz`` the SoC clock,
-    ``link`` Mb/s.
-    ``mem_latency``: host-memory cycles (SoC clock) before the first beat of every AXI
+    ``link_mbps`` Mb/s.
+    ``mem_latency_cycles``: host-memory cycles (SoC clock) before the first beat of every AXI
     burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
     (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
     ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
@@ -101,15 +101,15 @@ class Scenario:
     coalesce_us: int = 0
     poll_us: int = 10
     budget: int = 64
-    burst: int = 16
+    burst_beats: int = 16
     prefetch: int = 4
     tx_ring: int = 256
     rx_ring: int = 256
-    rx_buf: int = 2048
+    rx_buf_bytes: int = 2048
     cpu: str = "ideal"
     sys_mhz: float = 100.0
-    link: int = 1000
-    mem_latency: int = 0
+    link_mbps: int = 1000
+    mem_latency_cycles: int = 0
     tx_clean_budget: int | None = None
     irq_min_interval_us: int = 0
     waves: bool = False
@@ -136,7 +136,7 @@ class Scenario:
         choose("sim", SIMULATORS)
         choose("direction", DIRECTIONS)
         choose("irq", IRQ_STRATEGIES)
-        choose("link", LINK_SPEEDS)
+        choose("link_mbps", LINK_SPEEDS)
         object.__setattr__(self, "cpu", checked_cpu(self.cpu))
         span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
         span("frames", 2, None, " (a rate needs two frames)")
@@ -150,13 +150,13 @@ class Scenario:
         span("coalesce_us", 0, 65535)
         span("poll_us", 1, 65535)
         span("budget", 1, None)
-        span("burst", 1, 256, " beats")
+        span("burst_beats", 1, 256, " beats")
         span("prefetch", 1, 15, " descriptors")
         span("tx_ring", 2, 4096, " descriptors")
         span("rx_ring", 2, 4096, " descriptors")
-        span("rx_buf", 64, 65535, " bytes")
+        span("rx_buf_bytes", 64, 65535, " bytes")
         span("sys_mhz", 1, 500, whole=False)
-        span("mem_latency", 0, 1000, " cycles per burst")
+        span("mem_latency_cycles", 0, 1000, " cycles per burst")
         span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
         if self.tx_clean_budget is not None:
             span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
@@ -176,7 +176,7 @@ class Scenario:
 
     @property
     def byte_time_ns(self) -> float:
-        return 8e3 / self.link
+        return 8e3 / self.link_mbps
 
     @property
     def wire_bytes_per_frame(self) -> int:
@@ -206,9 +206,11 @@ class Scenario:
     def describe(self) -> str:
         return (
             f"{self.direction} {self.frames} x {self.frame_size} B ({self.frags} extra frags), "
-            f"irq {self.irq}, cpu {self.cpu}, link {self.link} Mb/s, sys {self.sys_mhz:g} MHz, "
-            f"burst {self.burst}, prefetch {self.prefetch}, rings {self.tx_ring}/{self.rx_ring}, "
-            f"rx_buf {self.rx_buf}, mem latency {self.mem_latency}"
+            f"irq {self.irq}, cpu {self.cpu}, link {self.link_mbps} Mb/s, "
+            f"sys {self.sys_mhz:g} MHz, "
+            f"burst {self.burst_beats}, prefetch {self.prefetch}, "
+            f"rings {self.tx_ring}/{self.rx_ring}, "
+            f"rx_buf {self.rx_buf_bytes}, mem latency {self.mem_latency_cycles}"
             + ("" if self.tx_clean_budget is None else f", tx clean budget {self.tx_clean_budget}")
             + (
                 f", irq min interval {self.irq_min_interval_us} us"

@@ -11,7 +11,7 @@ from macdma.sim.scenario import Scenario
 def synthetic_metrics(scenario: Scenario, mbps: float, *, irqs=1.0, dropped=0) -> dict:
     """What run_point returns for a TX run at ``mbps`` (no simulator)."""
     fps = mbps * 1e6 / (scenario.frame_size * 8)
-    slot = scenario.wire_bytes_per_frame * 8 / (scenario.link * 1e6)
+    slot = scenario.wire_bytes_per_frame * 8 / (scenario.link_mbps * 1e6)
     tx = {
         "frames_offered": scenario.frames,
         "frames_sent": scenario.frames - dropped,

@@ -37,16 +37,17 @@ def test_every_option_reaches_the_scenario():
     args = parse(
         "--sim", "icarus", "--direction", "tx", "--frame-size", "1500", "--frames", "7",
         "--frags", "3", "--irq", "coalesce", "--coalesce-frames", "8", "--coalesce-us", "50",
-        "--poll-us", "20", "--budget", "16", "--burst", "32", "--prefetch", "8",
-        "--tx-ring", "128", "--rx-ring", "64", "--rx-buf", "1536", "--cpu", "microblaze-66",
-        "--sys-mhz", "125", "--link", "100", "--irq-min-interval-us", "125", "--waves",
+        "--poll-us", "20", "--budget", "16", "--burst-beats", "32", "--prefetch", "8",
+        "--tx-ring", "128", "--rx-ring", "64", "--rx-buf-bytes", "1536", "--cpu", "microblaze-66",
+        "--sys-mhz", "125", "--link-mbps", "100", "--irq-min-interval-us", "125", "--waves",
         "--json", "out.json",
     )  # fmt: skip
     scenario = scenario_from_args(args)
     assert scenario == Scenario(
         sim="icarus", direction="tx", frame_size=1500, frames=7, frags=3, irq="coalesce",
-        coalesce_frames=8, coalesce_us=50, poll_us=20, budget=16, burst=32, prefetch=8,
-        tx_ring=128, rx_ring=64, rx_buf=1536, cpu="microblaze-66", sys_mhz=125.0, link=100,
+        coalesce_frames=8, coalesce_us=50, poll_us=20, budget=16, burst_beats=32, prefetch=8,
+        tx_ring=128, rx_ring=64, rx_buf_bytes=1536, cpu="microblaze-66", sys_mhz=125.0,
+        link_mbps=100,
         irq_min_interval_us=125, waves=True, json="out.json",
     )  # fmt: skip
 
@@ -60,10 +61,10 @@ def test_every_option_reaches_the_scenario():
         (["--frags", "17"], "--frags: must be 0..16"),
         (["--irq", "sometimes"], "invalid choice: 'sometimes'"),
         (["--cpu", "pentium"], "cpu: unknown CPU 'pentium': not a shipped CPU"),
-        (["--link", "2500"], "invalid choice: 2500"),
-        (["--burst", "0"], "--burst: must be 1..256 beats"),
+        (["--link-mbps", "2500"], "invalid choice: 2500"),
+        (["--burst-beats", "0"], "--burst-beats: must be 1..256 beats"),
         (["--prefetch", "16"], "--prefetch: must be 1..15"),
-        (["--rx-buf", "63"], "--rx-buf: must be 64..65535 bytes"),
+        (["--rx-buf-bytes", "63"], "--rx-buf-bytes: must be 64..65535 bytes"),
         (["--coalesce-frames", "256"], "--coalesce-frames: must be 1..255"),
         (["--sys-mhz", "0"], "--sys-mhz: must be 1..500 MHz"),
         (["--irq-min-interval-us", "10001"], "--irq-min-interval-us: must be 0..10000 µs"),
@@ -102,9 +103,9 @@ def test_demo_options_still_parse():
         ({"tx_ring": 4097}, "tx_ring must be 2..4096"),
         ({"rx_ring": 1}, "rx_ring must be 2..4096"),
         ({"cpu": "z80"}, "cpu: unknown CPU 'z80': not a shipped CPU (armv7-noncoherent, ideal"),
-        ({"link": 25}, "link must be one of 10, 100, 1000"),
+        ({"link_mbps": 25}, "link_mbps must be one of 10, 100, 1000"),
         ({"frames": "10"}, "frames must be a whole number"),
-        ({"mem_latency": 2.5}, "mem_latency must be a whole number"),
+        ({"mem_latency_cycles": 2.5}, "mem_latency_cycles must be a whole number"),
         ({"sys_mhz": "fast"}, "sys_mhz must be a number"),
         ({"irq_min_interval_us": 10001}, "irq_min_interval_us must be 0..10000 µs"),
     ],

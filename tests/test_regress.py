@@ -102,7 +102,7 @@ def test_a_point_shared_by_two_experiments_runs_once():
     [
         ({"sweep": {"fragz": [1]}}, "unknown scenario field"),
         ({"sweep": {"frags": []}}, "non-empty list"),
-        ({"x": "burst"}, "not a swept field"),
+        ({"x": "burst_beats"}, "not a swept field"),
         ({"metrics": ["speed"]}, "unknown metric"),
         ({"reading": "poem"}, "unknown reading"),
         ({"name": "bad name"}, "name must be"),
@@ -131,13 +131,15 @@ def test_toml_syntax_errors_name_the_file(tmp_path):
 def test_memory_latency_and_tx_clean_budget_knobs_are_validated_and_reach_run():
     from macdma.sim.cli import build_parser, scenario_from_args
 
-    with pytest.raises(ValueError, match="mem_latency must be 0..1000"):
-        Scenario(mem_latency=1001)
+    with pytest.raises(ValueError, match="mem_latency_cycles must be 0..1000"):
+        Scenario(mem_latency_cycles=1001)
     with pytest.raises(ValueError, match="tx_clean_budget must be >= 0"):
         Scenario(tx_clean_budget=-1)
-    args = build_parser().parse_args(["run", "--mem-latency", "20", "--tx-clean-budget", "0"])
+    args = build_parser().parse_args(
+        ["run", "--mem-latency-cycles", "20", "--tx-clean-budget", "0"]
+    )
     scenario = scenario_from_args(args)
-    assert (scenario.mem_latency, scenario.tx_clean_budget) == (20, 0)
+    assert (scenario.mem_latency_cycles, scenario.tx_clean_budget) == (20, 0)
     assert scenario_from_args(build_parser().parse_args(["run"])).tx_clean_budget is None
 
 
@@ -210,7 +212,7 @@ def test_checks_pass_on_physical_results(tmp_path):
         stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 986.8),
     ]
     for burst, mbps in ((2, 300.0), (4, 500.0), (16, 990.0)):
-        scenario = Scenario(direction="tx", frames=8, burst=burst, mem_latency=20)
+        scenario = Scenario(direction="tx", frames=8, burst_beats=burst, mem_latency_cycles=20)
         results.append(stored_point(tmp_path, scenario, mbps))
     statuses = by_name(check_results(results))
     assert set(statuses.values()) == {"PASS"}, statuses
@@ -221,8 +223,12 @@ def test_each_check_fails_when_its_ordering_breaks(tmp_path):
         stored_point(tmp_path, microblaze("per-desc"), 130.0),
         stored_point(tmp_path, microblaze("napi"), 120.0),  # napi slower: broken
         stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 800.0),
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=4, mem_latency=20), 500),
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=8, mem_latency=20), 400),
+        stored_point(
+            tmp_path, Scenario(direction="tx", frames=8, burst_beats=4, mem_latency_cycles=20), 500
+        ),
+        stored_point(
+            tmp_path, Scenario(direction="tx", frames=8, burst_beats=8, mem_latency_cycles=20), 400
+        ),
         {
             "key": "f",
             "status": "failed",
@@ -241,9 +247,15 @@ def test_each_check_fails_when_its_ordering_breaks(tmp_path):
 
 def test_bursts_within_tolerance_and_different_prefetch_are_not_compared(tmp_path):
     results = [
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=8, prefetch=1), 500.0),
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=16, prefetch=1), 497.0),
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, burst=32, prefetch=4), 100.0),
+        stored_point(
+            tmp_path, Scenario(direction="tx", frames=8, burst_beats=8, prefetch=1), 500.0
+        ),
+        stored_point(
+            tmp_path, Scenario(direction="tx", frames=8, burst_beats=16, prefetch=1), 497.0
+        ),
+        stored_point(
+            tmp_path, Scenario(direction="tx", frames=8, burst_beats=32, prefetch=4), 100.0
+        ),
     ]
     assert by_name(check_results(results))["bursts_monotonic"] == "PASS"
 
@@ -474,13 +486,13 @@ def rx_results(big_cycles: float, ratio_goodput: float):
     return [
         reading_point({"throughput_mbps": 982.0 / ratio_goodput, "cycles_per_packet": big_cycles,
                        "cpu_bound_mbps": 1e9 / big_cycles * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf=9216, cpu="armv7-noncoherent"),
+                      direction="rx", frame_size=1514, rx_buf_bytes=9216, cpu="armv7-noncoherent"),
         reading_point({"throughput_mbps": 982.0, "cycles_per_packet": 6000.0,
                        "cpu_bound_mbps": 1e9 / 6000 * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf=1536, cpu="armv7-noncoherent"),
+                      direction="rx", frame_size=1514, rx_buf_bytes=1536, cpu="armv7-noncoherent"),
         reading_point({"throughput_mbps": 982.0, "cycles_per_packet": 7600.0,
                        "cpu_bound_mbps": 1e9 / 7600 * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf=256, cpu="armv7-noncoherent"),
+                      direction="rx", frame_size=1514, rx_buf_bytes=256, cpu="armv7-noncoherent"),
     ]  # fmt: skip
 
 
@@ -501,9 +513,9 @@ def irq_results(napi_mbps: float, eop_cpu: float):
         pct = 100.0 if link == 100 else 23.0
         out.append(reading_point({"throughput_mbps": eop, "line_rate_pct": pct,
                                   "cpu_utilisation_pct": eop_cpu, "irqs_per_second": 19_051.0},
-                                 irq="eop", link=link))  # fmt: skip
+                                 irq="eop", link_mbps=link))  # fmt: skip
         out.append(reading_point({"throughput_mbps": napi, "line_rate_pct": pct,
-                                  "irqs_per_packet": 0.2}, irq="napi", link=link))  # fmt: skip
+                                  "irqs_per_packet": 0.2}, irq="napi", link_mbps=link))  # fmt: skip
     return out
 
 
@@ -523,7 +535,7 @@ def test_reading_irq_rate_both_ways_and_its_arithmetic():
 def burst_results(lo: float, hi: float, prefetch_effect: float):
     return [
         reading_point({"throughput_mbps": mbps + (prefetch_effect if prefetch == 8 else 0.0)},
-                      cpu="ideal", burst=burst, prefetch=prefetch, mem_latency=20)
+                      cpu="ideal", burst_beats=burst, prefetch=prefetch, mem_latency_cycles=20)
         for burst, mbps in ((2, lo), (16, hi))
         for prefetch in (1, 8)
     ]  # fmt: skip

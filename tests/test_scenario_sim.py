@@ -146,7 +146,7 @@ def test_every_irq_strategy_survives_rx_ring_exhaustion(sim, irq):
             poll_us=5,
             budget=4,
             rx_ring=8,
-            rx_buf=128,  # three buffers per frame: chained RX
+            rx_buf_bytes=128,  # three buffers per frame: chained RX
             cpu="mips-router",
         )
     )

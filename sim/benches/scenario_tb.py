@@ -68,7 +68,7 @@ def split(data: bytes, sizes: list[int]) -> list[bytes]:
 def memory_bytes_for(scenario: Scenario) -> int:
     """Host memory for rings, RX buffers and per-slot TX buffers, with slack."""
     need = 0x1000 + DESCRIPTOR_BYTES * (scenario.tx_ring + scenario.rx_ring)
-    need += scenario.rx_ring * (scenario.rx_buf + 64)
+    need += scenario.rx_ring * (scenario.rx_buf_bytes + 64)
     need += scenario.tx_ring * (max(scenario.frame_size, 2048) + 64) * 2
     need += 1 << 20
     return 1 << (need - 1).bit_length()
@@ -280,13 +280,13 @@ async def test_scenario(dut):
     scenario = scenario_from_env()
     log = dut._log
     log.info("scenario: %s", scenario.describe())
-    mode = LINK_MODES[scenario.link]
+    mode = LINK_MODES[scenario.link_mbps]
     sys_clk_ps = 2 * round(1e6 / scenario.sys_mhz / 2)  # even: two equal half periods
     bench = SocBench(
         dut, mode, sys_clk_ns=sys_clk_ps / 1000, memory_bytes=memory_bytes_for(scenario)
     )
     await bench.start()
-    bench.memory.latency_cycles = scenario.mem_latency
+    bench.memory.latency_cycles = scenario.mem_latency_cycles
 
     cpu_spec = load_cpu(scenario.cpu)
     costs = cpu_spec.costs
@@ -307,8 +307,8 @@ async def test_scenario(dut):
     config = DriverConfig(
         tx_ring=scenario.tx_ring,
         rx_ring=scenario.rx_ring,
-        rx_buf=scenario.rx_buf,
-        burst_beats=scenario.burst,
+        rx_buf=scenario.rx_buf_bytes,
+        burst_beats=scenario.burst_beats,
         prefetch=scenario.prefetch,
         strategy=strategy,
         sys_clk_mhz=round(scenario.sys_mhz),
