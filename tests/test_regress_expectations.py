@@ -85,7 +85,7 @@ def test_within_passes_inside_its_tolerance_and_fails_outside(tmp_path):
         sweep = parse_sweep(sweep_with(expect=[within(value, tolerance)]))
         check = {c.name: c for c in check_results(sweep, results_for(tmp_path, sweep, rate))}["w"]
         assert check.status == expected, check
-    assert "125.0 (-3.8%)" in check.detail and "outside 3%" in check.detail
+    assert "125.0 Mb/s (-3.8%)" in check.detail and "outside 3%" in check.detail
 
 
 def test_order_compares_points_that_differ_only_in_its_field(tmp_path):
@@ -467,3 +467,17 @@ def toml_of(data: dict) -> str:
                 lines.append(f"[[experiment.{key}]]")
                 lines += [f"{k} = {value(v)}" for k, v in entry.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_macdma_regress_stops_on_a_bad_declaration_naming_it(tmp_path, capsys):
+    from macdma.sim.cli import main
+
+    path = tmp_path / "mine.toml"
+    bad = {"kind": "order", "field": "irq", "greater": "polling", "than": "eop"}
+    path.write_text(toml_of(sweep_with(expect=[bad])))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["regress", str(path), "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err
+    assert f"{path} experiment 'frags' expect 1 ('frags.order') greater: 'polling'" in message
+    assert not (tmp_path / "out").exists()  # stopped before running anything

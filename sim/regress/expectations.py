@@ -97,7 +97,7 @@ class Within(Expectation):
                 bad.append(f"{r['key']}: {self.metric} not measured")
                 continue
             off = measured - self.value
-            text = f"{_number(measured)}" + (
+            text = f"{_number(measured)} {METRICS[self.metric].unit}" + (
                 f" ({100 * off / self.value:+.1f}%)" if self.value else ""
             )
             seen.append(text)
