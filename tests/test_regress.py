@@ -638,3 +638,25 @@ def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatc
     assert (tmp_path / "cpus.png").read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="cpus.*nothere.toml"):
         parse_sweep({"experiment": [{"name": "cpus", "sweep": {"cpu": ["nothere.toml"]}}]})
+
+
+def test_reading_fragments_irq_quotes_the_field_reports_figures_from_the_sweep_file():
+    exp = experiment_named("fragments_irq")
+    results = fragments_results(eop0=230.0, napi5=125.0, coalesce5=124.5, eop5_cpu=99.0)
+    assert "the field report: 232 -> 116 Mb/s" in readings.reading_fragments_irq(exp, results)
+    bare = dataclasses.replace(exp, conditions=())
+    assert "field report" not in readings.reading_fragments_irq(bare, results)
+
+
+def test_the_burst_axis_says_the_measured_bytes_per_beat():
+    from macdma.sim.regress.plots import axis_label
+
+    def beat(width):
+        return {"summary": {"bus_bytes_per_beat": width}}
+
+    assert (
+        axis_label("burst_beats", [beat(4.0), beat(4.0)]) == "DMA burst length (beats of 4 bytes)"
+    )
+    assert axis_label("burst_beats", [beat(8.0)]) == "DMA burst length (beats of 8 bytes)"
+    assert axis_label("burst_beats", [beat(4.0), beat(8.0)]) == "DMA burst length (beats)"
+    assert axis_label("burst_beats", [beat(None)]) == "DMA burst length (beats)"

@@ -18,7 +18,7 @@ def _label(scenario: dict, fields: Iterable[str]) -> str:
 def _figure(experiment, key: str, **match) -> float | None:
     """The calibration figure ``key`` of the experiment's field-report condition at
     ``match`` (the sweep file's number, so the prose quotes the one the report checks)."""
-    for condition in getattr(experiment, "conditions", ()):
+    for condition in experiment.conditions:
         if all(condition.at.get(k) == v for k, v in match.items()):
             value = condition.figure.get(key)
             if isinstance(value, int | float):

@@ -86,7 +86,9 @@ class Sweep:
         return tuple(dict.fromkeys(e.report for e in self.experiments if e.report))
 
 
-def _experiment(where: str, table: dict, defaults: dict) -> Experiment:
+def _experiment(source: str, index: int, table: dict, defaults: dict) -> Experiment:
+    """The ``index``-th ``[[experiment]]`` table of the sweep file ``source``."""
+    where = f"{source} experiment {index + 1}"
     extra = sorted(set(table) - set(EXPERIMENT_KEYS))
     if extra:
         raise declaration_error(
@@ -95,7 +97,7 @@ def _experiment(where: str, table: dict, defaults: dict) -> Experiment:
     exp_name = table.get("name")
     if not isinstance(exp_name, str) or not exp_name.replace("_", "").isalnum():
         raise declaration_error(where, f"name must be letters, digits and _; got {exp_name!r}")
-    where = where.rsplit(" experiment ", 1)[0] + f" experiment {exp_name!r}"
+    where = f"{source} experiment {exp_name!r}"
     fixed, sweep = dict(table.get("fixed", {})), dict(table.get("sweep", {}))
     check_fields(f"{where} fixed", fixed)
     check_fields(f"{where} sweep", sweep)
@@ -170,7 +172,7 @@ def parse_sweep(data: dict, name: str = "sweep", path: Path | None = None) -> Sw
         raise declaration_error(where, "needs at least one [[experiment]] table")
     experiments: list[Experiment] = []
     for index, table in enumerate(raw):
-        experiment = _experiment(f"{where} experiment {index + 1}", table, defaults)
+        experiment = _experiment(where, index, table, defaults)
         here = f"{where} experiment {experiment.name!r}"
         if any(e.name == experiment.name for e in experiments):
             raise declaration_error(here, "name used twice")
