@@ -191,6 +191,18 @@ def test_plan_skips_finished_points_reruns_failed_ones_and_force_reruns_all(tmp_
     assert not done and len(todo) == len(points)
 
 
+def test_a_skipped_point_gets_every_current_metric_from_its_stored_metrics(tmp_path):
+    (point, *_) = expand(parse_sweep(sweep_data()), "src")
+    metrics = synthetic_metrics(point.scenario, 9)
+    store(tmp_path, point, {"status": "ok", "metrics": metrics}, "src")
+    path = regress.point_path(tmp_path, point.key)
+    old = json.loads(path.read_text())
+    del old["summary"]["cpu_pct"]  # written before the metric existed
+    path.write_text(json.dumps(old))
+    _, done = plan([point], tmp_path)
+    assert done[point.key]["summary"] == summarise(metrics)
+
+
 def test_a_half_written_json_is_rerun(tmp_path):
     points = expand(parse_sweep(sweep_data()), "src")
     path = regress.point_path(tmp_path, points[0].key)

@@ -59,7 +59,8 @@ def point_path(out: Path, key: str) -> Path:
 
 def plan(points: list[Point], out: Path, force: bool = False) -> tuple[list[Point], dict]:
     """Split ``points`` into (to run, {key: stored result}): a point is skipped when its
-    JSON exists and passed (failed points always rerun); ``force`` reruns every point."""
+    JSON exists and passed (failed points always rerun); ``force`` reruns every point.
+    A skipped point's summary is summarised again from its stored metrics."""
     done = {}
     todo = []
     for point in points:
@@ -70,8 +71,11 @@ def plan(points: list[Point], out: Path, force: bool = False) -> tuple[list[Poin
                 stored = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError):
                 stored = None
-        if stored is not None and stored.get("status") == "ok":
+        if stored is not None and stored.get("status") == "ok" and "metrics" in stored:
             stored["experiments"] = point.experiments
+            # The summary is derived from the stored metrics by this package's code, which
+            # is not part of the key: derive it again, so a new metric covers old points.
+            stored["summary"] = summarise(stored["metrics"])
             done[point.key] = stored
         else:
             todo.append(point)
