@@ -481,3 +481,21 @@ def test_macdma_regress_stops_on_a_bad_declaration_naming_it(tmp_path, capsys):
     message = capsys.readouterr().err
     assert f"{path} experiment 'frags' expect 1 ('frags.order') greater: 'polling'" in message
     assert not (tmp_path / "out").exists()  # stopped before running anything
+
+
+def test_field_reports_are_listed_report_by_report():
+    data = frags_report()
+    data["experiment"][0]["condition"][1]["name"] = "frags5"
+    other = {**data["experiment"][0], "name": "other", "report": "other-report"}
+    other["condition"] = [{"name": "only", "at": {"frags": 0, "irq": "napi"}}]
+    late = {**data["experiment"][0], "name": "late"}
+    late["condition"] = [{"name": "late", "at": {"frags": 5, "irq": "napi"}}]
+    data["experiment"] += [other, late]
+    rows = field_report_rows(parse_sweep(data), [])
+    listed = [(r.condition.report, r.condition.name) for r in rows]
+    assert listed == [
+        ("microblaze-frags", "frags0"),
+        ("microblaze-frags", "frags5"),
+        ("microblaze-frags", "late"),
+        ("other-report", "only"),
+    ]

@@ -184,8 +184,11 @@ class FieldReportRow:
 
 
 def conditions_of(sweep) -> list[Condition]:
-    """Every condition of every report of ``sweep``, in file order."""
-    return [c for experiment in sweep.experiments for c in experiment.conditions]
+    """Every condition of every report of ``sweep``: report by report (in the order they
+    first appear), each report's conditions in file order."""
+    conditions = [c for experiment in sweep.experiments for c in experiment.conditions]
+    order = list(dict.fromkeys(c.report for c in conditions))
+    return sorted(conditions, key=lambda c: order.index(c.report))
 
 
 def field_report_rows(sweep, results: list[dict]) -> list[FieldReportRow]:
