@@ -67,7 +67,7 @@ class Expectation:
         raise NotImplementedError
 
     def _where(self) -> str:
-        return self.context or f"{self.experiment}, {at_text(self.at)}"
+        return self.context or self.experiment + (f" at {at_text(self.at)}" if self.at else "")
 
     def _result(self, compared: bool, bad: list[str], good: str) -> CheckResult:
         detail = "; ".join(bad) if bad else (good if compared else "no finished point applies")
@@ -177,7 +177,7 @@ class Monotonic(Expectation):
                         f"{large['scenario'][self.along]}: {_number(a)} -> {_number(b)}"
                         + (f" ({context})" if context else "")
                     )
-        return self._result(bool(steps), bad, f"{steps} steps compared")
+        return self._result(bool(steps), bad, f"{steps} step{'s' * (steps != 1)} compared")
 
 
 @dataclass(frozen=True)
