@@ -181,7 +181,8 @@ def _finish(
         print(f"  failed point {r['key']}: see {out / 'logs' / (r['key'] + '.log')}")
     print(
         f"report: {out / 'report.md'} (and .html)  csv: {out / 'results.csv'}  "
-        f"field reports: {out / 'field_reports.json'} ({len(field_reports)} conditions)  "
+        f"field reports: {out / 'field_reports.json'} ({len(field_reports)} "
+        f"condition{'s' * (len(field_reports) != 1)})  "
         f"plots: {out / 'plots'}"
     )
     if interrupted:
