@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from macdma.hdl.regmap import REGISTER_MAP
+from macdma.firmware.descriptor import MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+
+from .knobs import driver_settings, knob, knobs_of, register_range
 
 __all__ = [
     "DIRECTIONS",
@@ -43,7 +45,7 @@ LINK_SPEEDS = (10, 100, 1000)
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
-IRQ_MIN_INTERVAL_MAX_US = max(r[-1] for r in REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid)
+IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -72,99 +74,123 @@ def checked_cpu(cpu: object) -> str:
     return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
+def _register(key: str, name: str | None = None, **options) -> dict:
+    """``low``/``high`` of a knob the hardware bounds, from the register map."""
+    low, high = register_range(key, name, **options)
+    return {"low": low, "high": high}
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """The knobs of one run. Every field is checked in ``__post_init__``.
-
-    ``frame_size``: bytes handed to the MAC without FCS (60 = the 64-byte minimum frame).
-    ``frags``: extra TX fragments beyond the first; each gets an equal share of the frame.
-    ``irq``: the driver's completion strategy; ``coalesce_frames``/``coalesce_us`` feed
-    ``coalesce`` (and ``napi``), ``poll_us`` the ``polling`` loop, ``budget`` NAPI/poll.
-    ``burst_beats`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
-    ``rx_ring`` descriptors, ``rx_buf_bytes`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
-    the path of a CPU file (docs/cpus.md; kept absolute). ``sys_mhz`` the SoC clock,
-    ``link_mbps`` Mb/s.
-    ``mem_latency_cycles``: host-memory cycles (SoC clock) before the first beat of every AXI
-    burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
-    (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
-    ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
-    interrupts (125 = at most 8,000/s); 0 = no limit.
+    """The knobs of one run, each declared once (:func:`macdma.sim.knobs.knob`): type,
+    range or choices, unit, default, help and the driver setting it feeds. The
+    declarations make the Scenario's checks, the ``macdma run`` options, the sweep-file
+    validation and the DriverConfig (sim/knobs.py); ``__post_init__`` adds the checks
+    that tie two knobs together. ``cpu`` is kept as a shipped name or an absolute path.
     """
 
-    sim: str = "verilator"
-    direction: str = "both"
-    frame_size: int = 1514
-    frames: int = 100
-    frags: int = 0
-    irq: str = "napi"
-    coalesce_frames: int = 1
-    coalesce_us: int = 0
-    poll_us: int = 10
-    budget: int = 64
-    burst_beats: int = 16
-    prefetch: int = 4
-    tx_ring: int = 256
-    rx_ring: int = 256
-    rx_buf_bytes: int = 2048
-    cpu: str = "ideal"
-    sys_mhz: float = 100.0
-    link_mbps: int = 1000
-    mem_latency_cycles: int = 0
-    tx_clean_budget: int | None = None
-    irq_min_interval_us: int = 0
-    waves: bool = False
-    json: str | None = None
+    sim: str = knob("verilator", str, "simulator", choices=SIMULATORS)
+    direction: str = knob("both", str, "which way frames flow", choices=DIRECTIONS)
+    frame_size: int = knob(
+        1514, int, "bytes handed to the MAC, FCS excluded", unit="bytes", low=MIN_FRAME,
+        high=MAX_FRAME, why=" without FCS (60 = 64-byte frame)",
+    )  # fmt: skip
+    frames: int = knob(100, int, "frames per direction", low=2, why=" (a rate needs two frames)")
+    frags: int = knob(
+        0, int, "extra TX fragments per frame, equal shares", low=0, high=MAX_EXTRA_FRAGMENTS,
+        unit="extra fragments", driver="max_frags", to_driver=lambda frags: frags + 1,
+    )  # fmt: skip
+    irq: str = knob(
+        "napi", str, "the driver's completion strategy", choices=IRQ_STRATEGIES,
+        driver="strategy.name",
+    )  # fmt: skip
+    coalesce_frames: int = knob(
+        1, int, "frames per coalesced interrupt (coalesce, napi)",
+        **_register("IRQ_TX_COALESCE", "frames"), driver="strategy.coalesce_frames",
+    )  # fmt: skip
+    coalesce_us: int = knob(
+        0, int, "coalescing timer (coalesce, napi), 0 = none", unit="µs",
+        **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.coalesce_us",
+    )  # fmt: skip
+    poll_us: int = knob(
+        10, int, "period of the polling loop", unit="µs", low=1, high=65535,
+        driver="strategy.poll_us",
+    )  # fmt: skip
+    budget: int = knob(64, int, "NAPI / poll budget", unit="packets", low=1,
+                       driver="strategy.budget")  # fmt: skip
+    burst_beats: int = knob(
+        16, int, "AXI burst cap of both DMA channels", unit="beats",
+        **_register("TX_BURST_BEATS"), driver="burst_beats",
+    )  # fmt: skip
+    prefetch: int = knob(
+        4, int, "descriptors per descriptor read (the hardware clamps it to "
+        "FEATURES.max_prefetch)", unit="descriptors", **_register("TX_PREFETCH"),
+        driver="prefetch",
+    )  # fmt: skip
+    tx_ring: int = knob(
+        256, int, "TX ring size", unit="descriptors",
+        **_register("TX_RING_SIZE", skip_zero=True), driver="tx_ring",
+    )  # fmt: skip
+    rx_ring: int = knob(
+        256, int, "RX ring size", unit="descriptors",
+        **_register("RX_RING_SIZE", skip_zero=True), driver="rx_ring",
+    )  # fmt: skip
+    rx_buf_bytes: int = knob(
+        2048, int, "bytes per RX buffer (smaller than the frame = chained RX)", unit="bytes",
+        low=MIN_RX_BUFFER_BYTES, high=MAX_BUFFER_BYTES, driver="rx_buf",
+    )  # fmt: skip
+    cpu: str = knob(
+        "ideal", str, "a shipped CPU or a CPU file (docs/cpus.md)", metavar="NAME|FILE.toml"
+    )
+    sys_mhz: float = knob(
+        100.0, float, "SoC clock", unit="MHz", low=1, high=500, driver="sys_clk_mhz",
+        to_driver=round,
+    )  # fmt: skip
+    link_mbps: int = knob(1000, int, "link speed in Mb/s", choices=LINK_SPEEDS)
+    mem_latency_cycles: int = knob(
+        0, int, "host-memory SoC cycles before the first beat of every AXI burst",
+        unit="cycles", low=0, high=1000, why=" per burst",
+    )  # fmt: skip
+    tx_clean_budget: int | None = knob(
+        None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
+        "= the CPU file's driver setting", unit="packets", low=0, optional=True,
+        metavar="N", driver="tx_clean_budget", to_driver=lambda budget: budget or None,
+    )  # fmt: skip
+    irq_min_interval_us: int = knob(
+        0, int, "hardware interrupt rate limit IRQ_MIN_INTERVAL, minimum µs between "
+        "interrupts (125 = at most 8,000/s)", unit="µs", **_register("IRQ_MIN_INTERVAL"),
+        why=" (0 = no limit)", metavar="US", driver="irq_min_interval_us",
+    )  # fmt: skip
+    waves: bool = knob(False, bool, "trace a waveform")
+    json: str | None = knob(
+        None, str, "write every metric (and the raw wire record) here", optional=True,
+        metavar="FILE",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
-        def choose(name, allowed):
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(
-                    f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}"
-                )
-
-        def span(name, low, high=None, why="", whole=True):
-            value = getattr(self, name)
-            kinds = int if whole else int | float
-            if isinstance(value, bool) or not isinstance(value, kinds):
-                kind = "a whole number" if whole else "a number"
-                raise ValueError(f"{name} must be {kind}, got {value!r}")
-            if value < low or (high is not None and value > high):
-                limit = f">= {low}" if high is None else f"{low}..{high}"
-                raise ValueError(f"{name} must be {limit}{why}; got {value!r}")
-
-        choose("sim", SIMULATORS)
-        choose("direction", DIRECTIONS)
-        choose("irq", IRQ_STRATEGIES)
-        choose("link_mbps", LINK_SPEEDS)
+        for name, (declared, _) in knobs_of(type(self)).items():
+            declared.check(name, getattr(self, name))
         object.__setattr__(self, "cpu", checked_cpu(self.cpu))
-        span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
-        span("frames", 2, None, " (a rate needs two frames)")
-        span("frags", 0, MAX_EXTRA_FRAGMENTS, " extra fragments")
         if self.frame_size < self.frags + 1:
             raise ValueError(
                 f"frame_size {self.frame_size} cannot be split into {self.frags + 1} "
                 "fragments of >= 1 byte"
             )
-        span("coalesce_frames", 1, 255)
-        span("coalesce_us", 0, 65535)
-        span("poll_us", 1, 65535)
-        span("budget", 1, None)
-        span("burst_beats", 1, 256, " beats")
-        span("prefetch", 1, 15, " descriptors")
-        span("tx_ring", 2, 4096, " descriptors")
-        span("rx_ring", 2, 4096, " descriptors")
-        span("rx_buf_bytes", 64, 65535, " bytes")
-        span("sys_mhz", 1, 500, whole=False)
-        span("mem_latency_cycles", 0, 1000, " cycles per burst")
-        span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
-        if self.tx_clean_budget is not None:
-            span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "
                 "fragments (needs >= frags + 2 descriptors)"
             )
+
+    def driver_config(self, cpu_driver: dict | None = None, *, mii: bool = False):
+        """The DriverConfig of this scenario, derived from its knobs' declarations
+        (:func:`macdma.sim.knobs.driver_settings`) over the CPU file's driver settings
+        ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
+        from macdma.firmware.driver import DriverConfig, IrqStrategy
+
+        settings, strategy = driver_settings(self)
+        merged = {**(cpu_driver or {}), **settings}
+        return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)
 
     # -- derived ---------------------------------------------------------------------------
     @property

@@ -29,7 +29,7 @@ from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES
-from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver
+from macdma.firmware.driver import DriverConfig, MacDmaDriver
 from macdma.sim.benches.gmii import GMII_1000, MII_10, MII_100
 from macdma.sim.benches.soc import SocBench
 from macdma.sim.cpu import CpuModel
@@ -293,30 +293,7 @@ async def test_scenario(dut):
     cpu = CpuModel(cpu_spec.clock_mhz, costs)
     platform = CocotbPlatform(bench, cpu)
     receiver = Receiver(scenario, log)
-    strategy = IrqStrategy(
-        name=scenario.irq,
-        coalesce_frames=scenario.coalesce_frames,
-        coalesce_us=scenario.coalesce_us,
-        poll_us=scenario.poll_us,
-        budget=scenario.budget,
-    )
-    max_frags = scenario.frags + 1
-    driver_settings = dict(cpu_spec.driver)
-    if scenario.tx_clean_budget is not None:  # 0 = unlimited
-        driver_settings["tx_clean_budget"] = scenario.tx_clean_budget or None
-    config = DriverConfig(
-        tx_ring=scenario.tx_ring,
-        rx_ring=scenario.rx_ring,
-        rx_buf=scenario.rx_buf_bytes,
-        burst_beats=scenario.burst_beats,
-        prefetch=scenario.prefetch,
-        strategy=strategy,
-        sys_clk_mhz=round(scenario.sys_mhz),
-        irq_min_interval_us=scenario.irq_min_interval_us,
-        max_frags=max_frags,
-        mii=mode.mii,
-        **driver_settings,
-    )
+    config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)
     driver = MacDmaDriver(platform, config, on_receive=receiver.on_receive, costs=costs)
     await driver.open()
     cocotb.start_soon(driver.run(platform.spawn))
