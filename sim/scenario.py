@@ -29,6 +29,7 @@ __all__ = [
     "IRQ_STRATEGIES",
     "LINK_SPEEDS",
     "SCENARIO_ENV",
+    "TRAFFIC_MODELS",
     "RECORD_ENV",
     "Scenario",
     "checked_cpu",
@@ -42,6 +43,12 @@ from .simulators import SIMULATORS
 DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
+#: The traffic models (docs/traffic.md; the bench's sim/benches/traffic.py).
+TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
+#: Models that move frames both ways by themselves (their --direction stays "both").
+TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
+#: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
+ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
@@ -161,6 +168,15 @@ class Scenario:
         "interrupts (125 = at most 8,000/s)", unit="µs", **_register("IRQ_MIN_INTERVAL"),
         why=" (0 = no limit)", metavar="US", driver="irq_min_interval_us",
     )  # fmt: skip
+    traffic: str = knob("pktgen", str, "traffic model (docs/traffic.md)", choices=TRAFFIC_MODELS)
+    rate_mbps: float = knob(
+        0.0, float, "offered rate of frame bytes (FCS excluded), TX and RX, 0 = as fast as "
+        "possible (TX) / line rate (RX)", unit="Mb/s", low=0, high=max(LINK_SPEEDS),
+    )  # fmt: skip
+    window: int = knob(
+        64, int, "stream: segments the sender keeps in flight", unit="segments", low=1,
+        high=4096,
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
@@ -175,6 +191,24 @@ class Scenario:
             raise ValueError(
                 f"frame_size {self.frame_size} cannot be split into {self.frags + 1} "
                 "fragments of >= 1 byte"
+            )
+        if self.rate_mbps > self.link_mbps:
+            raise ValueError(
+                f"rate_mbps {self.rate_mbps:g} is above the link's {self.link_mbps} Mb/s"
+            )
+        if self.traffic in TWO_WAY_TRAFFIC and self.direction != "both":
+            raise ValueError(
+                f"traffic {self.traffic} moves frames both ways by itself; direction must "
+                f"stay both, got {self.direction!r}"
+            )
+        if self.traffic in ("stream", "forward") and self.frags:
+            raise ValueError(
+                f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
+                f"got {self.frags}"
+            )
+        if self.traffic != "stream" and self.window != Scenario.window:
+            raise ValueError(
+                f"window {self.window} is only used by traffic stream, not {self.traffic}"
             )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
@@ -211,11 +245,13 @@ class Scenario:
 
     @property
     def sends_tx(self) -> bool:
-        return self.direction in ("tx", "both")
+        """The SoC transmits the scenario's own frames (pktgen, udp)."""
+        return self.traffic not in TWO_WAY_TRAFFIC and self.direction in ("tx", "both")
 
     @property
     def sends_rx(self) -> bool:
-        return self.direction in ("rx", "both")
+        """The far end offers the scenario's frames to the SoC's RX."""
+        return self.traffic in TWO_WAY_TRAFFIC or self.direction in ("rx", "both")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -243,6 +279,9 @@ class Scenario:
                 if self.irq_min_interval_us
                 else ""
             )
+            + (f", traffic {self.traffic}" if self.traffic != "pktgen" else "")
+            + (f" at {self.rate_mbps:g} Mb/s offered" if self.rate_mbps else "")
+            + (f", window {self.window}" if self.traffic == "stream" else "")
             + f", on {self.sim}"
         )
 
@@ -511,6 +550,7 @@ def compute_metrics(record: dict) -> dict:
         tx = record["tx"]
         wire = tx["wire"]
         fps, fps_ci = _rate_in(events["tx"], window)
+        frame_bytes = tx.get("frame_bytes", scenario.frame_size)  # stream: the ACKs
         gaps = [
             (later["start_ps"] - earlier["end_ps"]) / byte_ps
             for earlier, later in zip(wire, wire[1:], strict=False)
@@ -527,9 +567,10 @@ def compute_metrics(record: dict) -> dict:
             "frames_dropped": tx["offered"] - sent,
             "frames_in_window": done["tx"],
             "frames_per_second": fps,
-            "mbps": fps * scenario.frame_size * 8 / 1e6,
-            "mbps_ci": fps_ci * scenario.frame_size * 8 / 1e6 if fps_ci is not None else None,
-            "percent_of_line_rate": 100.0 * fps * slot_s,
+            "frame_bytes": frame_bytes,
+            "mbps": fps * frame_bytes * 8 / 1e6,
+            "mbps_ci": fps_ci * frame_bytes * 8 / 1e6 if fps_ci is not None else None,
+            "percent_of_line_rate": 100.0 * fps * slot_s * _slot_share(scenario, frame_bytes),
             "gap_bytes_min": min(gaps) if gaps else None,
             "gap_bytes_max": max(gaps) if gaps else None,
             "latency": _latency(latency),
@@ -562,7 +603,44 @@ def compute_metrics(record: dict) -> dict:
             "axi_bursts_per_frame": bursts.get("rx", 0) / max(len(received), 1),
             "wire": wire,
         }
+    result["traffic"] = _traffic_metrics(scenario, record, result, window)
     return result
+
+
+def _slot_share(scenario: Scenario, frame_bytes: int) -> float:
+    """One ``frame_bytes`` frame's wire slot over one ``frame_size`` frame's."""
+    slot = PREAMBLE_SFD_BYTES + max(frame_bytes, 60) + FCS_BYTES + IFG_BYTES
+    return slot / scenario.wire_bytes_per_frame
+
+
+def _traffic_metrics(scenario: Scenario, record: dict, result: dict, window: dict) -> dict:
+    """What the traffic model's user reads (docs/traffic.md): goodput as iperf/pktgen
+    report it (frame bytes per second, FCS excluded, over the window), the drops by place,
+    and for rr the round trips ending inside the window."""
+    traffic = record.get("traffic", {})
+    model = scenario.traffic
+    metrics: dict = {
+        "model": model,
+        "rate_mbps_offered": scenario.rate_mbps or None,
+        "drops": traffic.get("drops", {}),
+        "socket_packets": traffic.get("socket_packets"),
+    }
+    # goodput: what the far end's iperf/pktgen counts: frames the application consumed
+    # (RX), or frames on the wire (TX; a router's frames that left)
+    if model in ("pktgen", "udp"):
+        metrics["goodput_mbps"] = {d: result[d]["mbps"] for d in ("tx", "rx") if d in result}
+    elif model == "forward":
+        metrics["goodput_mbps"] = {"forwarded": result.get("tx", {}).get("mbps", 0.0)}
+    elif model == "stream":
+        metrics["goodput_mbps"] = {"rx": result.get("rx", {}).get("mbps", 0.0)}
+        metrics["window"] = scenario.window
+    elif model == "rr":
+        trips = traffic.get("round_trips", [])
+        inside = [rtt for end, rtt in trips if window["start_ns"] <= end < window["end_ns"]]
+        duration_s = (window["end_ns"] - window["start_ns"]) / 1e9
+        metrics["transactions_per_second"] = len(inside) / duration_s if duration_s > 0 else 0.0
+        metrics["round_trip"] = _latency(inside)
+    return metrics
 
 
 def _fmt_ns(value: float | None) -> str:
@@ -627,6 +705,20 @@ def format_summary(metrics: dict) -> str:
             f"tx gaps {metrics['tx']['gap_bytes_min']:g}..{metrics['tx']['gap_bytes_max']:g} "
             "byte times"
         )
+    traffic = metrics.get("traffic", {})
+    if traffic.get("model", "pktgen") != "pktgen" or traffic.get("drops"):
+        parts = [f"traffic {traffic['model']}"]
+        for name, mbps in traffic.get("goodput_mbps", {}).items():
+            parts.append(f"goodput {name} {mbps:.1f} Mb/s")
+        if "round_trip" in traffic:
+            trip = traffic["round_trip"]
+            parts.append(
+                f"{traffic['transactions_per_second']:,.0f} transactions/s, round trip p50 "
+                f"{_fmt_ns(trip['p50_ns'])} p99 {_fmt_ns(trip['p99_ns'])}"
+            )
+        drops = ", ".join(f"{n} {c}" for n, c in sorted(traffic.get("drops", {}).items()))
+        parts.append(f"software drops: {drops or 'none'}")
+        lines.append("; ".join(parts))
     rate = metrics.get("sim_ns_per_wall_second")
     lines.append(
         f"{metrics['sim_ns'] or 0:,.0f} simulated ns in {metrics['wall_seconds'] or 0:.1f} s "
