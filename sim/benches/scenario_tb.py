@@ -2,13 +2,10 @@
 ``macdma_soc`` with the driver model on a modelled CPU.
 
 Reads the scenario (JSON) from env ``MACDMA_SCENARIO``; starts the SoC bench at the link
-speed and system clock, the CPU model, the platform and the driver; then a pktgen-like TX
-generator (xmit as fast as it accepts, waiting for the queue to wake when it refuses)
-and/or a line-rate RX generator (GmiiSource, all frames queued at once). Every frame
-carries a sequence number and content derived from it: TX frames must reach the wire
-intact and in order, RX frames must reach ``on_receive`` intact and in order (frames the
-hardware dropped for want of a buffer may be missing, and must be counted). Writes the raw
-record (stamps, times, counters) to env ``MACDMA_SCENARIO_RECORD``; the metrics are
+speed and system clock, the CPU model, the platform and the driver; then the traffic
+model the scenario names (sim/benches/traffic.py: the far end's generators and sinks and
+the application, each frame checked where it arrives). Writes the raw record (stamps,
+times, counters) to env ``MACDMA_SCENARIO_RECORD``; the metrics are
 computed from it by :func:`macdma.sim.scenario.compute_metrics`.
 """
 

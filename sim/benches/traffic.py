@@ -448,8 +448,12 @@ class Forward(Traffic):
             self.changed.set()
 
     async def finished(self) -> None:
+        """Every frame in is accounted, and every one routed has left (or was dropped)."""
         await self.rx_settled()
-        while self.qdisc or len(self.tx_wire) < self.forwarded:
+        while (
+            self.forwarded + self.drops["qdisc"] < len(self.received)
+            or len(self.tx_wire) < self.forwarded
+        ):
             await Timer(5, "us")
 
     def start(self) -> list:
