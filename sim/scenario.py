@@ -633,7 +633,8 @@ def _traffic_metrics(scenario: Scenario, record: dict, result: dict, window: dic
         metrics["goodput_mbps"] = {"forwarded": result.get("tx", {}).get("mbps", 0.0)}
     elif model == "stream":
         metrics["goodput_mbps"] = {"rx": result.get("rx", {}).get("mbps", 0.0)}
-        metrics["window"] = scenario.window
+        # the window in force: --window, capped by what the socket holds (flow control)
+        metrics["window_segments"] = traffic.get("window_segments", scenario.window)
     elif model == "rr":
         trips = traffic.get("round_trips", [])
         inside = [rtt for end, rtt in trips if window["start_ns"] <= end < window["end_ns"]]

@@ -520,7 +520,8 @@ class RequestResponse(Traffic):
 
 class Stream(Traffic):
     """A TCP-like window-limited stream into the SoC, for a CPU-bound receiver: the far
-    end keeps at most ``window`` segments in flight; the application reads them off its
+    end keeps at most ``window`` segments in flight, and never more than the socket holds
+    (the receive window of TCP's flow control); the application reads them off its
     socket and acknowledges every second segment (and the last) with an
     ACK_FRAME_BYTES-byte frame the other way. No congestion control, no retransmission
     (a lost segment frees its window slot once the hardware has counted it)."""
@@ -532,7 +533,10 @@ class Stream(Traffic):
         self.acked = 0  # segments the far end counts as done (acknowledged or lost)
         self.last_ack = 0  # the highest acknowledgement seen on the wire
         self.losses_seen = 0
+        self.acking = False
         self.ack_event = Event()
+        # TCP's flow control: never more in flight than the receiver's socket can hold
+        self.window = min(self.scenario.window, self.socket_packets)
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
         seq = self.check_rx(data, ok)
@@ -545,9 +549,11 @@ class Stream(Traffic):
             seq = await self.app_receive()
             consumed += 1
             if consumed % 2 == 0 or seq == self.frames - 1:
+                self.acking = True  # an ACK is on its way to xmit
                 ack = make_frame(ACK_SOURCE, seq + 1, ACK_FRAME_BYTES)
                 self.tx_offered += 1
                 await self.app_send([ack])
+                self.acking = False
 
     async def acks(self) -> None:
         while True:
@@ -566,7 +572,7 @@ class Stream(Traffic):
         started = get_sim_time("ns")
         interval = self.interval_ns
         for seq in range(self.frames):
-            while seq - self.acked >= self.scenario.window:
+            while seq - self.acked >= self.window:
                 self.ack_event.clear()
                 await First(self.ack_event.wait(), Timer(round(STREAM_LOSS_CHECK_NS), "ns"))
                 if not self.ack_event.is_set():
@@ -582,19 +588,26 @@ class Stream(Traffic):
         (counted by the hardware or the socket) are freed; they are never acknowledged."""
         lost = await self.hw_drops() + len(self.errored) + sum(self.drops.values())
         if lost > self.losses_seen:
-            window_start = next_seq - self.scenario.window
+            window_start = next_seq - self.window
             self.acked = max(self.acked, window_start + lost - self.losses_seen)
             self.losses_seen = lost
+
+    async def finished(self) -> None:
+        """Every segment accounted, and every ACK the application sent is on the wire."""
+        await self.rx_settled()
+        while len(self.tx_wire) < self.tx_offered or self.acking:
+            await Timer(5, "us")
 
     def start(self) -> list:
         cocotb.start_soon(self.sender())
         cocotb.start_soon(self.reader())
         cocotb.start_soon(self.acks())
-        return [cocotb.start_soon(self.rx_settled())]
+        return [cocotb.start_soon(self.finished())]
 
     def record(self) -> dict:
         record = super().record()
         record["tx"]["frame_bytes"] = ACK_FRAME_BYTES
+        record["traffic"]["window_segments"] = self.window
         return record
 
 
