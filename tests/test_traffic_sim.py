@@ -70,6 +70,7 @@ def test_a_stream_with_a_small_window_waits_for_acks(sim):
         assert metrics["window"]["ok"], metrics["window"]["reason"]
         assert metrics["tx"]["frames_sent"] == 40, "one ACK per second segment"
         assert metrics["tx"]["frame_bytes"] == 60
+    assert [runs[w]["traffic"]["window_segments"] for w in (2, 32)] == [2, 32]
     small, large = (runs[w]["traffic"]["goodput_mbps"]["rx"] for w in (2, 32))
     assert large == pytest.approx(LINE_MBPS, rel=0.02)
     assert small < 0.95 * large
