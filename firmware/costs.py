@@ -39,6 +39,10 @@ class CpuCosts:
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
         timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
             or TX housekeeping); the tick's interrupt entry is charged as irq_entry_exit.
+
+    Driver variants (DriverConfig):
+        per_byte_linearize: Per byte a TX frame's fragments are copied into one buffer
+            when the driver linearizes (``linearize``: a device without scatter-gather).
     """
 
     irq_entry_exit: float = 0.0
@@ -54,6 +58,8 @@ class CpuCosts:
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0
+    # -- driver variants (DriverConfig) --
+    per_byte_linearize: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
