@@ -2,12 +2,14 @@
 
     macdma demo [--sim verilator|icarus] [--frames N] [--json FILE] [--waves]
     macdma run [--sim S] [--direction tx|rx|both] [--frame-size B] [--frames N]
-               [--frags N] [--irq per-desc|eop|coalesce|polling|napi]
+               [--frags N] [--irq per-desc|eop|coalesce|polling|napi|dim]
                [--coalesce-frames N] [--coalesce-us US] [--poll-us US] [--budget N]
                [--burst-beats BEATS] [--prefetch N] [--tx-ring N] [--rx-ring N] [--rx-buf-bytes B]
                [--cpu NAME|FILE.toml] [--sys-mhz MHZ] [--link-mbps 10|100|1000]
                [--mem-latency-cycles CYCLES]
-               [--tx-clean-budget N] [--irq-min-interval-us US] [--waves] [--json FILE]
+               [--tx-clean-budget N] [--irq-min-interval-us US] [--irq-core N]
+               [--app-core N] [--tx-clean-lock queue|frozen] [--rx-per-irq N]
+               [--linearize] [--waves] [--json FILE]
                [-v/--verbose]
     macdma regress [SWEEP.toml] [--quick] [--sim S] [--out DIR] [--force] [--jobs N]
                    [--scheduler ADDRESS|local:N] [--db PATH] [--baseline RUN]
@@ -164,6 +166,7 @@ def _add_run_parser(commands) -> None:
         IRQ_STRATEGIES,
         MAX_FRAME,
         MIN_FRAME,
+        TX_CLEAN_LOCKS,
         Scenario,
     )
 
@@ -237,6 +240,40 @@ def _add_run_parser(commands) -> None:
         f"0..{IRQ_MIN_INTERVAL_MAX_US},"
         f" 0 = off; 125 = at most 8,000 IRQs/s ({d.irq_min_interval_us})",
     )
+    add(
+        "--irq-core",
+        metavar="N",
+        type=_whole(0),
+        default=d.irq_core,
+        help=f"core of the IRQ handler, NAPI, timers and polling loop ({d.irq_core})",
+    )
+    add(
+        "--app-core",
+        metavar="N",
+        type=_whole(0),
+        default=d.app_core,
+        help=f"core of the sending application, pktgen ({d.app_core})",
+    )
+    add(
+        "--tx-clean-lock",
+        choices=TX_CLEAN_LOCKS,
+        default=d.tx_clean_lock,
+        help="queue: TX clean holds the TX queue lock while it reaps (xmit waits); frozen: "
+        f"it meets xmit on the ring indices only ({d.tx_clean_lock})",
+    )
+    add(
+        "--rx-per-irq",
+        metavar="N",
+        type=_whole(1),
+        default=d.rx_per_irq,
+        help="the IRQ handler hands at most N RX frames to the stack per interrupt "
+        "(irq per-desc, eop, coalesce; default: all)",
+    )
+    add(
+        "--linearize",
+        action="store_true",
+        help="copy fragmented TX frames into one buffer (no scatter-gather)",
+    )
     add("--waves", action="store_true", help="trace a waveform")
     add("--json", type=Path, help="write every metric (and the raw wire record) here")
     add(
@@ -274,6 +311,11 @@ def scenario_from_args(args: argparse.Namespace):
         mem_latency_cycles=args.mem_latency_cycles,
         tx_clean_budget=args.tx_clean_budget,
         irq_min_interval_us=args.irq_min_interval_us,
+        irq_core=args.irq_core,
+        app_core=args.app_core,
+        tx_clean_lock=args.tx_clean_lock,
+        rx_per_irq=args.rx_per_irq,
+        linearize=args.linearize,
         waves=args.waves,
         json=str(args.json) if args.json else None,
     )

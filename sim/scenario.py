@@ -38,7 +38,8 @@ __all__ = [
 from .simulators import SIMULATORS
 
 DIRECTIONS = ("tx", "rx", "both")
-IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
+IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
+TX_CLEAN_LOCKS = ("queue", "frozen")
 LINK_SPEEDS = (10, 100, 1000)
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
@@ -57,18 +58,12 @@ def checked_cpu(cpu: object) -> str:
     """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
     absolute path (the bench runs in another directory). The file is loaded and checked
     now, so a bad one stops before any simulator starts."""
-    from .cpu import MODELLED_CORES
     from .cpus import load_cpu
 
     try:
         spec = load_cpu(cpu)
     except ValueError as error:
         raise ValueError(f"cpu: {error}") from None
-    if spec.cores > MODELLED_CORES:
-        raise ValueError(
-            f"cpu: {spec.path}: cores = {spec.cores}: the CPU model runs every context on "
-            f"{MODELLED_CORES} core"
-        )
     return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
@@ -89,6 +84,12 @@ class Scenario:
     (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
     ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
     interrupts (125 = at most 8,000/s); 0 = no limit.
+    ``irq_core``/``app_core``: the core of the IRQ handler, NAPI, timers and polling loop,
+    and the core of the sending application (pktgen), each 0..cores - 1 of the CPU file.
+    ``tx_clean_lock``: ``frozen`` (TX clean meets xmit on the ring indices only) or
+    ``queue`` (it holds the TX queue lock while it reaps). ``rx_per_irq``: None = the
+    strategy's RX handling, N = at most N frames per interrupt (per-desc, eop, coalesce).
+    ``linearize``: copy fragmented TX frames into one buffer (no scatter-gather).
     """
 
     sim: str = "verilator"
@@ -112,6 +113,11 @@ class Scenario:
     mem_latency_cycles: int = 0
     tx_clean_budget: int | None = None
     irq_min_interval_us: int = 0
+    irq_core: int = 0
+    app_core: int = 0
+    tx_clean_lock: str = "frozen"
+    rx_per_irq: int | None = None
+    linearize: bool = False
     waves: bool = False
     json: str | None = None
 
@@ -160,6 +166,21 @@ class Scenario:
         span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
         if self.tx_clean_budget is not None:
             span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
+        choose("tx_clean_lock", TX_CLEAN_LOCKS)
+        if not isinstance(self.linearize, bool):
+            raise ValueError(f"linearize must be true or false, got {self.linearize!r}")
+        from .cpus import load_cpu
+
+        cores = load_cpu(self.cpu).cores
+        span("irq_core", 0, cores - 1, f" (the CPU {self.cpu} has {cores} core(s))")
+        span("app_core", 0, cores - 1, f" (the CPU {self.cpu} has {cores} core(s))")
+        if self.rx_per_irq is not None:
+            span("rx_per_irq", 1, None, " frames per interrupt")
+            if self.irq not in ("per-desc", "eop", "coalesce"):
+                raise ValueError(
+                    f"rx_per_irq {self.rx_per_irq} needs an IRQ strategy whose handler "
+                    f"cleans (per-desc, eop, coalesce), not irq {self.irq!r}"
+                )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "
@@ -217,6 +238,14 @@ class Scenario:
                 if self.irq_min_interval_us
                 else ""
             )
+            + (
+                f", irq core {self.irq_core}, app core {self.app_core}"
+                if self.irq_core or self.app_core
+                else ""
+            )
+            + (f", tx clean lock {self.tx_clean_lock}" if self.tx_clean_lock != "frozen" else "")
+            + (f", rx per irq {self.rx_per_irq}" if self.rx_per_irq is not None else "")
+            + (", linearize" if self.linearize else "")
             + f", on {self.sim}"
         )
 
@@ -424,6 +453,29 @@ def compute_metrics(record: dict) -> dict:
     busy_ns = samples.delta("busy_ns", window)
     spin_ns = samples.delta("spin_ns", window)
     work_ns = busy_ns - spin_ns
+    cores = cpu.get("cores", 1)
+    core_ns = duration_ns * cores
+    per_core = []
+    for core in range(cores):
+        core_spin = samples.delta(f"core{core}_spin_ns", window)
+        core_work = samples.delta(f"core{core}_busy_ns", window) - core_spin
+        per_core.append(
+            {
+                "core": core,
+                "utilisation": core_work / duration_ns if duration_ns > 0 else 0.0,
+                "spin_utilisation": core_spin / duration_ns if duration_ns > 0 else 0.0,
+            }
+        )
+    locks = {
+        name: {
+            "contentions": samples.delta(f"lock_{name}_contentions", window),
+            "spin_cycles": samples.delta(f"lock_{name}_spin_ns", window) * mhz / 1e3,
+            "contentions_run": run["contentions"],
+            "spin_cycles_run": run["spin_ns"] * mhz / 1e3,
+            "wait_ns_run": run["wait_ns"],
+        }
+        for name, run in record.get("locks", {}).items()
+    }
     irqs = samples.delta("irqs", window)
     window_cycles = duration_ns * scenario.sys_mhz / 1e3
     read_beats, write_beats = (
@@ -445,9 +497,16 @@ def compute_metrics(record: dict) -> dict:
         "cpu": {
             "preset": scenario.cpu,
             "mhz": mhz,
-            # work: every busy cycle except idle spinning (pktgen on a stopped queue)
-            "utilisation": work_ns / duration_ns if duration_ns > 0 else 0.0,
-            "spin_utilisation": spin_ns / duration_ns if duration_ns > 0 else 0.0,
+            "cores": cores,
+            # work: every busy cycle except idle spinning (pktgen on a stopped queue), over
+            # all cores (1.0 = every core busy); a spin on a lock is work
+            "utilisation": work_ns / core_ns if core_ns > 0 else 0.0,
+            "cpu_pct": 100.0 * work_ns / core_ns if core_ns > 0 else 0.0,
+            "spin_utilisation": spin_ns / core_ns if core_ns > 0 else 0.0,
+            "lock_spin_pct": 100.0 * samples.delta("lock_spin_ns", window) / core_ns
+            if core_ns > 0
+            else 0.0,
+            "per_core": per_core,
             "cycles_per_packet": work_ns * mhz / 1e3 / per_packet if packets else None,
             "cycles_by_cost_run": cpu.get("cycles", {}),
             "slice_cycles": cpu.get("slice_cycles"),
@@ -477,9 +536,12 @@ def compute_metrics(record: dict) -> dict:
             "write_pct": 100.0 * write_beats / window_cycles if window_cycles else 0.0,
             "mbytes_per_second": moved / duration_ns * 1e3 if duration_ns > 0 else 0.0,
         },
+        "locks": locks,
         "driver": driver,
         "counters": counters,
     }
+    if "dim" in record:
+        result["dim"] = record["dim"]
     in_window = lambda t: window["start_ns"] <= t < window["end_ns"]  # noqa: E731
     if "tx" in record:
         tx = record["tx"]
@@ -596,6 +658,28 @@ def format_summary(metrics: dict) -> str:
         f"mmio {metrics['mmio_reads_per_packet']:.2f} reads + "
         f"{metrics['mmio_writes_per_packet']:.2f} writes per packet"
     )
+    if cpu.get("cores", 1) > 1:
+        lines.append(
+            f"cpu {cpu['cpu_pct']:.1f}% of {cpu['cores']} cores: "
+            + ", ".join(f"core {c['core']} {100 * c['utilisation']:.1f}%" for c in cpu["per_core"])
+            + f"; lock spinning {cpu['lock_spin_pct']:.1f}%"
+        )
+    contended = {n: v for n, v in metrics.get("locks", {}).items() if v["contentions_run"]}
+    if contended:
+        lines.append(
+            "locks: "
+            + ", ".join(
+                f"{name} {v['contentions_run']} contentions, {v['spin_cycles_run']:,.0f} "
+                "cycles spinning"
+                for name, v in contended.items()
+            )
+        )
+    if "dim" in metrics:
+        dim = metrics["dim"]
+        lines.append(
+            f"dim: {dim['decisions']} decisions, {dim['changes']} profile changes, "
+            f"ending at profile {dim['profile_index']} {tuple(dim['profile'])} (frames, us)"
+        )
     if "tx" in metrics and metrics["tx"]["gap_bytes_min"] is not None:
         lines.append(
             f"tx gaps {metrics['tx']['gap_bytes_min']:g}..{metrics['tx']['gap_bytes_max']:g} "

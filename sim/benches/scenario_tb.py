@@ -146,7 +146,7 @@ async def transmit(scenario: Scenario, driver, platform, xmit_ns: list[float]):
     and spins (holding the CPU, ``pktgen_spin``) while the queue is stopped; each xmit
     runs with bottom halves disabled (``softirq`` level), as pktgen's
     ``local_bh_disable(); ndo_start_xmit()`` does, so only a hard IRQ preempts it."""
-    async with platform.context("process"):
+    async with platform.context("process", core=scenario.app_core):
         for seq in range(scenario.frames):
             fragments = split(
                 make_frame(TX_SOURCE, seq, scenario.frame_size), scenario.fragment_sizes
@@ -165,8 +165,9 @@ async def transmit(scenario: Scenario, driver, platform, xmit_ns: list[float]):
 
 class Sampler:
     """Cumulative counters every ``period_ns`` (and at :meth:`take`), so the metrics can
-    cut any window out of the run afterwards: time, CPU busy and spin time, device and
-    timer IRQs, polls, and the AXI beats and bytes host memory saw per direction."""
+    cut any window out of the run afterwards: time, CPU busy and spin time (all cores and
+    per core), device and timer IRQs, polls, the AXI beats and bytes host memory saw per
+    direction, and each driver lock's contentions and spin time."""
 
     FIELDS = (
         "t_ns",
@@ -184,6 +185,17 @@ class Sampler:
     def __init__(self, cpu, driver, memory, period_ns: float):
         self.cpu, self.driver, self.memory = cpu, driver, memory
         self.period_ns = period_ns
+        self.lock_names = sorted(driver.locks)
+        self.fields = [
+            *self.FIELDS,
+            "lock_spin_ns",
+            *(f"core{core}_{what}_ns" for core in range(cpu.cores) for what in ("busy", "spin")),
+            *(
+                f"lock_{name}_{what}"
+                for name in self.lock_names
+                for what in ("contentions", "spin_ns")
+            ),
+        ]
         self.rows: list[list[float]] = []
         self._seen = 0
         self._beats = {True: 0, False: 0}
@@ -197,6 +209,7 @@ class Sampler:
         self._seen = len(bursts)
         totals = self.cpu.totals()
         stats = self.driver.stats
+        locks = self.driver.locks
         self.rows.append(
             [
                 get_sim_time("ns"),
@@ -209,6 +222,19 @@ class Sampler:
                 self._beats[True],
                 self._bytes[False],
                 self._bytes[True],
+                totals["lock_spin_ns"],
+                *(
+                    value
+                    for busy, spin in zip(
+                        totals["core_busy_ns"], totals["core_spin_ns"], strict=True
+                    )
+                    for value in (busy, spin)
+                ),
+                *(
+                    value
+                    for name in self.lock_names
+                    for value in (locks[name].contentions, locks[name].spin_ns)
+                ),
             ]
         )
 
@@ -290,7 +316,7 @@ async def test_scenario(dut):
 
     cpu_spec = load_cpu(scenario.cpu)
     costs = cpu_spec.costs
-    cpu = CpuModel(cpu_spec.clock_mhz, costs)
+    cpu = CpuModel(cpu_spec.clock_mhz, costs, cores=cpu_spec.cores)
     platform = CocotbPlatform(bench, cpu)
     receiver = Receiver(scenario, log)
     strategy = IrqStrategy(
@@ -315,6 +341,10 @@ async def test_scenario(dut):
         irq_min_interval_us=scenario.irq_min_interval_us,
         max_frags=max_frags,
         mii=mode.mii,
+        irq_core=scenario.irq_core,
+        tx_clean_lock=scenario.tx_clean_lock,
+        rx_per_irq=scenario.rx_per_irq,
+        linearize=scenario.linearize,
         **driver_settings,
     )
     driver = MacDmaDriver(platform, config, on_receive=receiver.on_receive, costs=costs)
@@ -408,13 +438,23 @@ async def test_scenario(dut):
         counters=counters,
         bursts=_burst_counts(bench.memory.bursts, rings["TX"], rings["RX"]),
         mmio=mmio,
-        samples={"fields": list(Sampler.FIELDS), "rows": sampler.rows},
+        samples={"fields": sampler.fields, "rows": sampler.rows},
+        locks={name: lock.report() for name, lock in driver.locks.items()},
         periodic_ns=periodic_ns(scenario, config),
         started_ns=started_ns,
         traffic_ns=ended_ns - started_ns,
         sim_ns=get_sim_time("ns"),
         wall_seconds=time.monotonic() - wall_started,
     )
+    if driver.dim is not None:
+        record["dim"] = {
+            "decisions": driver.dim.decisions,
+            "changes": driver.dim.changes,
+            "profile_index": driver.dim.profile_index,
+            "profile": list(driver.dim.profile),
+            "profiles": [list(p) for p in driver.dim.profiles],
+            "history": driver.dim.history,
+        }
     if scenario.sends_tx:
         record["tx"] = {"offered": scenario.frames, "wire": tx_wire, "xmit_ns": xmit_ns}
     if scenario.sends_rx:
