@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -453,9 +454,13 @@ class SpinLock:
     *spin* (the core busy, ``lock_spin``); the NAPI/ring state is a test-and-set (a
     second poller returns at once); the MDIO lock and error recovery *sleep* (a mutex).
 
+    Spinners are served in arrival order, as Linux's ticket and queued spinlocks serve
+    them: a context that releases the lock and at once wants it again queues behind the
+    one already spinning (without this a tight xmit loop would starve the other core).
+
     Members: ``name``, ``held``, ``acquisitions``, ``contentions`` (times a context found
     it held), ``spin_ns`` (time spent spinning on it, all cores), ``wait_ns`` (time
-    spent sleeping on it).
+    spent sleeping on it), ``spinners`` (the queue of waiting tickets).
     """
 
     def __init__(self, name: str) -> None:
@@ -465,10 +470,15 @@ class SpinLock:
         self.contentions = 0
         self.spin_ns = 0.0
         self.wait_ns = 0.0
+        self.spinners: deque[object] = deque()
 
-    def try_acquire(self) -> bool:
-        if self.held:
+    def try_acquire(self, ticket: object | None = None) -> bool:
+        """Take the lock if it is free and nobody spins ahead of ``ticket`` (None: no
+        ticket, so only when nobody spins at all)."""
+        if self.held or (self.spinners and self.spinners[0] is not ticket):
             return False
+        if ticket is not None:
+            self.spinners.popleft()
         self.held = True
         self.acquisitions += 1
         return True
@@ -678,7 +688,9 @@ class MacDmaDriver:
                 lock.contentions += 1
                 started = self.platform.now_ns()
                 spin = getattr(self.platform, "spin_ns", None)
-                while not lock.try_acquire():
+                ticket = object()
+                lock.spinners.append(ticket)
+                while not lock.try_acquire(ticket):
                     if spin is not None:
                         await spin(LOCK_SPIN_NS, "lock_spin")
                     else:  # a platform without a CPU model: time passes all the same
