@@ -457,8 +457,11 @@ def compute_metrics(record: dict) -> dict:
     core_ns = duration_ns * cores
     per_core = []
     for core in range(cores):
-        core_spin = samples.delta(f"core{core}_spin_ns", window)
-        core_work = samples.delta(f"core{core}_busy_ns", window) - core_spin
+        if f"core{core}_busy_ns" in samples.fields:
+            core_spin = samples.delta(f"core{core}_spin_ns", window)
+            core_work = samples.delta(f"core{core}_busy_ns", window) - core_spin
+        else:  # a record from before per-core samples: one core, the CPU's totals
+            core_spin, core_work = spin_ns, work_ns
         per_core.append(
             {
                 "core": core,
