@@ -11,14 +11,16 @@ from unittest import mock
 
 from amaranth import *
 from amaranth.lib import wiring
+from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
-from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, tx_channel
+from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_channel
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
+from macdma.hdl.dma.rx_fifo import RxFrameFifo
 from macdma.hdl.dma.tx_channel import TxDmaChannel
 from macdma.hdl.regmap import port_name
 
@@ -102,6 +104,31 @@ class FifoWithBinaryPointers(AsyncPrefetchFifo):
             return super().elaborate(platform)
 
 
+class RxFifoWithBinaryCounters(RxFrameFifo):
+    """The RX FIFO's own counters (``taken``, the overflow count) cross in plain binary."""
+
+    def elaborate(self, platform):
+        with (
+            _patched(rx_fifo, "gray_encode", _binary_encode),
+            _patched(rx_fifo, "gray_decode", _binary_decode),
+        ):
+            return super().elaborate(platform)
+
+
+def _half_memory(*, width, depth, **kwargs):
+    """An AsyncFIFOBuffered with half the memory asked for (one more than a power of 2)."""
+    return AsyncFIFOBuffered(width=width, depth=(depth - 1) // 2 + 1, **kwargs)
+
+
+class RxFifoCountsMissingRoom(RxFrameFifo):
+    """The RX FIFO counts room for a memory twice the size of the one it has (the room
+    counting across the crossing over-counts)."""
+
+    def elaborate(self, platform):
+        with _patched(rx_fifo, "AsyncFIFOBuffered", _half_memory):
+            return super().elaborate(platform)
+
+
 class _ReaderSeesOwn(wiring.Component):
     """An AxiBurstReader whose output shows OWN (bit 31 of each descriptor's word 3) set,
     whatever memory holds: the channel behind it no longer sees which descriptors it owns.
@@ -181,6 +208,18 @@ MUTANTS = [
         FifoWithBinaryPointers,
         "binary pointers across the clocks",
         "proofs.py",
+    ),
+    (
+        "rx_fifo_crossing",
+        RxFifoWithBinaryCounters,
+        "binary counters across the RX FIFO's clocks",
+        "crossing_proofs.py",
+    ),
+    (
+        "rx_fifo_crossing",
+        RxFifoCountsMissingRoom,
+        "room counted that the RX FIFO's memory does not have",
+        "crossing_proofs.py",
     ),
     (
         "rx_ownership",

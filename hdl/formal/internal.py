@@ -17,23 +17,31 @@ def elaborated(component):
     return Fragment.get(component, None)
 
 
-def _signals(fragment):
-    for statements in fragment.statements.values():
+def _signals(fragment, domain=None):
+    for statement_domain, statements in fragment.statements.items():
+        if domain is not None and statement_domain != domain:
+            continue
         for statement in statements:
             yield from statement._lhs_signals()
 
 
-def internal_signal(fragment, name: str, within: str | None = None) -> Signal:
+def internal_signal(
+    fragment, name: str, within: str | None = None, domain: str | None = None
+) -> Signal:
     """The one signal called ``name`` driven by ``fragment`` itself (not its submodules),
-    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there
-    is none or more than one, so a renamed register breaks the proof loudly instead of
-    silently weakening it."""
-    if within is not None:
-        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == within]
+    or by its submodule named ``within`` (a dotted path such as ``"words.unbuffered"``
+    reaches a submodule of a submodule); ``domain`` keeps only signals driven in that
+    domain (``"comb"`` or a clock domain's name), for a name used twice. Raises
+    ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
+    register breaks the proof loudly instead of silently weakening it."""
+    for step in within.split(".") if within is not None else ():
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == step]
         if len(subs) != 1:
-            raise LookupError(f"Expected one submodule named {within!r}, found {len(subs)}")
+            raise LookupError(f"Expected one submodule named {step!r}, found {len(subs)}")
         fragment = subs[0]
-    found = {id(s): s for s in _signals(fragment) if s.name == name}
+    found = {
+        id(s): s for s in _signals(fragment, domain) if isinstance(s, Signal) and s.name == name
+    }
     if len(found) != 1:
         raise LookupError(
             f"Expected one internal signal named {name!r} in the component, found {len(found)}"

@@ -24,6 +24,8 @@ from ..dma.tx_channel import TxDmaChannel
 from ..regmap import REGISTER_MAP, port_name
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
+from .crossing_proofs import RxFifoCrossingHarness
+from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
 from .harness import Harness
 from .internal import elaborated, internal_signal
 from .ownership_properties import RingOwnershipProperties
@@ -366,33 +368,14 @@ class GrayFifoHarness(Elaboratable):
         ]
         produce = internal_signal(fragment, "produce")
         fetch = internal_signal(fragment, "fetch")
-        bits = len(produce)
         for domain, name in (("w", "produce_gray"), ("r", "fetch_gray")):
             gray = internal_signal(fragment, name)
-            previous = Signal(bits, name=f"{name}_previous")
-            m.d[domain] += previous.eq(gray)
-            changed = gray ^ previous
-            # At most one bit differs: changed is zero or a power of two.
-            m.d.comb += Assert((changed & (changed - 1)) == 0)
+            m.d.comb += Assert(one_bit_steps(m, domain, gray, name))
 
         # Linking invariants (for k-induction): each Gray register encodes its binary
         # pointer, and every copy of a pointer on its way through a synchronizer is a value
         # the pointer had: the copies and the pointer are in order, no further apart than
         # the RAM is deep.
-        def gray_of(value):
-            return value ^ (value >> 1)
-
-        def binary_of(gray):
-            return Cat(gray[i:].xor() for i in range(bits))
-
-        def distance(older, newer):
-            return (newer - older)[:bits]
-
-        def in_order(*values):
-            return sum(
-                distance(a, b) for a, b in zip(values, values[1:], strict=False)
-            ) == distance(values[0], values[-1])
-
         m.d.comb += [
             Assert(internal_signal(fragment, "produce_gray") == gray_of(produce)),
             Assert(internal_signal(fragment, "fetch_gray") == gray_of(fetch)),
@@ -636,6 +619,15 @@ PROOFS = [
         depth=8,
         cover_depth=30,
         component="hdl/dma/prefetch_fifo.py AsyncPrefetchFifo",
+        options={"multiclock": "on"},
+    ),
+    Proof(
+        name="rx_fifo_crossing",
+        harness=RxFifoCrossingHarness,
+        mode="prove",
+        depth=16,
+        cover_depth=30,
+        component="hdl/dma/rx_fifo.py RxFrameFifo",
         options={"multiclock": "on"},
     ),
     Proof(
