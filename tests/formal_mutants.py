@@ -18,6 +18,7 @@ from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_ch
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
+from macdma.hdl.dma.irq import IrqController
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
 from macdma.hdl.dma.rx_fifo import RxFrameFifo
@@ -82,6 +83,15 @@ class CsrBankClearsAllStatus(CsrBank):
         with m.If(self.bus.wvalid & self.bus.wready):
             for fld in reg.fields:
                 m.d.sync += getattr(self, port_name(block, reg, fld)).eq(0)
+        return m
+
+
+class IrqIntervalOneUsShort(IrqController):
+    """The rate limit times each interval one µs shorter than IRQ_MIN_INTERVAL."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += m.submodules.rate_limit.us.eq(self.min_interval_us - 1)
         return m
 
 
@@ -203,6 +213,12 @@ MUTANTS = [
         "axi_lite_properties.py",
     ),
     ("irq_w1c", CsrBankClearsAllStatus, "a write clears IRQ_STATUS bits not written", "proofs.py"),
+    (
+        "irq_rate_limit",
+        IrqIntervalOneUsShort,
+        "an interrupt interval one µs short",
+        "irq_proofs.py",
+    ),
     (
         "fifo_gray_crossing",
         FifoWithBinaryPointers,

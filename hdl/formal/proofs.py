@@ -28,6 +28,7 @@ from .crossing_proofs import RxFifoCrossingHarness
 from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
 from .harness import Harness
 from .internal import elaborated, internal_signal
+from .irq_proofs import IrqSpacingHarness
 from .ownership_properties import RingOwnershipProperties
 from .streams import free_stream_source
 
@@ -611,6 +612,14 @@ PROOFS = [
         depth=4,
         cover_depth=24,
         component="hdl/dma/irq.py IrqController + CsrBank",
+    ),
+    Proof(
+        name="irq_rate_limit",
+        harness=IrqSpacingHarness,
+        mode="prove",
+        depth=4,
+        cover_depth=16,
+        component="hdl/dma/irq.py IrqController",
     ),
     Proof(
         name="fifo_gray_crossing",
