@@ -13,6 +13,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.fifo import AsyncFIFOBuffered
 
+from macdma.hdl.bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
 from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_channel
 from macdma.hdl.dma.axi_reader import AxiBurstReader
@@ -61,6 +62,24 @@ class WriterStrobesEveryLane(AxiBurstWriter):
     def elaborate(self, platform):
         m = super().elaborate(platform)
         m.d.comb += self.axi.wstrb.eq(0b1111)
+        return m
+
+
+class ReadArbiterShowsEveryR(Axi4ReadArbiter):
+    """Master 0 sees every R beat, also those of master 1's bursts (a routing error)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i0.rvalid.eq(self.o.rvalid)
+        return m
+
+
+class WriteArbiterSendsMaster0Data(Axi4WriteArbiter):
+    """The W data on the merged port is always master 0's, also in master 1's bursts."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.o.wdata.eq(self.i0.wdata)
         return m
 
 
@@ -205,6 +224,18 @@ MUTANTS = [
         WriterStrobesEveryLane,
         "strobes on bytes outside the buffer",
         "proofs.py",
+    ),
+    (
+        "axi4_read_arbiter",
+        ReadArbiterShowsEveryR,
+        "an R beat routed to a master it does not belong to",
+        "arbiter_proofs.py",
+    ),
+    (
+        "axi4_write_arbiter",
+        WriteArbiterSendsMaster0Data,
+        "a W beat of one master written into another's burst",
+        "arbiter_proofs.py",
     ),
     (
         "axi_lite_csr_slave",

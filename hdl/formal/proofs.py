@@ -23,6 +23,7 @@ from ..dma.rx_channel import RxDmaChannel
 from ..dma.tx_channel import TxDmaChannel
 from ..regmap import REGISTER_MAP, port_name
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
+from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi_lite_properties import AxiLiteSlaveProperties
 from .crossing_proofs import RxFifoCrossingHarness
 from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
@@ -596,6 +597,22 @@ PROOFS = [
         cover_depth=8,
         component="hdl/dma/axi_writer.py AxiBurstWriter",
         reason=_MOVER_REASON,
+    ),
+    Proof(
+        name="axi4_read_arbiter",
+        harness=ReadArbiterHarness,
+        mode="bmc",
+        depth=12,
+        cover_depth=12,
+        component="hdl/bus/axi4_arbiter.py Axi4ReadArbiter",
+    ),
+    Proof(
+        name="axi4_write_arbiter",
+        harness=WriteArbiterHarness,
+        mode="bmc",
+        depth=12,
+        cover_depth=12,
+        component="hdl/bus/axi4_arbiter.py Axi4WriteArbiter",
     ),
     Proof(
         name="axi_lite_csr_slave",
