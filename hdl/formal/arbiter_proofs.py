@@ -19,11 +19,12 @@ from amaranth.lib.wiring import In
 from ..bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .harness import Harness
+from .internal import elaborated
 
 __all__ = ["ReadArbiterHarness", "WriteArbiterHarness", "ARBITER_MASTER_OUTSTANDING"]
 
 ARBITER_MASTERS = 2
-ARBITER_ADDR_WIDTH = 14
+ARBITER_ADDR_WIDTH = 12
 ARBITER_DATA_WIDTH = 32
 #: Bursts each master keeps in flight at most (the DMA's movers: up to 4; 2 keeps the
 #: checkers' queues small while two bursts of each master can still interleave).
@@ -73,23 +74,43 @@ class ReadArbiterHarness(Harness):
         _drive_inputs(self, m, dut)
         burst_beats = self.any_const(9, "burst_beats")
         ports = dut.inputs
+        masters = []
         for k, port in enumerate(ports):
-            m.submodules[f"master{k}_props"] = Axi4ReadProperties(
+            props = Axi4ReadProperties(
                 port,
                 started=self.started,
                 burst_beats=burst_beats,
                 max_outstanding=ARBITER_MASTER_OUTSTANDING,
                 proven="slave",
             )
+            m.submodules[f"master{k}_props"] = elaborated(props)
+            masters.append(props)
         ids = tuple(_master_id(k, dut) for k in range(ARBITER_MASTERS))
-        m.submodules.merged_props = merged = Axi4ReadProperties(
+        merged = Axi4ReadProperties(
             dut.o,
             started=self.started,
             burst_beats=burst_beats,
             max_outstanding=ARBITER_MASTERS * ARBITER_MASTER_OUTSTANDING,
             ids=ids,
         )
+        m.submodules.merged_props = elaborated(merged)
         o = dut.o
+        # Linking invariants (k-induction): the merged port's bursts of master k's ID are
+        # exactly master k's outstanding bursts, in order, at the same beat.
+        for k, props in enumerate(masters):
+            mine, theirs = merged.bursts[k], props.bursts[0]
+            m.d.comb += [
+                Assert(mine.consistent),
+                Assert(theirs.consistent),
+                Assert(mine.level == theirs.level),
+                Assert(merged.r_beats[k] == props.r_beats[0]),
+            ]
+            for age in range(theirs.depth):
+                with m.If(age < theirs.level):
+                    m.d.comb += [
+                        Assert(mine.entry(field, age) == theirs.entry(field, age))
+                        for field in ("len", "addr")
+                    ]
         owner = o.rid[dut.id_width_in :]
         for k, port in enumerate(ports):
             with m.If(o.rvalid & (owner == k)):
@@ -123,9 +144,17 @@ class WriteArbiterHarness(Harness):
     WLAST, and no master's W beat is accepted without going out; B routing as R above.
     """
 
-    def __init__(self, make_dut: Callable = Axi4WriteArbiter):
+    def __init__(
+        self,
+        make_dut: Callable = Axi4WriteArbiter,
+        *,
+        master_outstanding: int = 1,
+        w_fifo_depth: int = 1,
+    ):
         super().__init__()
         self._make_dut = make_dut
+        self._master_outstanding = master_outstanding
+        self._w_fifo_depth = w_fifo_depth
 
     def build(self, m):
         dut = self._make_dut(
@@ -133,7 +162,7 @@ class WriteArbiterHarness(Harness):
             addr_width=ARBITER_ADDR_WIDTH,
             data_width=ARBITER_DATA_WIDTH,
             id_width_in=1,
-            w_fifo_depth=ARBITER_W_FIFO_DEPTH,
+            w_fifo_depth=self._w_fifo_depth,
         )
         m.submodules.arbiter = dut
         _drive_inputs(self, m, dut)
@@ -144,7 +173,7 @@ class WriteArbiterHarness(Harness):
                 port,
                 started=self.started,
                 burst_beats=burst_beats,
-                max_outstanding=ARBITER_MASTER_OUTSTANDING,
+                max_outstanding=self._master_outstanding,
                 proven="slave",
             )
         ids = tuple(_master_id(k, dut) for k in range(ARBITER_MASTERS))
@@ -152,7 +181,7 @@ class WriteArbiterHarness(Harness):
             dut.o,
             started=self.started,
             burst_beats=burst_beats,
-            max_outstanding=ARBITER_MASTERS * ARBITER_MASTER_OUTSTANDING,
+            max_outstanding=ARBITER_MASTERS * self._master_outstanding,
             ids=ids,
         )
         o = dut.o
@@ -185,6 +214,6 @@ class WriteArbiterHarness(Harness):
         with m.If(merged.w_accepted):
             m.d.sync += [last_w_owner.eq(w_owner), last_w_was_last.eq(o.wlast)]
         m.d.comb += [
-            Cover(merged.outstanding == ARBITER_MASTERS * ARBITER_MASTER_OUTSTANDING),
+            Cover(merged.outstanding == ARBITER_MASTERS * self._master_outstanding),
             Cover(merged.w_accepted & (w_owner == 1) & last_w_was_last & (last_w_owner == 0)),
         ]

@@ -163,6 +163,10 @@ class Axi4ReadProperties(Elaboratable):
         self.r_beat = Signal(8)
         self.r_addr = Signal(len(bus.araddr))
         self.r_len = Signal(8)
+        #: After elaboration, per ID (in ``ids`` order): its queue of bursts and the beat
+        #: count of its current burst (for linking invariants).
+        self.bursts = []
+        self.r_beats = []
 
     def elaborate(self, platform):
         m = Module()
@@ -212,6 +216,8 @@ class Axi4ReadProperties(Elaboratable):
                 ]
             r_known = r_known | (this_id & (bursts.level != 0))
             levels.append(bursts.level)
+            self.bursts.append(bursts)
+            self.r_beats.append(beat)
         m.d.comb += self.outstanding.eq(sum(levels))
 
         m.d.comb += rules.master(self.outstanding <= self._max_outstanding)
