@@ -9,7 +9,7 @@ proven). The HDL stays untouched: the register is found by name in the elaborate
 
 from amaranth.hdl import Fragment, Signal
 
-__all__ = ["elaborated", "internal_signal"]
+__all__ = ["elaborated", "internal_signal", "in_state"]
 
 
 def elaborated(component):
@@ -47,3 +47,19 @@ def internal_signal(
             f"Expected one internal signal named {name!r} in the component, found {len(found)}"
         )
     return next(iter(found.values()))
+
+
+def in_state(fsm_state: Signal, name: str):
+    """High while the FSM whose state register is ``fsm_state`` (an FSM's ``<name>_state``,
+    found with :func:`internal_signal`) is in state ``name``. Raises ``LookupError`` naming
+    the states if it has none called ``name``."""
+    states = {}
+    for value in range(2 ** len(fsm_state)):
+        try:
+            label = fsm_state.decoder(value)
+        except KeyError:
+            continue
+        states[label.rsplit("/", 1)[0]] = value
+    if name not in states:
+        raise LookupError(f"No FSM state {name!r}; the states are {sorted(states)}")
+    return fsm_state == states[name]
