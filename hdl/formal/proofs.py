@@ -17,21 +17,18 @@ from amaranth.utils import exact_log2
 from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR, CsrBank
 from ..dma.axi_reader import AxiBurstReader
 from ..dma.axi_writer import AxiBurstWriter
-from ..dma.descriptor import MIN_RX_BUFFER_BYTES
 from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
 from ..dma.prefetch_fifo import AsyncPrefetchFifo
-from ..dma.rx_channel import RxDmaChannel
-from ..dma.tx_channel import TxDmaChannel
 from ..regmap import REGISTER_MAP, port_name
 from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
+from .channel_proofs import RxOwnershipHarness, TxOwnershipHarness
 from .crossing_proofs import RxFifoCrossingHarness
 from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
-from .harness import Harness
+from .harness import Harness, drive_free
 from .internal import elaborated, in_state, internal_signal
 from .irq_proofs import IrqSpacingHarness
-from .ownership_properties import RingOwnershipProperties
 from .streams import free_stream_source
 
 __all__ = ["Proof", "PROOFS", "proof_by_name"]
@@ -41,13 +38,6 @@ __all__ = ["Proof", "PROOFS", "proof_by_name"]
 MOVER_DATA_WIDTH = 32
 MOVER_ADDR_WIDTH = 14
 MOVER_MAX_OUTSTANDING = 2
-
-
-def _drive_slave(h: Harness, m: Module, bus, names) -> None:
-    """Connect the slave-driven members ``names`` of ``bus`` to free inputs."""
-    for name in names:
-        signal = getattr(bus, name)
-        m.d.comb += signal.eq(h.any_seq(len(signal), f"slave_{name}"))
 
 
 class AxiReaderHarness(Harness):
@@ -71,7 +61,7 @@ class AxiReaderHarness(Harness):
             dut.burst_beats.eq(burst_beats),
             dut.o.ready.eq(self.any_seq(1, "o_ready")),
         ]
-        _drive_slave(self, m, dut.axi, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
+        drive_free(self, m, dut.axi, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
         props = Axi4ReadProperties(
             dut.axi,
             started=self.started,
@@ -167,7 +157,7 @@ class AxiWriterHarness(Harness):
             dut.burst_beats.eq(burst_beats),
             dut.done.ready.eq(self.any_seq(1, "done_ready")),
         ]
-        _drive_slave(self, m, dut.axi, ["awready", "wready", "bid", "bresp", "bvalid"])
+        drive_free(self, m, dut.axi, ["awready", "wready", "bid", "bresp", "bvalid"])
         m.submodules.props = props = Axi4WriteProperties(
             dut.axi,
             started=self.started,
@@ -455,131 +445,6 @@ class GrayFifoHarness(Elaboratable):
             Cover(dut.r.valid & dut.r.ready & (produce[-1] != fetch[-1])),
         ]
         return m
-
-
-#: RX channel parameters of the ownership proof: 32-bit data, 13-bit addresses (8 KiB: the
-#: ring and the buffers share it, so a stray write can hit either), one descriptor
-#: prefetched, rings of 2..4 entries.
-RX_ADDR_WIDTH = 13
-RX_MAX_RING = 4
-
-
-class RxOwnershipHarness(Harness):
-    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` with memory contents unconstrained
-    (every R beat of a descriptor fetch is free data), any frames on ``i``, any doorbells,
-    and AXI4 slaves free within the protocol: the AXI4 master properties on both of its
-    interfaces and :class:`~.ownership_properties.RingOwnershipProperties`."""
-
-    def __init__(self, make_dut: Callable = RxDmaChannel):
-        super().__init__()
-        self._make_dut = make_dut
-
-    def build(self, m):
-        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=1)
-        m.submodules.dut = dut
-        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(13, "ring_size")
-        burst_beats = self.any_const(9, "burst_beats")
-        m.d.comb += [
-            Assume(ring_base[:4] == 0),
-            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
-            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
-            dut.ring_base.eq(ring_base),
-            dut.ring_size.eq(ring_size),
-            dut.burst_beats.eq(burst_beats),
-            dut.run.eq(1),
-            dut.reset.eq(0),
-            dut.poll_us.eq(0),
-            dut.sys_clk_mhz.eq(1),
-            dut.prefetch.eq(1),
-            dut.tail.eq(self.any_seq(12, "tail")),
-            dut.tail_written.eq(self.any_seq(1, "tail_written")),
-            dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
-        ]
-        free_stream_source(self, m, dut.i, "i")
-        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
-        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
-        # The channel's movers keep up to 4 bursts in flight (their default).
-        m.submodules.read_props = read_props = Axi4ReadProperties(
-            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.write_props = write_props = Axi4WriteProperties(
-            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.ownership = ownership = RingOwnershipProperties(
-            read_props=read_props,
-            write_props=write_props,
-            read_bus=dut.axi_read,
-            write_bus=dut.axi_write,
-            ring_base=ring_base,
-            ring_size=ring_size,
-            min_length=MIN_RX_BUFFER_BYTES,
-            max_ring=RX_MAX_RING,
-        )
-        m.d.comb += [
-            # A frame's data written into an owned buffer; the frame complete, its EOP
-            # descriptor written back and answered OKAY.
-            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
-            Cover(dut.events.frame_done),
-        ]
-
-
-class TxOwnershipHarness(Harness):
-    """:class:`~macdma.hdl.dma.tx_channel.TxDmaChannel` under the same conditions as the RX
-    proof: descriptors and fragments are free data, the TX FIFO side takes data at any
-    pace. The channel's reader serves descriptor fetches and fragment reads; the channel's
-    own ``reading_fragment`` register tells the checker which one an AR or R beat is."""
-
-    def __init__(self, make_dut: Callable = TxDmaChannel):
-        super().__init__()
-        self._make_dut = make_dut
-
-    def build(self, m):
-        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=2)
-        m.submodules.dut = fragment = elaborated(dut)
-        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(len(dut.ring_size), "ring_size")
-        burst_beats = self.any_const(9, "burst_beats")
-        m.d.comb += [
-            Assume(ring_base[:4] == 0),
-            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
-            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
-            dut.ring_base.eq(ring_base),
-            dut.ring_size.eq(ring_size),
-            dut.burst_beats.eq(burst_beats),
-            dut.run.eq(1),
-            dut.reset.eq(0),
-            dut.poll_us.eq(0),
-            dut.sys_clk_mhz.eq(1),
-            dut.prefetch.eq(self.any_const(5, "prefetch")),
-            dut.tail.eq(self.any_seq(len(dut.tail), "tail")),
-            dut.tail_written.eq(self.any_seq(1, "tail_written")),
-            dut.o.ready.eq(self.any_seq(1, "o_ready")),
-        ]
-        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
-        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
-        m.submodules.read_props = read_props = Axi4ReadProperties(
-            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.write_props = write_props = Axi4WriteProperties(
-            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        reading_fragment = internal_signal(fragment, "reading_fragment")
-        m.submodules.ownership = ownership = RingOwnershipProperties(
-            read_props=read_props,
-            write_props=write_props,
-            read_bus=dut.axi_read,
-            write_bus=dut.axi_write,
-            ring_base=ring_base,
-            ring_size=ring_size,
-            min_length=1,
-            max_ring=RX_MAX_RING,
-            fragment_reads=reading_fragment,
-            buffer_writes=False,
-        )
-        # The fragment read of an owned descriptor (step 11). Its write-back comes later
-        # than the depth this proof can afford (docs/formal.md).
-        m.d.comb += Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0))
 
 
 @dataclass(frozen=True)
