@@ -212,7 +212,11 @@ def main(argv=None) -> int:
 
     if args.list:
         for proof in PROOFS:
-            print(f"{proof.name:28} {proof.mode} depth {proof.depth:<4} {proof.component}")
+            suite = f"(suite {proof.ci_depth})" if proof.ci_depth else ""
+            print(
+                f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:10} "
+                f"{proof.component}"
+            )
         return 0
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")

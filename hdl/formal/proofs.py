@@ -489,8 +489,9 @@ class Proof:
 
 
 _MOVER_REASON = (
-    "induction needs the checker's burst queue tied to the mover's own counters (in flight, "
-    "beats and bytes left); the depth covers a command, two bursts in flight and a 4 KiB split"
+    "induction needs the checker's burst queue tied to the writer's own FIFO of burst "
+    "lengths, an Amaranth SyncFIFO whose memory the properties cannot read; the depth covers "
+    "a command, two bursts in flight and a 4 KiB split"
 )
 
 _CHANNEL_REASON = (
@@ -503,10 +504,9 @@ PROOFS = [
     Proof(
         name="axi4_read_master",
         harness=AxiReaderHarness,
-        mode="bmc",
-        depth=12,
+        mode="prove",
+        depth=5,
         cover_depth=12,
-        reason=_MOVER_REASON,
         component="hdl/dma/axi_reader.py AxiBurstReader",
     ),
     Proof(
