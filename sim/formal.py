@@ -212,9 +212,10 @@ def main(argv=None) -> int:
 
     if args.list:
         for proof in PROOFS:
-            suite = f"(suite {proof.ci_depth})" if proof.ci_depth else ""
+            ci = proof.for_ci()
+            suite = "" if ci is proof else f"(suite {ci.mode} {ci.depth})"
             print(
-                f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:10} "
+                f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:16} "
                 f"{proof.component}"
             )
         return 0
