@@ -82,34 +82,6 @@ def test_ci_profile_runs_the_shallower_depth():
     assert proof.depth == 14
 
 
-def test_ci_profile_may_check_an_induction_proof_bounded():
-    proof = Proof(
-        name="x",
-        harness=object,
-        mode="prove",
-        depth=5,
-        ci_mode="bmc",
-        ci_depth=12,
-        cover_depth=1,
-        component="-",
-    )
-    assert (proof.for_ci().mode, proof.for_ci().depth) == ("bmc", 12)
-    assert (proof.mode, proof.depth) == ("prove", 5)
-
-
-def test_proof_rejects_a_ci_mode_without_a_depth():
-    with pytest.raises(ValueError, match="ci_mode needs a ci_depth"):
-        Proof(
-            name="x",
-            harness=object,
-            mode="prove",
-            depth=5,
-            ci_mode="bmc",
-            cover_depth=1,
-            component="-",
-        )
-
-
 def test_missing_tool_is_named(monkeypatch):
     monkeypatch.setattr(formal, "SOLVER", "no-such-solver-smt2")
     with pytest.raises(RuntimeError, match="no-such-solver-smt2.*formal"):

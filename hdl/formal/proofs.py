@@ -454,9 +454,8 @@ class Proof:
     ``mode`` is ``"prove"`` (k-induction: the property holds in every reachable state) or
     ``"bmc"`` (bounded: no violation within ``depth`` cycles of reset; ``reason`` says why
     induction is not used). ``cover_depth`` bounds the search for each ``Cover``.
-    ``ci_depth``, if set, is the shallower depth the test suite checks (CI's time budget),
-    with ``ci_mode`` if that is set too (a proof whose induction step is too slow for the
-    suite runs there as ``bmc``); ``make formal`` always runs ``mode`` and ``depth``.
+    ``ci_depth``, if set, is the shallower bounded depth the test suite checks (CI's time
+    budget); ``make formal`` always runs ``depth``.
     """
 
     name: str
@@ -468,7 +467,6 @@ class Proof:
     reason: str = ""
     options: dict = field(default_factory=dict)
     ci_depth: int | None = None
-    ci_mode: str | None = None
 
     def __post_init__(self):
         if self.mode not in ("prove", "bmc"):
@@ -477,17 +475,8 @@ class Proof:
             raise ValueError(
                 f"Proof {self.name}: depth must be a positive integer, not {self.depth!r}"
             )
-        if self.ci_mode not in (None, "bmc"):
-            raise ValueError(f"Proof {self.name}: ci_mode must be 'bmc', not {self.ci_mode!r}")
-        if self.ci_mode is not None and self.ci_depth is None:
-            raise ValueError(f"Proof {self.name}: ci_mode needs a ci_depth")
-        # The same mode in the suite: only shallower. A bmc profile of a prove proof is a
-        # different check, so any positive depth.
-        limit = self.depth if self.ci_mode in (None, self.mode) else None
         if self.ci_depth is not None and (
-            not isinstance(self.ci_depth, int)
-            or self.ci_depth < 1
-            or (limit is not None and self.ci_depth > limit)
+            not isinstance(self.ci_depth, int) or not 1 <= self.ci_depth <= self.depth
         ):
             raise ValueError(
                 f"Proof {self.name}: ci_depth must be in 1..depth ({self.depth}), "
@@ -495,11 +484,10 @@ class Proof:
             )
 
     def for_ci(self) -> "Proof":
-        """This proof as the test suite runs it: at ``ci_depth`` (and in ``ci_mode``) if
-        set."""
+        """This proof as the test suite runs it: at ``ci_depth`` if one is set."""
         if self.ci_depth is None:
             return self
-        return replace(self, depth=self.ci_depth, mode=self.ci_mode or self.mode)
+        return replace(self, depth=self.ci_depth)
 
 
 _MOVER_REASON = (
@@ -520,8 +508,6 @@ PROOFS = [
         harness=AxiReaderHarness,
         mode="prove",
         depth=5,
-        ci_mode="bmc",
-        ci_depth=12,
         cover_depth=12,
         component="hdl/dma/axi_reader.py AxiBurstReader",
     ),
