@@ -48,6 +48,10 @@ class RxFrameFifo(wiring.Component):
     overflows : Out(32), ``sync`` domain
         Frames cut short or lost by this FIFO since reset; wraps. Lags the ``rx`` side by
         about 4 ``sync`` cycles.
+    fill_bytes : Out(range(depth_bytes + 2 * W + 1)), ``rx`` domain
+        Bytes of whole words stored and not yet taken by the DMA, as the overflow logic
+        counts them (two rx cycles old): what 802.3x flow
+        control compares with its watermarks.
 
     Packing happens in the ``rx`` domain, so the crossing carries one word per W bytes.
 
@@ -97,6 +101,7 @@ class RxFrameFifo(wiring.Component):
                 "o": Out(stream.Signature(packed_layout(data_width, "error", "overflow"))),
                 "o_cause": Out(RxError),
                 "overflows": Out(32),
+                "fill_bytes": Out(range(depth_bytes + 2 * (data_width // 8) + 1)),
             }
         )
 
@@ -177,6 +182,7 @@ class RxFrameFifo(wiring.Component):
         used_q = Signal(level_bits)
         wrote_before = Signal()  # w_en one cycle later: a word written two cycles ago
         m.d.rxf += [used_q.eq(used), wrote_before.eq(w_en)]
+        m.d.comb += self.fill_bytes.eq(used_q * beat_bytes)
         # free_ge[k]: at least k + 1 words free (true after a reset: the FIFO is empty).
         free_ge = [Signal(name=f"free_ge{n}", init=1) for n in range(1, 5)]
         m.d.rxf += [flag.eq(used_q + n <= capacity) for n, flag in enumerate(free_ge, 1)]
