@@ -787,7 +787,8 @@ def _flow_control_registers() -> tuple[Register, ...]:
                     doc="1: the MAC sends an XOFF when the RX FIFO reaches "
                     "MAC_FC_WATER.high (and while xoff is 1), refreshed every "
                     "MAC_FC_QUANTA.refresh quanta, and an XON once it drains below "
-                    "MAC_FC_WATER.low.",
+                    "MAC_FC_WATER.low; and a frame that finds no RX buffer posted waits "
+                    "in the RX FIFO for one instead of being dropped (RX_DROPS).",
                 ),
                 Field(
                     "forward",

@@ -165,7 +165,7 @@ class MacDmaSoc(wiring.Component):
         self._mac_config(m, bank, mac)
         self._mac_statistics(m, bank, mac)
         if params.flow_control:
-            self._flow_control(m, bank, mac, rx_fifo)
+            self._flow_control(m, bank, mac, rx_fifo, rx_dma)
         else:
             for name in FLOW_CONTROL_COUNTERS:
                 m.d.comb += bank.port(f"STATS_{name.upper()}").eq(0)
@@ -258,7 +258,7 @@ class MacDmaSoc(wiring.Component):
         m.d.comb += bank.port("TX_DROPS").eq(tx_stats.counters.tx_underruns)
 
     @staticmethod
-    def _flow_control(m, bank, mac, rx_fifo):
+    def _flow_control(m, bank, mac, rx_fifo, rx_dma):
         """802.3x PAUSE from the MAC_ADDR_* and MAC_FC_* registers. The MAC acts on PAUSE
         frames to 01-80-C2-00-00-01 (and to the station address with check_ucast) and
         sends XOFF while the RX FIFO is above its high mark (or MAC_FC_CTRL.xoff is 1),
@@ -289,6 +289,9 @@ class MacDmaSoc(wiring.Component):
                     source, target, o_domain=domain
                 )
         m.d.comb += [
+            # A frame without a buffer waits in the FIFO, so the FIFO's level is the
+            # driver's backlog and the XOFF pushes back instead of frames being dropped.
+            rx_dma.wait_for_buffers.eq(fc("tx_pause")),
             mac.mcf_rx_config.eth_dst_mcast.eq(PAUSE_MULTICAST_ADDRESS),
             mac.mcf_rx_config.check_eth_dst_mcast.eq(1),
             mac.mcf_rx_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),

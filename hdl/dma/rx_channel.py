@@ -63,6 +63,10 @@ class RxDmaChannel(wiring.Component):
         BURST_BEATS, passed to both AXI movers.
     prefetch : In(5)
         PREFETCH: descriptors per fetch burst, clamped to 1..max_prefetch.
+    wait_for_buffers : In(1)
+        1: a frame that finds no owned descriptor at its start waits in the RX FIFO for
+        one (a doorbell or poll brings it) instead of being dropped; the FIFO then fills
+        and 802.3x flow control (MAC_FC_CTRL.tx_pause) asks the peer to pause.
     i : In(stream {data, count, last, error, overflow})
         Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``.
     i_cause : In(RxError)
@@ -104,7 +108,8 @@ class RxDmaChannel(wiring.Component):
       are ignored) and stops automatic fetching until a doorbell or poll.
     * Frames: a frame starts in the buffer of the next prefetched descriptor. When the set
       is empty, the channel re-reads the ring once; still nothing owned: the whole frame is
-      consumed and dropped (``drops`` + 1), nothing is written. A zero-length frame (a lone
+      consumed and dropped (``drops`` + 1), nothing is written; with ``wait_for_buffers``
+      it waits instead until a descriptor is fetched. A zero-length frame (a lone
       ``count = 0`` marker beat: a frame the FIFO lost whole, already in its overflow count)
       is discarded without using a descriptor.
     * Spill: a full buffer is written back (not EOP) only once the next descriptor is in
@@ -152,6 +157,7 @@ class RxDmaChannel(wiring.Component):
                 "sys_clk_mhz": In(10),
                 "burst_beats": In(9),
                 "prefetch": In(5),
+                "wait_for_buffers": In(1),
                 "i": In(stream.Signature(in_layout)),
                 "i_cause": In(RxError),
                 "head": Out(12),
@@ -578,7 +584,15 @@ class RxDmaChannel(wiring.Component):
             with core.State("Wait Start"):
                 with core.If(dset.r_rdy):
                     core.next = "Idle"
+                with core.Elif(nothing_found & self.wait_for_buffers):
+                    core.next = "Wait Buffer"
                 with core.Elif(nothing_found):
+                    core.next = "Drop"
+            with core.State("Wait Buffer"):
+                # Flow control holds the frame in the FIFO until the driver posts a buffer.
+                with core.If(dset.r_rdy):
+                    core.next = "Idle"
+                with core.Elif(~self.wait_for_buffers):
                     core.next = "Drop"
             with core.State("Drop"):
                 with core.If(active):

@@ -126,7 +126,6 @@ class EthMac(wiring.Component):
             members.update(_FLOW_CONTROL_MEMBERS)
         super().__init__(members)
 
-
     def elaborate(self, platform):
         m = Module()
         tx_domain = DomainRenamer("tx")

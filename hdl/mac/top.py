@@ -47,35 +47,29 @@ _PORTS = {
     "rx_rst": In(1),
     "tx_clk": In(1),
     "tx_rst": In(1),
-
     "tx_axis_tdata": In(8),
     "tx_axis_tvalid": In(1),
     "tx_axis_tready": Out(1),
     "tx_axis_tlast": In(1),
     "tx_axis_tuser": In(1),
-
     "rx_axis_tdata": Out(8),
     "rx_axis_tvalid": Out(1),
     "rx_axis_tlast": Out(1),
     "rx_axis_tuser": Out(1),
-
     "gmii_rxd": In(8),
     "gmii_rx_dv": In(1),
     "gmii_rx_er": In(1),
     "gmii_txd": Out(8),
     "gmii_tx_en": Out(1),
     "gmii_tx_er": Out(1),
-
     "rx_clk_enable": In(1),
     "tx_clk_enable": In(1),
     "rx_mii_select": In(1),
     "tx_mii_select": In(1),
-
     "cfg_ifg": In(8),
     "cfg_tx_enable": In(1),
     "cfg_rx_enable": In(1),
     "cfg_rx_max_length": In(16),
-
     "tx_error_underflow": Out(1),
     "rx_error_bad_frame": Out(1),
     "rx_error_bad_fcs": Out(1),

@@ -188,8 +188,8 @@ async def test_tx_lfc_req_sends_xoff_refresh_and_xon(dut, mode):
     assert_pause_frame(first, 0x1234)
     assert_pause_frame(second, 0x1234)
     interval_ps = second.sim_time_start - first.sim_time_start
-    assert quanta_ps(mode, refresh) <= interval_ps <= quanta_ps(mode, refresh) + slack_ps(
-        mode, bench
+    assert (
+        quanta_ps(mode, refresh) <= interval_ps <= quanta_ps(mode, refresh) + slack_ps(mode, bench)
     ), f"refresh after {interval_ps} ps, expected {quanta_ps(mode, refresh)} ps"
     assert int(dut.stat_tx_lfc_paused.value) == 1
     dut.tx_lfc_req.value = 0
