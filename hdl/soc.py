@@ -52,7 +52,9 @@ class SocParams:
     """Build-time parameters; everything a regression sweeps is a register instead."""
 
     data_width: int = 32  # AXI4 master data width: 32 or 64
-    tx_fifo_bytes: int = 4096  # frames up to this size are stored whole before sending
+    # Frames up to this size are stored whole before sending (larger ones go cut-through,
+    # docs/soc.md); the default holds one jumbo frame (MAX_JUMBO_FRAME_BYTES).
+    tx_fifo_bytes: int = 16384
     rx_fifo_bytes: int = 4096
     max_prefetch: int = 8  # most descriptors fetched in one burst (FEATURES.max_prefetch)
     flow_control: bool = True  # 802.3x PAUSE in the MAC (FEATURES.flow_control, MAC_FC_*)

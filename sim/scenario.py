@@ -40,7 +40,7 @@ from .simulators import SIMULATORS
 DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
-MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
+MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
 IRQ_MIN_INTERVAL_MAX_US = max(r[-1] for r in REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid)
