@@ -49,7 +49,8 @@ async def transmit_all(bench, ring, frames, fragment_count: int):
             for part_number, part in enumerate(parts):
                 bench.memory.write(address, part)
                 first, last = part_number == 0, part_number == len(parts) - 1
-                in_flight.append((ring.post(Descriptor.tx(address, len(part), sop=first, eop=last)), len(part)))
+                descriptor = Descriptor.tx(address, len(part), sop=first, eop=last)
+                in_flight.append((ring.post(descriptor), len(part)))
                 address += len(part)
             posted = True
         if posted:
