@@ -266,6 +266,9 @@ class MacDmaSoc(wiring.Component):
         sends XOFF while the RX FIFO is above its high mark (or MAC_FC_CTRL.xoff is 1),
         XON once it is below the low mark. Settings are quasi-static, so each is simply
         synchronised into the PHY domain that uses it."""
+        # Built as a submodule, so the synthesis report can count what flow control costs.
+        soc, m = m, Module()
+        soc.submodules.flow_control = m
         fc = lambda field: bank.port("MAC_FC_CTRL", field)  # noqa: E731
         station = Cat(bank.port("MAC_ADDR_LO"), bank.port("MAC_ADDR_HI"))
         settings = {
