@@ -90,7 +90,7 @@ class PauseTxConfig(data.Struct):
     """``cfg_tx_lfc_*``: the PAUSE frames the MAC sends, and whether it sends any.
 
     ``quanta`` goes into each XOFF; while ``tx_lfc_req`` stays high the XOFF is sent again
-    every ``refresh`` quanta (so the peer's timer never runs out)."""
+    every ``refresh`` quanta (so the peer's timer never runs out; 0: no refresh)."""
 
     eth_dst: 48
     eth_src: 48
@@ -333,8 +333,8 @@ class PauseTransmitter(wiring.Component):
 
     With ``config.en``: when ``tx_lfc_req`` rises an XOFF (``config.quanta``) goes out,
     and again every ``config.refresh`` quanta while it stays high; when it falls an XON
-    (quanta 0) goes out, if an XOFF went out before. ``tx_lfc_resend`` sends the current
-    state again.
+    (quanta 0) goes out, if an XOFF went out before. ``tx_lfc_resend`` sends an XOFF in
+    force again (nothing once its XON has gone out).
 
     Members
     -------
