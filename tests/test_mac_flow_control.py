@@ -78,17 +78,20 @@ def test_no_xon_without_an_xoff_before():
 
 def test_refresh_every_refresh_quanta_while_requested():
     refresh = 3
-    requests = pause_sender_requests([(5, 0, 0), (12 * GMII_CLOCKS_PER_QUANTUM, 1, 0)], refresh=refresh)
+    steps = [(5, 0, 0), (12 * GMII_CLOCKS_PER_QUANTUM, 1, 0)]
+    requests = pause_sender_requests(steps, refresh=refresh)
     times = [clock for clock, quanta in requests]
     assert all(quanta == 0x1234 for _, quanta in requests)
     intervals = {b - a for a, b in zip(times, times[1:], strict=False)}
     # The refresh timer is loaded when a PAUSE is handed over and counts 1/256 quanta.
     assert len(times) == 4 and max(intervals) - min(intervals) <= 1
-    assert refresh * GMII_CLOCKS_PER_QUANTUM <= min(intervals) <= refresh * GMII_CLOCKS_PER_QUANTUM + 3
+    expected = refresh * GMII_CLOCKS_PER_QUANTUM
+    assert expected <= min(intervals) <= expected + 3
 
 
 def test_refresh_counts_mii_quanta():
-    requests = pause_sender_requests([(5, 0, 0), (5 * MII_CLOCKS_PER_QUANTUM, 1, 0)], refresh=2, mii=True)
+    steps = [(5, 0, 0), (5 * MII_CLOCKS_PER_QUANTUM, 1, 0)]
+    requests = pause_sender_requests(steps, refresh=2, mii=True)
     times = [clock for clock, _ in requests]
     assert 2 * MII_CLOCKS_PER_QUANTUM <= times[1] - times[0] <= 2 * MII_CLOCKS_PER_QUANTUM + 3
 
