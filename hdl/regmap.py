@@ -1098,6 +1098,13 @@ def _build_register_map() -> RegisterMap:
                         "ro",
                         doc="1: 802.3x flow control is built in (the MAC_FC_* registers act).",
                     ),
+                    Field(
+                        "rx_checksum",
+                        (29, 1),
+                        "ro",
+                        doc="1: RX EOP descriptors carry rx_csum, the frame's ones'-complement "
+                        "sum from byte 14 (CHECKSUM_COMPLETE).",
+                    ),
                 ),
                 "Build parameters, supplied by the hardware.",
             ),

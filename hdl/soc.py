@@ -58,6 +58,7 @@ class SocParams:
     rx_fifo_bytes: int = 4096
     max_prefetch: int = 8  # most descriptors fetched in one burst (FEATURES.max_prefetch)
     flow_control: bool = True  # 802.3x PAUSE in the MAC (FEATURES.flow_control, MAC_FC_*)
+    rx_checksum: bool = True  # CHECKSUM_COMPLETE sums in RX EOP descriptors (FEATURES)
 
     def __post_init__(self):
         if self.data_width not in (32, 64):
@@ -68,8 +69,9 @@ class SocParams:
                 raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
         if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
             raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
-        if not isinstance(self.flow_control, bool):
-            raise ValueError(f"flow_control must be True or False, not {self.flow_control!r}")
+        for name in ("flow_control", "rx_checksum"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
 
 class MacDmaSoc(wiring.Component):
@@ -146,7 +148,9 @@ class MacDmaSoc(wiring.Component):
         connect_read_write(m, bus=self.axi, read=read_arbiter.o, write=write_arbiter.o)
 
         m.submodules.tx_fifo = tx_fifo = self._tx_fifo(m, bank, tx_dma)
-        m.submodules.rx_fifo = rx_fifo = RxFrameFifo(width, params.rx_fifo_bytes)
+        m.submodules.rx_fifo = rx_fifo = RxFrameFifo(
+            width, params.rx_fifo_bytes, checksum=params.rx_checksum
+        )
         m.submodules.mac = mac = EthMac(flow_control=params.flow_control)
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
@@ -155,6 +159,7 @@ class MacDmaSoc(wiring.Component):
         m.d.comb += [
             rx_fifo.i_cause.eq(mac.rx_status.p.error),
             rx_dma.i_cause.eq(rx_fifo.o_cause),
+            rx_dma.i_csum.eq(rx_fifo.o_csum if params.rx_checksum else 0),
             bank.port("RX_FIFO_OVERFLOWS").eq(rx_fifo.overflows),
             bank.port("TX_FIFO_OVERFLOWS").eq(0),
         ]
@@ -203,6 +208,7 @@ class MacDmaSoc(wiring.Component):
             bank.port("ID_FEATURES", "rx_fifo_log2").eq(exact_log2(params.rx_fifo_bytes)),
             bank.port("ID_FEATURES", "max_prefetch").eq(params.max_prefetch),
             bank.port("ID_FEATURES", "flow_control").eq(params.flow_control),
+            bank.port("ID_FEATURES", "rx_checksum").eq(params.rx_checksum),
         ]
 
     @staticmethod

@@ -69,6 +69,9 @@ class RxDmaChannel(wiring.Component):
         and 802.3x flow control (MAC_FC_CTRL.tx_pause) asks the peer to pause.
     i : In(stream {data, count, last, error, overflow})
         Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``.
+    i_csum : In(16)
+        The frame's CHECKSUM_COMPLETE sum, sampled with the last beat of ``i``; written
+        into the EOP descriptor's ``rx_csum`` (tie to 0 without RX checksum).
     i_cause : In(RxError)
         The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
         NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
@@ -160,6 +163,7 @@ class RxDmaChannel(wiring.Component):
                 "wait_for_buffers": In(1),
                 "i": In(stream.Signature(in_layout)),
                 "i_cause": In(RxError),
+                "i_csum": In(16),
                 "head": Out(12),
                 "running": Out(1),
                 "halted": Out(1),
@@ -503,6 +507,7 @@ class RxDmaChannel(wiring.Component):
         f_err = Signal()
         f_ovf = Signal()
         f_cause = Signal(RxError)
+        f_csum = Signal(16)
         forced_trunc = Signal()
         wb_eop = Signal()
         wb_beat = Signal(range(wb_beats + 1))
@@ -513,7 +518,8 @@ class RxDmaChannel(wiring.Component):
         # Write-back words 1..3.
         eop_status = wb_eop
         status_err = f_err | f_ovf | forced_trunc | (f_cause != RxError.NONE)
-        word1 = Cat((buf_len - buf_left)[:16], Const(0, 16))
+        # The sum only means something for a frame that arrived whole and good.
+        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, f_csum, 0))
         word2 = Mux(
             eop_status,
             Cat(
@@ -550,6 +556,7 @@ class RxDmaChannel(wiring.Component):
                 f_err.eq(self.i.p.error),
                 f_ovf.eq(self.i.p.overflow),
                 f_cause.eq(self.i_cause),
+                f_csum.eq(self.i_csum),
             ]
 
         in_p = self.i.p
@@ -568,6 +575,7 @@ class RxDmaChannel(wiring.Component):
                     f_err.eq(0),
                     f_ovf.eq(0),
                     f_cause.eq(RxError.NONE),
+                    f_csum.eq(0),
                     forced_trunc.eq(0),
                     frame_len.eq(0),
                     sop.eq(1),
