@@ -136,8 +136,11 @@ class McfReceiver(wiring.Component):
     The receive stream has no backpressure, and whether a frame is a MAC control frame is
     known only after its opcode (byte 16), so while control frames are recognised
     (``config.enable``) every frame waits for that decision in a small FIFO: the client
-    sees it :data:`MAC_CONTROL_DECISION_BYTES` bytes later (plus the FIFO's two cycles).
-    With ``config.enable`` low the decision is made at the first byte.
+    sees it :data:`MAC_CONTROL_DECISION_BYTES` bytes later (plus the FIFO's two cycles and
+    one for the registered field matches). With ``config.enable`` low the decision is made
+    at the first byte. A runt that ends right after its opcode (16 or 17 bytes) may be
+    consumed or delivered flagged bad depending on the link speed; it is counted as a runt
+    either way and never acted on.
 
     Members
     -------
@@ -193,19 +196,24 @@ class McfReceiver(wiring.Component):
         eth_type = _big_endian(header[12:14])
         opcode = _big_endian(header[14:16])
         quanta = _big_endian(header[16:18])
+        # Each field's match is registered (48-bit comparisons and their combination do
+        # not fit one 8 ns cycle together); the header bytes compared no longer change
+        # once stored, so the flags are right from the cycle after the opcode is in.
         checking_dst = cfg.check_eth_dst_mcast | cfg.check_eth_dst_ucast
-        dst_ok = (
-            ~checking_dst
-            | (cfg.check_eth_dst_mcast & (dst == cfg.eth_dst_mcast))
-            | (cfg.check_eth_dst_ucast & (dst == cfg.eth_dst_ucast))
-        )
-        is_control = (
-            cfg.enable
-            & (eth_type == cfg.eth_type)
-            & dst_ok
-            & (~cfg.check_eth_src | (src == cfg.eth_src))
-            & (~cfg.check_opcode_lfc | (opcode == cfg.opcode_lfc))
-        )
+        dst_ok, src_ok, type_ok, opcode_ok = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [
+            dst_ok.eq(
+                ~checking_dst
+                | (cfg.check_eth_dst_mcast & (dst == cfg.eth_dst_mcast))
+                | (cfg.check_eth_dst_ucast & (dst == cfg.eth_dst_ucast))
+            ),
+            src_ok.eq(~cfg.check_eth_src | (src == cfg.eth_src)),
+            type_ok.eq(eth_type == cfg.eth_type),
+            opcode_ok.eq(~cfg.check_opcode_lfc | (opcode == cfg.opcode_lfc)),
+        ]
+        is_control = cfg.enable & dst_ok & src_ok & type_ok & opcode_ok
+        header_seen = Signal()  # the flags above cover bytes 0..15 of this frame
+        m.d.sync += header_seen.eq(index >= MAC_CONTROL_DECISION_BYTES)
 
         m.d.comb += [
             beats.w_data.eq(self.i.p),
@@ -224,11 +232,9 @@ class McfReceiver(wiring.Component):
         # The decision: at the first byte while recognition is off, once the opcode is in
         # while it is on, and at the last byte for a frame too short to be one.
         decide_now = ~decided & (
-            (self.i.valid & ~cfg.enable)
-            | (index == MAC_CONTROL_DECISION_BYTES)
-            | (self.i.valid & self.i.p.last)
+            (self.i.valid & ~cfg.enable) | header_seen | (self.i.valid & self.i.p.last)
         )
-        consumed = is_control & (index >= MAC_CONTROL_DECISION_BYTES)
+        consumed = header_seen & is_control
         with m.If(decide_now):
             m.d.comb += [decisions.w_en.eq(1), decisions.w_data.eq(consumed & ~cfg.forward)]
             m.d.sync += [decided.eq(1), matched.eq(consumed)]
@@ -251,7 +257,7 @@ class McfReceiver(wiring.Component):
                 self.stat_mcf.eq(1),
             ]
         with m.If(frame_end):
-            m.d.sync += [index.eq(0), decided.eq(0), matched.eq(0)]
+            m.d.sync += [index.eq(0), decided.eq(0), matched.eq(0), header_seen.eq(0)]
 
         # ---- output side: one beat per cycle once its frame is decided ------------------
         beat = Signal.like(self.i.p)
