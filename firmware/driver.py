@@ -390,6 +390,9 @@ class RxFrameMeta:
     rx_error: RxErrorCause
     rx_truncated: bool
     time_ns: float
+    # skb->csum with CHECKSUM_COMPLETE: the EOP write-back's rx_csum (the sum from byte 14;
+    # 0 for a bad frame or hardware without ID_FEATURES.rx_checksum).
+    csum: int = 0
 
 
 @dataclass(frozen=True)
@@ -1041,6 +1044,7 @@ class MacDmaDriver:
             rx_error=RxErrorCause(desc.rx_error),
             rx_truncated=desc.rx_truncated,
             time_ns=self.platform.now_ns(),
+            csum=desc.rx_csum,
         )
         result = self.on_receive(frame, ok, meta)
         if inspect.isawaitable(result):

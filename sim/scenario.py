@@ -50,7 +50,7 @@ TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
 TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
 #: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
 ACK_FRAME_BYTES = 60
-MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
+MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
 IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
