@@ -19,7 +19,7 @@ def test_ideal_cpu_holds_line_rate_with_jumbo_frames(sim):
             direction="both",
             frame_size=MAX_JUMBO_FRAME_BYTES,
             frames=JUMBO_FRAMES,
-            rx_buf=1536,
+            rx_buf_bytes=1536,
             irq="polling",
             poll_us=2,
             cpu="ideal",
