@@ -22,13 +22,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .soak_plan import RECORD_ENV, SOAK_ENV, SoakConfig, plan_segments
+from .soak_plan import (
+    FAULT_CLASSES,
+    FAULT_SEGMENT_FRAMES,
+    RECORD_ENV,
+    SOAK_ENV,
+    SoakConfig,
+    plan_segments,
+)
 
 SOAK_TOP = "macdma_soc"
 SOAK_MODULE = "macdma.sim.benches.soak_tb"
 DEFAULT_FRAMES = 50_000
-#: The fault classes ``--faults`` takes (docs/reliability.md: what each injects).
-FAULT_CLASSES = ("axi-slverr", "axi-decerr", "wire", "reset", "exhaustion")
 
 
 def _frames(text: str) -> int:
@@ -157,7 +162,7 @@ def fault_table(faults: list[dict]) -> list[dict]:
     for fault in faults:
         key = (fault["class"], fault["site"])
         row = rows.setdefault(key, Counter())
-        row["injected"] += 1
+        row["injected"] += fault["injected"]
         row["detected"] += bool(fault["detected"])
         row["recovered"] += bool(fault["recovered"])
         row["frames_lost"] += fault["frames_lost"]
@@ -219,11 +224,20 @@ def format_fault_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def soak_log_path() -> Path:
+def soak_config(frames: int, seed: int, faults: tuple[str, ...] = ()) -> SoakConfig:
+    """The run's config: with faults, shorter segments (one fault each)."""
+    if faults:
+        return SoakConfig(frames, seed, FAULT_SEGMENT_FRAMES, faults)
+    return SoakConfig(frames, seed)
+
+
+def soak_paths() -> tuple[Path, Path]:
+    """A new run's log and record files: build/logs/soak-<time>-<pid>.log and
+    build/soak/soak-<time>-<pid>.jsonl (kept, so an interrupted run keeps its segments)."""
     from .verilog import build_dir
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return build_dir() / "logs" / f"soak-{stamp}-{os.getpid()}.log"
+    name = f"soak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    return build_dir() / "logs" / f"{name}.log", build_dir() / "soak" / f"{name}.jsonl"
 
 
 def run_soak(
@@ -231,17 +245,22 @@ def run_soak(
     *,
     sim: str = "verilator",
     log_path: Path | None = None,
+    record_path: Path | None = None,
     echo_log: bool = False,
     on_progress=None,
 ) -> dict:
-    """Run the soak on *sim*; return the report (:func:`summarise`). Raises
+    """Run the soak on *sim*; return the report (:func:`summarise`). The bench appends a
+    JSON line per segment to *record_path* (default: a scratch file). Raises
     :class:`macdma.sim.runner.CocotbTestFailure` when a check failed; its ``report``
     attribute then holds what the bench recorded up to the failure."""
     from .progress import PROGRESS_ENV, ProgressFollower
     from .runner import CocotbTestFailure, run_cocotb
 
     with tempfile.TemporaryDirectory() as scratch:
-        record_path = Path(scratch) / "soak.jsonl"
+        if record_path is None:
+            record_path = Path(scratch) / "soak.jsonl"
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        record_path.unlink(missing_ok=True)
         env = {SOAK_ENV: config.to_json(), RECORD_ENV: str(record_path), "PYTHONUNBUFFERED": "1"}
         follower = None
         if on_progress is not None:
@@ -274,8 +293,8 @@ def run_soak_command(args: argparse.Namespace) -> int:
     from .runner import CocotbTestFailure
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    config = SoakConfig(frames=args.frames, seed=seed, faults=args.faults)
-    log_path = soak_log_path()
+    config = soak_config(args.frames, seed, args.faults)
+    log_path, record_path = soak_paths()
     faults = f", faults {','.join(config.faults)}" if config.faults else ""
     print(
         f"macdma soak: {config.frames:,} frames per direction on {args.sim}, "
@@ -283,24 +302,34 @@ def run_soak_command(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"log: {log_path}", flush=True)
-    failed = None
+    failed = interrupted = None
+    started = time.monotonic()
     try:
         with RunProgress(plain=args.verbose) as progress:
             report = run_soak(
                 config,
                 sim=args.sim,
                 log_path=log_path,
+                record_path=record_path,
                 echo_log=args.verbose,
                 on_progress=progress.update,
             )
     except CocotbTestFailure as error:
         failed, report = error, getattr(error, "report", None)
+    except KeyboardInterrupt:
+        # The simulator is gone (subprocess.run kills it); keep the segments it finished.
+        interrupted = True
+        report = summarise(config, read_records(record_path), time.monotonic() - started)
     if report is not None:
         print()
         print(format_report(report))
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
             print(f"report written to {args.json}")
+    print(f"segments: {record_path}")
+    if interrupted:
+        print("macdma soak: interrupted", file=sys.stderr)
+        return 130
     if failed is not None:
         print(f"macdma soak failed: {failed.summary}\nlog: {log_path}", file=sys.stderr)
         return 1

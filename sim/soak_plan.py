@@ -27,6 +27,27 @@ IRQ_STRATEGY_NAMES = ("per-desc", "eop", "coalesce", "polling", "napi")
 #: The five AXI channels of host memory (the DMA's one master port).
 AXI_CHANNELS = ("aw", "w", "b", "ar", "r")
 
+#: Fault classes and their injection sites (docs/reliability.md: what each does).
+AXI_SITES = (
+    "tx-desc-fetch",
+    "tx-data-read",
+    "tx-writeback",
+    "rx-desc-fetch",
+    "rx-data-write",
+    "rx-writeback",
+)
+WIRE_SITES = ("rx_er", "bad-fcs", "runt", "oversize", "no-sfd", "cut-short", "short-gap")
+FAULT_SITES = {
+    "axi-slverr": AXI_SITES,
+    "axi-decerr": AXI_SITES,
+    "wire": WIRE_SITES,
+    "reset": ("tx-channel", "rx-channel"),
+    "exhaustion": ("rx-no-buffers", "tx-irq-masked"),
+}
+FAULT_CLASSES = tuple(FAULT_SITES)
+FAULT_SEGMENT_FRAMES = 200  # shorter segments with faults: one fault per segment
+WIRE_FAULT_FRAMES = 3  # bad frames sent at a wire fault (good ones at short-gap: 8)
+
 SOAK_ENV = "MACDMA_SOAK"  # the SoakConfig as JSON, for the cocotb bench
 RECORD_ENV = "MACDMA_SOAK_RECORD"  # where the bench appends its JSON lines
 
@@ -49,6 +70,11 @@ class SoakConfig:
         if not isinstance(self.segment_frames, int) or self.segment_frames < 1:
             raise ValueError(f"segment_frames must be >= 1, got {self.segment_frames!r}")
         object.__setattr__(self, "faults", tuple(self.faults))
+        unknown = [name for name in self.faults if name not in FAULT_SITES]
+        if unknown:
+            raise ValueError(
+                f"unknown fault class {', '.join(unknown)}: choose from {', '.join(FAULT_CLASSES)}"
+            )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -81,6 +107,9 @@ class Segment:
     mem_latency_cycles: int
     pause_fraction: dict[str, float] = field(default_factory=dict)
     rx_gap_fraction: float = 0.0
+    fault_class: str = ""  # the segment's one fault ("" for none), at which frame
+    fault_site: str = ""
+    fault_at_frame: int = 0
 
     def describe(self) -> str:
         coalesce = ""
@@ -91,6 +120,7 @@ class Segment:
             f"segment {self.index}: {self.irq}{coalesce} rings {self.tx_ring}/{self.rx_ring} "
             f"rx_buf {self.rx_buf} burst {self.burst_beats} prefetch {self.prefetch} "
             f"latency {self.mem_latency_cycles} pauses {pauses}"
+            + (f" fault {self.fault_class}/{self.fault_site}" if self.fault_class else "")
         )
 
 
@@ -112,6 +142,7 @@ def plan_segments(config: SoakConfig) -> list[Segment]:
     count = -(-config.frames // config.segment_frames)
     strategies = _cycle(rng, IRQ_STRATEGY_NAMES, count)
     bursts = _cycle(rng, BURST_CAPS, count)
+    faults = [(c, site) for c in config.faults for site in FAULT_SITES[c]]
     segments = []
     for index in range(count):
         frames = min(config.segment_frames, config.frames - index * config.segment_frames)
@@ -143,9 +174,20 @@ def plan_segments(config: SoakConfig) -> list[Segment]:
                 mem_latency_cycles=rng.choice((0, 2, 8, 20)),
                 pause_fraction=pause_fraction,
                 rx_gap_fraction=rng.choice((0.0, 0.02, 0.1)),
+                **_fault_fields(faults, index, frames, rng),
             )
         )
     return segments
+
+
+def _fault_fields(faults: list[tuple[str, str]], index: int, frames: int, rng) -> dict:
+    """Segment *index*'s fault: the next (class, site) in turn, at a random frame in the
+    segment's second fifth to third fifth (traffic running before and after it)."""
+    if not faults:
+        return {}
+    fault_class, site = faults[index % len(faults)]
+    at = rng.randint(frames // 5, max(frames // 5, frames * 3 // 5))
+    return {"fault_class": fault_class, "fault_site": site, "fault_at_frame": at}
 
 
 @dataclass(frozen=True)

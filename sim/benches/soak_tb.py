@@ -35,9 +35,11 @@ from cocotb.triggers import Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
+from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver, RxRing, TxRing
 from macdma.sim.benches.coverage import SoakCoverage
+from macdma.sim.benches.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.guard import MemoryGuard
 from macdma.sim.benches.soc import SocBench
@@ -47,11 +49,13 @@ from macdma.sim.platform_cocotb import CocotbPlatform
 from macdma.sim.progress import PROGRESS_ENV
 from macdma.sim.soak_plan import (
     AXI_CHANNELS,
+    FAULT_SITES,
     MAX_RX_BUF_BYTES,
     MAX_TX_RING,
     RECORD_ENV,
     SOAK_ENV,
     TX_WINDOW_BYTES,
+    WIRE_FAULT_FRAMES,
     Segment,
     SoakConfig,
     TxLayout,
@@ -61,7 +65,8 @@ from macdma.sim.soak_plan import (
 )
 
 ETHERTYPE = 0x88B5  # IEEE local experimental
-TX_TAG, RX_TAG = 0x01, 0x02  # last byte of the source MAC tells the directions apart
+# The last byte of the source MAC tells the directions (and the wire faults' frames) apart.
+TX_TAG, RX_TAG, BAD_TAG = 0x01, 0x02, 0x03
 FCS_BYTES = 4
 SYS_CLK_NS = 8.0  # 125 MHz: the SoC's system clock on the boards
 
@@ -77,6 +82,13 @@ PAUSE_RUN_NS = 400.0
 #: A segment must drain within this much simulated time per frame (plus a fixed margin).
 SEGMENT_NS_PER_FRAME = 200_000
 SEGMENT_MARGIN_NS = 5_000_000
+#: The wire is quiet once no TX frame came for longer than the longest frame takes.
+WIRE_QUIET_NS = 20_000
+DETECT_NS = 200_000  # a channel halt must reach the driver's ISR within this
+EXHAUSTION_US = 300  # how long the CPU stalls / TX_DONE stays masked
+SHORT_GAP_FRAMES = 8
+#: A count that has not moved for this long has settled: what is missing then is lost.
+SETTLE_NS = 1_000_000
 
 
 def make_frame(tag: int, seq: int, size: int) -> bytes:
@@ -213,6 +225,7 @@ STATS_NAMES = (
     "STATS_TX_FRAMES_GOOD",
     "STATS_TX_BYTES_GOOD",
     "STATS_TX_FRAMES_BAD",
+    "STATS_TX_UNDERRUNS",
     "STATS_RX_FRAMES_GOOD",
     "STATS_RX_BYTES_GOOD",
     "STATS_RX_FRAMES_BAD",
@@ -221,12 +234,24 @@ STATS_NAMES = (
     "RX_FRAMES",
     "RX_DROPS",
     "RX_FIFO_OVERFLOWS",
+    "STATS_RX_PREAMBLE_ERRORS",
 )
+DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
+#: Which DmaErrorCode each bus-error site must halt its channel with.
+SITE_ERROR_CODES = {
+    "tx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
+    "tx-data-read": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
+    "tx-writeback": regs.DmaErrorCode.WRITEBACK_BUS_ERROR,
+    "rx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
+    "rx-data-write": regs.DmaErrorCode.DATA_WRITE_BUS_ERROR,
+    "rx-writeback": regs.DmaErrorCode.WRITEBACK_BUS_ERROR,
+}
 
 
 class SegmentRun:
-    """One segment: open the driver with its settings, move its frames both ways, drain,
-    close, check. ``problems`` collects every check that failed (as sentences)."""
+    """One segment: open the driver with its settings, move its frames both ways (and
+    inject its fault, if it has one), drain, close, check. ``problems`` collects every
+    check that failed (as sentences)."""
 
     def __init__(self, soak: Soak, segment: Segment):
         self.soak, self.segment = soak, segment
@@ -237,10 +262,24 @@ class SegmentRun:
         self.rx_sizes = frame_sizes(seed, segment.index, "rx", segment.rx_frames)
         self.layouts = tx_layouts(seed, segment.index, self.tx_sizes)
         self.tx_first, self.rx_first = soak.tx_sent, soak.rx_sent
+        self.rng = random.Random(f"soak-segment-{seed}-{segment.index}")
+        # TX: frames handed to xmit, seen intact / bad on the wire, last wire time.
+        self.tx_queued = 0
+        self.tx_good = 0
+        self.tx_bad_wire = 0
+        self.last_tx_seq = self.tx_first - 1
+        self.last_wire_ns = 0.0
+        # RX: good and bad frames sent (with and without SFD); delivered ok / flagged.
+        self.rx_queued = 0
+        self.bad_sent = 0
+        self.no_sfd_sent = 0
         self.delivered = 0
-        self.rx_errored = 0
+        self.flagged_truncated = 0
+        self.flagged_error = 0
         self.last_rx_seq = self.rx_first - 1
         self.tasks: list = []
+        self.fault: dict | None = None
+        self._dropped = 0
 
     # -- the driver --------------------------------------------------------------------
 
@@ -296,6 +335,9 @@ class SegmentRun:
         if not ok:
             self.check_flagged(data, seq, meta)
             return
+        if len(data) > 11 and data[11] == BAD_TAG:
+            self.problems.append(f"a bad frame ({len(data)} bytes) was delivered as good")
+            return
         index = None if seq is None else seq - self.rx_first
         if index is None or not 0 <= index < len(self.rx_sizes):
             self.problems.append(f"RX frame of {len(data)} bytes with a foreign sequence {seq}")
@@ -309,18 +351,21 @@ class SegmentRun:
         self.soak.progress.count("rx")
 
     def check_flagged(self, data: bytes, seq: int | None, meta) -> None:
-        """A frame delivered flagged bad. On a clean wire only a truncated one may come (the
-        RX FIFO or the ring ran out mid-frame: counted in RX_FIFO_OVERFLOWS or RX_DROPS, as
-        docs/descriptors.md says), and what it carries must be the frame's first bytes."""
-        self.rx_errored += 1
-        if meta.rx_error or not meta.rx_truncated:
-            self.problems.append(f"RX frame (seq {seq}) flagged bad on a clean wire: {meta}")
+        """A frame delivered flagged bad: truncated (the RX FIFO or the ring ran out
+        mid-frame: counted in RX_FIFO_OVERFLOWS or RX_DROPS, docs/descriptors.md), its
+        first bytes intact; or, only where a wire fault sent one, a bad frame's cause."""
+        if meta.rx_truncated and not meta.rx_error:
+            self.flagged_truncated += 1
+            index = None if seq is None else seq - self.rx_first
+            if len(data) > 11 and data[11] == RX_TAG and index is not None:
+                if 0 <= index < len(self.rx_sizes):
+                    expected = make_frame(RX_TAG, seq, self.rx_sizes[index])
+                    if data != expected[: len(data)]:
+                        self.problems.append(f"truncated RX frame {seq}: first bytes damaged")
             return
-        index = None if seq is None else seq - self.rx_first
-        if index is not None and 0 <= index < len(self.rx_sizes):
-            expected = make_frame(RX_TAG, seq, self.rx_sizes[index])
-            if data != expected[: len(data)]:
-                self.problems.append(f"truncated RX frame {seq}: its first bytes are damaged")
+        self.flagged_error += 1
+        if not self.bad_sent:
+            self.problems.append(f"RX frame (seq {seq}) flagged bad on a clean wire: {meta}")
 
     async def transmit(self) -> None:
         driver, platform = self.driver, self.platform
@@ -338,45 +383,218 @@ class SegmentRun:
                     sent = await driver.xmit(fragments)
                 if sent:
                     break
+            self.tx_queued = n + 1
 
     async def collect_wire(self) -> None:
-        for n, size in enumerate(self.tx_sizes):
-            seq = self.tx_first + n
-            frame = await self.bench.tx_sink.recv()
+        """Take every frame off the wire (until cancelled): intact and in order, or bad
+        (tx_er or FCS: a frame a reset or an error cut short) and counted."""
+        sink, count = self.bench.tx_sink, len(self.tx_sizes)
+        while True:
+            frame = await sink.recv()
+            self.last_wire_ns = get_sim_time("ns")
             payload = bytes(frame.get_payload())
             if frame.error is not None or not frame.check_fcs():
-                self.problems.append(f"TX frame {seq}: bad FCS or an error on the wire")
-            if payload != make_frame(TX_TAG, seq, size):
-                got = frame_seq(payload)
-                self.problems.append(f"TX frame {seq} damaged or out of order (got seq {got})")
+                self.tx_bad_wire += 1
+                continue
+            seq = frame_seq(payload)
+            index = None if seq is None else seq - self.tx_first
+            if index is None or not 0 <= index < count:
+                self.problems.append(f"TX frame with a foreign sequence {seq} on the wire")
+                continue
+            if seq <= self.last_tx_seq:
+                self.problems.append(f"TX frame {seq} after {self.last_tx_seq}: duplicated")
+            self.last_tx_seq = max(self.last_tx_seq, seq)
+            if payload != make_frame(TX_TAG, seq, self.tx_sizes[index]):
+                self.problems.append(f"TX frame {seq} damaged on the wire")
+            self.tx_good += 1
             self.soak.progress.count("tx")
 
     async def send_rx(self) -> None:
         source, rng = self.bench.rx_source, self.soak.rng
+        s = self.segment
         for n, size in enumerate(self.rx_sizes):
+            if s.fault_class == "wire" and n == s.fault_at_frame:
+                await self.send_wire_fault(n)
             data = make_frame(RX_TAG, self.rx_first + n, size)
             await source.send(GmiiFrame.from_payload(data))
+            self.rx_queued = n + 1
             if rng.random() < self.segment.rx_gap_fraction:
                 await source.wait()
                 await Timer(rng.randint(1, 8), "us")
         await source.wait()
+        source.ifg = self.bench.ifg
+
+    async def send_wire_fault(self, n: int) -> None:
+        """The segment's wire fault, just before RX frame *n*: bad frames, or (short-gap)
+        the next good frames with a short inter-frame gap."""
+        site, source = self.segment.fault_site, self.bench.rx_source
+        self.soak.coverage.sample_fault("wire", site)
+        if site == "short-gap":
+            await source.wait()
+            source.ifg = self.rng.choice((4, 6, 8))
+            self.fault = {"injected": SHORT_GAP_FRAMES, "gap_bytes": source.ifg}
+            cocotb.start_soon(self._restore_gap(n + SHORT_GAP_FRAMES))
+            return
+        for k in range(WIRE_FAULT_FRAMES):
+            size = self.rng.randint(1530, 2000) if site == "oversize" else self.rx_sizes[n]
+            frame, has_sfd = bad_frame(site, make_frame(BAD_TAG, k, size), self.rng)
+            await source.send(frame)
+            if has_sfd:
+                self.bad_sent += 1
+            else:
+                self.no_sfd_sent += 1
+        self.fault = {"injected": WIRE_FAULT_FRAMES}
+
+    async def _restore_gap(self, frame: int) -> None:
+        while self.rx_queued < frame:
+            await Timer(1, "us")
+        await self.bench.rx_source.wait()
+        self.bench.rx_source.ifg = self.bench.ifg
 
     async def rx_accounted(self) -> None:
-        """Wait until every RX frame sent is delivered or counted as dropped."""
-        while True:
-            dropped = await self.dropped_rx()
-            if self.delivered + dropped >= self.segment.rx_frames:
-                return
-            await Timer(5, "us")
+        """Wait until every RX frame sent is delivered or counted as dropped, or nothing
+        has moved for :data:`SETTLE_NS` (what is missing then is lost)."""
+        await settle(lambda: self.rx_unaccounted(self._dropped), self._read_dropped)
 
-    async def dropped_rx(self) -> int:
+    async def _read_dropped(self) -> None:
+        self._dropped = await self.rx_dropped_counted()
+
+    def rx_unaccounted(self, dropped: int) -> int:
+        """RX frames sent (with an SFD) not yet delivered, flagged or counted as dropped;
+        a truncated delivery is one of the ``dropped`` (docs/descriptors.md)."""
+        sent = self.segment.rx_frames + self.bad_sent
+        accounted = self.delivered + self.flagged_error + dropped + self.driver.stats.rx_dropped
+        return sent - accounted
+
+    async def rx_dropped_counted(self) -> int:
         counts = await self.bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS")
         before = self.stats_before
         return sum(counts[name] - before[name] for name in counts)
 
-    async def tx_cleaned(self) -> None:
-        while self.driver.stats.tx_packets < self.segment.tx_frames:
+    def tx_accounted(self) -> bool:
+        stats = self.driver.stats
+        return stats.tx_packets + stats.tx_dropped >= self.segment.tx_frames
+
+    async def tx_drained(self) -> None:
+        """Wait until the driver reaped or dropped every TX frame and every frame the MAC
+        counted as sent (good or bad) has reached the bench, with the wire quiet for
+        longer than the longest frame takes."""
+        await settle(
+            lambda: (
+                self.segment.tx_frames - self.driver.stats.tx_packets - self.driver.stats.tx_dropped
+            )
+        )
+        unchanged_since = get_sim_time("ns")
+        seen = -1
+        while get_sim_time("ns") - unchanged_since < SETTLE_NS:
+            counts = await self.bench.read_regs("STATS_TX_FRAMES_GOOD", "STATS_TX_FRAMES_BAD")
+            sent = sum((counts[name] - self.stats_before[name]) % (1 << 32) for name in counts)
+            quiet = get_sim_time("ns") - self.last_wire_ns >= WIRE_QUIET_NS
+            if quiet and sent == self.tx_good + self.tx_bad_wire:
+                return
+            if sent != seen:
+                seen, unchanged_since = sent, get_sim_time("ns")
             await Timer(5, "us")
+
+    # -- faults ------------------------------------------------------------------------
+
+    async def inject(self) -> None:
+        """The segment's fault (not the wire's, sent by :meth:`send_rx`): at its frame,
+        arm it, then wait for the outcome the class defines (docs/reliability.md)."""
+        s, soak = self.segment, self.soak
+        tx_side = s.fault_site.startswith("tx")
+        while (self.tx_queued if tx_side else self.rx_queued) < s.fault_at_frame:
+            await Timer(1, "us")
+        soak.coverage.sample_fault(s.fault_class, s.fault_site)
+        if s.fault_class in ("axi-slverr", "axi-decerr"):
+            await self.inject_bus_error()
+        elif s.fault_class == "reset":
+            await self.inject_reset()
+        elif s.fault_class == "exhaustion":
+            await self.inject_exhaustion()
+
+    def _site_window(self, site: str) -> tuple[int, int, str]:
+        """The address window of a bus-error site: the next ring slot the DMA will use
+        after those it already has (a descriptor, its TX fragment window or RX buffer)."""
+        tx, rx = self.driver.tx, self.driver.rx
+        if site.startswith("tx"):
+            slot = (tx.next_to_use + 1) % tx.size
+            desc = tx.desc_addr(slot)
+            if site == "tx-data-read":
+                start = TX_WINDOWS_BASE + slot * TX_WINDOW_BYTES
+                return start, start + TX_WINDOW_BYTES, "r"
+            return desc, desc + 16, "r" if site == "tx-desc-fetch" else "w"
+        slot = rx.next_to_use  # the one slot not posted: posted at the next refill
+        desc = rx.desc_addr(slot)
+        if site == "rx-data-write":
+            return rx.buffers[slot], rx.buffers[slot] + rx.buffer_bytes, "w"
+        return desc, desc + 16, "r" if site == "rx-desc-fetch" else "w"
+
+    async def inject_bus_error(self) -> None:
+        s, driver = self.segment, self.driver
+        start, end, kind = self._site_window(s.fault_site)
+        decode = s.fault_class == "axi-decerr"
+        armed = self.soak.bus_errors.arm(ArmedError(start, end, kind, decode, s.fault_site))
+        self.fault = {"injected": 0, "window": [start, end, kind]}
+        errors_before = len(driver.errors)
+        while armed.fired_ns is None and not self.tx_accounted_and_rx_sent():
+            await Timer(1, "us")
+        self.soak.bus_errors.disarm()
+        if armed.fired_ns is None:
+            self.fault["outcome"] = "not injected: the DMA never reached the window"
+            return
+        self.fault["injected"] = 1
+        channel = s.fault_site[:2]
+        expected = SITE_ERROR_CODES[s.fault_site]
+        waited_ns = 0
+        while waited_ns < DETECT_NS:
+            records = [e for e in driver.errors[errors_before:] if e.channel == channel]
+            if records:
+                code = records[0].code
+                self.fault["detected"] = code == expected
+                self.fault["code"] = code.name
+                if code != expected:
+                    self.problems.append(
+                        f"{s.fault_site} {'DECERR' if decode else 'SLVERR'}: the channel "
+                        f"halted with {code.name}, not {expected.name}"
+                    )
+                return
+            await Timer(1, "us")
+            waited_ns += 1000
+        self.problems.append(f"{s.fault_site}: an AXI error response went unnoticed")
+
+    def tx_accounted_and_rx_sent(self) -> bool:
+        return self.tx_accounted() and self.rx_queued >= self.segment.rx_frames
+
+    async def inject_reset(self) -> None:
+        """A channel reset mid-frame, as a driver's tx_timeout / reset task does: the
+        recovery path the ISR runs on a channel error."""
+        site = self.segment.fault_site
+        recover = self.driver._recover_tx if site == "tx-channel" else self.driver._recover_rx
+        async with self.platform.context("softirq"):
+            await recover()
+        self.fault = {"injected": 1, "detected": True}
+
+    async def inject_exhaustion(self) -> None:
+        """rx-no-buffers: the CPU is held for EXHAUSTION_US (no interrupt, no poll), so
+        the RX ring runs out; tx-irq-masked: TX_DONE masked as long, so completions pile
+        up unreaped and the TX ring fills. Then everything must resume."""
+        site, driver = self.segment.fault_site, self.driver
+        drops_before = await self.rx_dropped_counted()
+        stops_before = driver.stats.queue_stops
+        if site == "rx-no-buffers":
+            async with self.platform.context("hardirq"):
+                await self.platform.spin_ns(EXHAUSTION_US * 1000, "soak_stall")
+            self.fault = {
+                "injected": 1,
+                "detected": await self.rx_dropped_counted() > drops_before,
+            }
+            return
+        enable = driver.strategy.irq_enable
+        await self.bench.write_reg(regs.IRQ_ENABLE, enable & ~regs.IRQ_STATUS_TX_DONE_MASK)
+        await Timer(EXHAUSTION_US, "us")
+        await self.bench.write_reg(regs.IRQ_ENABLE, driver.strategy.irq_enable)
+        self.fault = {"injected": 1, "detected": driver.stats.queue_stops > stops_before}
 
     # -- the segment -------------------------------------------------------------------
 
@@ -391,18 +609,25 @@ class SegmentRun:
         wire = cocotb.start_soon(self.collect_wire())
         cocotb.start_soon(self.transmit())
         rx = cocotb.start_soon(self.send_rx())
+        injector = None
+        if segment.fault_class and segment.fault_class != "wire":
+            injector = cocotb.start_soon(self.inject())
         limit_ns = (segment.tx_frames + segment.rx_frames) * SEGMENT_NS_PER_FRAME
         limit_ns += SEGMENT_MARGIN_NS
+        drained = True
         try:
-            for task in (wire, rx):
-                await with_timeout(task, limit_ns, "ns")
+            await with_timeout(rx, limit_ns, "ns")
             await with_timeout(cocotb.start_soon(self.rx_accounted()), limit_ns, "ns")
-            await with_timeout(cocotb.start_soon(self.tx_cleaned()), limit_ns, "ns")
+            await with_timeout(cocotb.start_soon(self.tx_drained()), limit_ns, "ns")
+            if injector is not None:
+                await with_timeout(injector, limit_ns, "ns")
         except TimeoutError:
+            drained = False
             self.problems.append(
                 f"segment {segment.index} did not drain within {limit_ns / 1e6:.1f} ms: "
-                f"{self.soak.progress.done} frames done, {self.delivered} delivered here"
+                f"TX {self.tx_good} on the wire, RX {self.delivered} delivered"
             )
+        wire.cancel()
         await self.driver.close()
         await Timer(2, "us")  # an ISR already entered finishes its MMIO
         for task in self.tasks:
@@ -414,22 +639,73 @@ class SegmentRun:
         soak.tx_sent += segment.tx_frames
         soak.rx_sent += segment.rx_frames
         driver = dataclasses.asdict(self.driver.stats)
-        return {
+        dropped = stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"]
+        record = {
             "segment": dataclasses.asdict(segment),
             "tx_frames": segment.tx_frames,
             "rx_frames": segment.rx_frames,
+            "tx_on_wire": self.tx_good,
+            "tx_bad_on_wire": self.tx_bad_wire,
+            "tx_dropped_counted": self.driver.stats.tx_dropped,
             "rx_delivered": self.delivered,
-            "rx_dropped_counted": stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"],
-            "rx_truncated_delivered": self.rx_errored,
+            "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
+            "rx_truncated_delivered": self.flagged_truncated,
+            "rx_bad_sent": self.bad_sent + self.no_sfd_sent,
+            "rx_bad_flagged": self.flagged_error,
             "tx_bytes": sum(self.tx_sizes),
             "rx_bytes": sum(self.rx_sizes),
             "stats": stats,
-            "driver": {k: driver[k] for k in ("irqs", "timer_irqs", "polls", "queue_stops")},
+            "driver": {k: driver[k] for k in DRIVER_FIELDS},
+            "dma_errors": [(e.channel, e.code.name) for e in self.driver.errors],
             "sim_ns": get_sim_time("ns") - started_ns,
             "wall_seconds": time.monotonic() - started_wall,
             "problems": self.problems[:20],
             "problem_count": len(self.problems),
         }
+        if segment.fault_class:
+            record["fault"] = self.fault_record(record, drained)
+        return record
+
+    def fault_record(self, record: dict, drained: bool) -> dict:
+        """The fault table's row for this segment's fault."""
+        s, fault = self.segment, self.fault or {"injected": 0}
+        lost = max(0, self.tx_lost()) + max(0, self.rx_lost)
+        recovered = drained and fault.get("injected", 0) > 0 and not self.problems
+        outcome = []
+        if record["dma_errors"]:
+            outcome.append("halt " + ", ".join(f"{c} {code}" for c, code in record["dma_errors"]))
+        if record["tx_dropped_counted"]:
+            outcome.append(f"{record['tx_dropped_counted']} TX dropped (driver)")
+        if record["tx_bad_on_wire"]:
+            outcome.append(f"{record['tx_bad_on_wire']} TX cut on the wire (tx_er)")
+        if record["rx_dropped_counted"]:
+            outcome.append(f"{record['rx_dropped_counted']} RX dropped, counted")
+        if record["rx_bad_flagged"]:
+            outcome.append(f"{record['rx_bad_flagged']} RX flagged bad")
+        if self.no_sfd_sent:
+            outcome.append(f"{self.no_sfd_sent} counted in rx_preamble_errors")
+        if fault.get("outcome"):
+            outcome.append(fault["outcome"])
+        return {
+            "kind": "fault",
+            "class": s.fault_class,
+            "site": s.fault_site,
+            "segment": s.index,
+            "injected": fault.get("injected", 0),
+            "detected": bool(fault.get("detected", s.fault_class == "wire")),
+            "recovered": recovered,
+            "frames_lost": lost,
+            "frames_dropped_counted": record["tx_dropped_counted"]
+            + record["rx_dropped_counted"]
+            + record["rx_bad_flagged"],
+            "outcome": "; ".join(outcome) or "no effect seen",
+        }
+
+    def tx_lost(self) -> int:
+        """TX frames neither on the wire intact, nor dropped by the driver, nor cut on the
+        wire (tx_er: counted by STATS_TX_FRAMES_BAD, checked against the wire)."""
+        dropped = self.driver.stats.tx_dropped
+        return self.segment.tx_frames - self.tx_good - dropped - self.tx_bad_wire
 
     async def check_counters(self) -> dict:
         """The counters' segment deltas against the bench's own counts."""
@@ -437,41 +713,68 @@ class SegmentRun:
         delta = {name: (after[name] - self.stats_before[name]) % (1 << 32) for name in after}
         s = self.segment
         dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"]
+        self.rx_lost = self.rx_unaccounted(dropped)
+        faulty = bool(s.fault_class)
         expected = {
-            "STATS_TX_FRAMES_GOOD": s.tx_frames,
-            "STATS_TX_BYTES_GOOD": sum(self.tx_sizes) + FCS_BYTES * s.tx_frames,
-            "STATS_TX_FRAMES_BAD": 0,
+            "STATS_TX_FRAMES_GOOD": self.tx_good,
+            "STATS_TX_FRAMES_BAD": self.tx_bad_wire,
             "STATS_RX_FRAMES_GOOD": s.rx_frames,
-            "STATS_RX_BYTES_GOOD": sum(self.rx_sizes) + FCS_BYTES * s.rx_frames,
-            "STATS_RX_FRAMES_BAD": 0,
-            "TX_FRAMES": s.tx_frames,
-            "TX_DROPS": 0,
-            # Truncated frames are completed (and counted as overflows or drops) too.
-            "RX_FRAMES": self.delivered + self.rx_errored,
+            "STATS_RX_FRAMES_BAD": self.bad_sent,
+            "STATS_RX_PREAMBLE_ERRORS": self.no_sfd_sent,
         }
+        if not faulty:
+            expected.update(
+                {
+                    "STATS_TX_FRAMES_GOOD": s.tx_frames,
+                    "STATS_TX_BYTES_GOOD": sum(self.tx_sizes) + FCS_BYTES * s.tx_frames,
+                    "STATS_RX_BYTES_GOOD": sum(self.rx_sizes) + FCS_BYTES * s.rx_frames,
+                    "TX_FRAMES": s.tx_frames,
+                    "TX_DROPS": 0,
+                    # Truncated frames are completed (and counted as overflows or drops).
+                    "RX_FRAMES": self.delivered + self.flagged_truncated,
+                }
+            )
         for name, value in expected.items():
             if delta[name] != value:
                 self.problems.append(
                     f"segment {s.index}: {name} moved by {delta[name]}, the bench counted {value}"
                 )
-        if self.delivered + dropped != s.rx_frames:
+        if self.rx_lost > 0:
             self.problems.append(
-                f"segment {s.index}: {s.rx_frames} RX frames sent, {self.delivered} delivered "
-                f"and {dropped} counted as dropped: {s.rx_frames - self.delivered - dropped} "
-                "unaccounted for"
+                f"segment {s.index}: {self.rx_lost} RX frames neither delivered nor counted "
+                f"({s.rx_frames} + {self.bad_sent} bad sent, {self.delivered} delivered, "
+                f"{self.flagged_error} flagged, {dropped} counted by the DMA, "
+                f"{self.driver.stats.rx_dropped} by the driver)"
             )
-        if self.rx_errored > dropped:
+        if self.flagged_truncated > dropped:
             self.problems.append(
-                f"segment {s.index}: {self.rx_errored} truncated RX frames delivered, only "
-                f"{dropped} counted in RX_DROPS and RX_FIFO_OVERFLOWS"
+                f"segment {s.index}: {self.flagged_truncated} truncated RX frames delivered, "
+                f"only {dropped} counted in RX_DROPS and RX_FIFO_OVERFLOWS"
             )
-        stats = self.driver.stats
-        if stats.tx_packets != s.tx_frames:
+        if self.tx_lost() > 0:
             self.problems.append(
-                f"segment {s.index}: the driver reaped {stats.tx_packets} of {s.tx_frames} "
-                "TX frames"
+                f"segment {s.index}: {self.tx_lost()} TX frames neither on the wire nor "
+                f"counted as dropped ({self.tx_good} on the wire, {self.tx_bad_wire} cut on "
+                f"the wire, {self.driver.stats.tx_dropped} dropped by the driver)"
             )
         return delta
+
+
+async def settle(left, refresh=None) -> None:
+    """Wait until ``left()`` is 0 or less, or has not changed for :data:`SETTLE_NS`;
+    ``refresh()`` (a coroutine function) updates what ``left`` reads, before each look."""
+    unchanged_since, seen = get_sim_time("ns"), None
+    while True:
+        if refresh is not None:
+            await refresh()
+        now_left = left()
+        if now_left <= 0:
+            return
+        if now_left != seen:
+            seen, unchanged_since = now_left, get_sim_time("ns")
+        elif get_sim_time("ns") - unchanged_since >= SETTLE_NS:
+            return
+        await Timer(5, "us")
 
 
 def split(frame: bytes, layout: TxLayout) -> list[bytes]:
@@ -503,6 +806,9 @@ class Soak:
         self.bench.memory.write(0, pattern)
         self.guard = MemoryGuard(self.bench)
         channels = axi_channels(self.bench.memory)
+        self.bus_errors = BusErrors(self.bench.memory)
+        for fault_class in self.config.faults:
+            self.coverage.fault_sites(fault_class, list(FAULT_SITES[fault_class]))
         self.pausers = {
             name: BackPressure(channels[name], random.Random(f"soak-pause-{name}"))
             for name in AXI_CHANNELS
@@ -540,8 +846,10 @@ async def test_soak(dut):
         dut._log.info(segment.describe())
         result = await SegmentRun(soak, segment).run()
         soak.write_record({"kind": "segment", **result})
+        if "fault" in result:
+            soak.write_record(result["fault"])
         problems += result["problems"]
-        if result["problem_count"]:
+        if result["problem_count"] and not config.faults:
             break  # the first failing segment is the one to replay
     soak.write_record(
         {
