@@ -110,7 +110,14 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
     """Totals over the segments the bench recorded, the coverage and the fault table."""
     segments = [r for r in records if r["kind"] == "segment"]
     summary = next((r for r in records if r["kind"] == "summary"), None)
-    faults = [r for r in records if r["kind"] == "fault"]
+    by_index = {seg["segment"]["index"]: seg for seg in segments}
+    faults = [
+        {**r, "detected": wire_fault_detected(by_index[r["segment"]])}
+        if r["class"] == "wire" and r["segment"] in by_index
+        else r
+        for r in records
+        if r["kind"] == "fault"
+    ]
     totals = Counter()
     for seg in segments:
         for key in ("tx_frames", "rx_frames", "rx_delivered", "rx_dropped_counted"):
@@ -133,6 +140,18 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         "segments": segments,
         "faults": faults,
     }
+
+
+def wire_fault_detected(segment: dict) -> bool:
+    """Whether the MAC saw a segment's wire fault: every bad frame counted in
+    STATS_RX_FRAMES_BAD or (without an SFD) STATS_RX_PREAMBLE_ERRORS; for short gaps,
+    every frame delivered or counted as dropped."""
+    stats = segment["stats"]
+    if segment["segment"]["fault_site"] == "short-gap":
+        accounted = segment["rx_delivered"] + segment["rx_dropped_counted"]
+        return accounted + segment.get("rx_bad_flagged", 0) >= segment["rx_frames"]
+    bad = stats["STATS_RX_FRAMES_BAD"] + stats.get("STATS_RX_PREAMBLE_ERRORS", 0)
+    return segment["rx_bad_sent"] > 0 and bad == segment["rx_bad_sent"]
 
 
 def coverage_summary(coverage: dict[str, dict[str, int]]) -> dict:

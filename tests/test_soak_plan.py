@@ -18,6 +18,7 @@ from macdma.sim.soak import (
     parse_faults,
     soak_config,
     summarise,
+    wire_fault_detected,
 )
 from macdma.sim.soak_plan import (
     BURST_CAPS,
@@ -190,3 +191,19 @@ def test_fault_table_counts_per_class_and_site():
         }
     ]
     assert "| wire | runt | 6 | 2 | 2 | 6 | 0 | 3 RX flagged bad |" in format_fault_table(rows)
+
+
+def test_a_wire_fault_is_detected_only_when_the_mac_counted_every_bad_frame():
+    segment = _segment_record(
+        3,
+        segment={"index": 3, "irq": "eop", "fault_site": "runt"},
+        rx_bad_sent=3,
+        stats={"STATS_RX_FRAMES_BAD": 3, "STATS_RX_PREAMBLE_ERRORS": 0},
+    )
+    assert wire_fault_detected(segment)
+    segment["stats"]["STATS_RX_FRAMES_BAD"] = 2
+    assert not wire_fault_detected(segment)
+    fault = {"kind": "fault", "class": "wire", "site": "runt", "segment": 3, "injected": 3}
+    fault.update(recovered=True, frames_lost=0, frames_dropped_counted=3, outcome="flagged")
+    report = summarise(SoakConfig(frames=2000, seed=1), [segment, {**fault, "detected": True}], 1)
+    assert report["fault_table"][0]["detected"] == 0  # read from the counters, not the bench

@@ -692,7 +692,8 @@ class SegmentRun:
             "site": s.fault_site,
             "segment": s.index,
             "injected": fault.get("injected", 0),
-            "detected": bool(fault.get("detected", s.fault_class == "wire")),
+            # A wire fault's detection is read from the counters by sim/soak.py.
+            "detected": bool(fault.get("detected", False)),
             "recovered": recovered,
             "frames_lost": lost,
             "frames_dropped_counted": record["tx_dropped_counted"]
