@@ -118,10 +118,17 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         for r in records
         if r["kind"] == "fault"
     ]
-    totals = Counter()
+    totals = Counter(
+        {key: 0 for key in ("tx_frames", "rx_frames", "tx_bytes", "rx_bytes", "tx_on_wire")}
+    )
+    totals.update({"rx_delivered": 0, "rx_dropped_counted": 0, "tx_dropped_counted": 0})
     for seg in segments:
         for key in ("tx_frames", "rx_frames", "rx_delivered", "rx_dropped_counted"):
             totals[key] += seg[key]
+        totals["tx_on_wire"] += seg.get("tx_on_wire", seg["tx_frames"])
+        totals["tx_dropped_counted"] += seg.get("tx_dropped_counted", 0)
+        totals["tx_dropped_counted"] += seg.get("tx_bad_on_wire", 0)
+        totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
         for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
             totals[key] += seg[key]
     coverage = summary["coverage"] if summary else {}
@@ -202,11 +209,8 @@ def format_report(report: dict) -> str:
         "",
         f"{'direction':<10}{'frames':>9}{'bytes':>13}{'delivered':>11}{'dropped+counted':>17}"
         f"{'lost':>6}",
-        f"{'tx':<10}{t.get('tx_frames', 0):>9,}{t.get('tx_bytes', 0):>13,}"
-        f"{t.get('tx_frames', 0):>11,}{0:>17}{0:>6}",
-        f"{'rx':<10}{t.get('rx_frames', 0):>9,}{t.get('rx_bytes', 0):>13,}"
-        f"{t.get('rx_delivered', 0):>11,}{t.get('rx_dropped_counted', 0):>17,}"
-        f"{t.get('rx_frames', 0) - t.get('rx_delivered', 0) - t.get('rx_dropped_counted', 0):>6}",
+        _direction_row("tx", t, "tx_on_wire", "tx_dropped_counted"),
+        _direction_row("rx", t, "rx_delivered", "rx_dropped_counted"),
         "",
         f"simulated {t.get('sim_ns', 0) / 1e6:,.1f} ms in {report['wall_seconds']:,.0f} s wall; "
         f"problems: {t.get('problem_count', 0)}",
@@ -225,6 +229,13 @@ def format_report(report: dict) -> str:
     for problem in report["problems"][:10]:
         lines.append(f"problem: {problem}")
     return "\n".join(lines)
+
+
+def _direction_row(name: str, totals: dict, delivered_key: str, counted_key: str) -> str:
+    frames, size = totals[f"{name}_frames"], totals[f"{name}_bytes"]
+    delivered, counted = totals[delivered_key], totals[counted_key]
+    lost = max(0, frames - delivered - counted)
+    return f"{name:<10}{frames:>9,}{size:>13,}{delivered:>11,}{counted:>17,}{lost:>6}"
 
 
 def format_fault_table(rows: list[dict]) -> str:
