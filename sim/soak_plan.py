@@ -23,6 +23,11 @@ PAGE_BYTES = 4096
 SEGMENT_FRAMES = 500  # frames per direction per segment (the last one takes the rest)
 MAX_TX_RING, MAX_RX_RING = 128, 128
 BURST_CAPS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: RX buffer sizes and coalescing counts are drawn class by class (each class once per
+#: round of segments), uniformly inside the class: the soak's coverage bins.
+RX_BUF_CLASSES = ((64, 127), (128, 255), (256, 511), (512, 1023), (1024, 1535), (1536, 2048))
+COALESCE_FRAME_CLASSES = ((1, 1), (2, 7), (8, 31), (32, 255))
+COALESCE_US_CLASSES = ((1, 9), (10, 99), (100, 200))
 IRQ_STRATEGY_NAMES = ("per-desc", "eop", "coalesce", "polling", "napi")
 #: The five AXI channels of host memory (the DMA's one master port).
 AXI_CHANNELS = ("aw", "w", "b", "ar", "r")
@@ -137,11 +142,15 @@ def _cycle(rng: random.Random, values: tuple, count: int) -> list:
 
 def plan_segments(config: SoakConfig) -> list[Segment]:
     """The run's segments, from ``config.seed``: frames split into segments of
-    ``segment_frames`` per direction; IRQ strategy and burst cap cycle through every value."""
+    ``segment_frames`` per direction; IRQ strategy, burst cap, RX buffer size class and
+    coalescing classes cycle through every value."""
     rng = random.Random(f"soak-plan-{config.seed}")
     count = -(-config.frames // config.segment_frames)
     strategies = _cycle(rng, IRQ_STRATEGY_NAMES, count)
     bursts = _cycle(rng, BURST_CAPS, count)
+    rx_bufs = [rng.randint(*c) for c in _cycle(rng, RX_BUF_CLASSES, count)]
+    coalesce_counts = iter(_cycle(rng, COALESCE_FRAME_CLASSES, 2 * count))
+    coalesce_timers = iter(_cycle(rng, COALESCE_US_CLASSES, 2 * count))
     faults = [(c, site) for c in config.faults for site in FAULT_SITES[c]]
     segments = []
     for index in range(count):
@@ -149,9 +158,9 @@ def plan_segments(config: SoakConfig) -> list[Segment]:
         irq = strategies[index]
         coalesce_frames, coalesce_us = 1, 0
         if irq == "coalesce" or (irq == "napi" and rng.random() < 0.5):
-            coalesce_frames = rng.choice((1, 2, 4, 8, 16, 32, 64))
+            coalesce_frames = rng.randint(*next(coalesce_counts))
             # A count without a timer would strand the last frames of a burst.
-            coalesce_us = rng.choice((1, 5, 20, 100))
+            coalesce_us = rng.randint(*next(coalesce_timers))
         pause_fraction = {
             channel: rng.choice((0.0, 0.0, 0.05, 0.2, 0.4)) for channel in AXI_CHANNELS
         }
@@ -162,7 +171,7 @@ def plan_segments(config: SoakConfig) -> list[Segment]:
                 rx_frames=frames,
                 tx_ring=rng.choice((32, 64, 128)),
                 rx_ring=rng.choice((16, 32, 64, 128)),
-                rx_buf=rng.randint(MIN_RX_BUF_BYTES, MAX_RX_BUF_BYTES),
+                rx_buf=rx_bufs[index],
                 burst_beats=bursts[index],
                 prefetch=rng.randint(1, 15),
                 irq=irq,
