@@ -1,10 +1,10 @@
 """Property-based tests (hypothesis) of the two file formats users write: a CPU file
-(sim/cpus) and a sweep file (sim/regress.py). Any TOML near the CPU file's schema or not,
+(sim/cpus) and a sweep file (sim/regress/sweep_file.py). Any TOML near the CPU file's schema or not,
 and any text as either file, is either accepted or rejected with a ValueError whose
 message names the file; never another exception (a traceback).
 
-TOML near the sweep file's schema is not here yet: ``parse_sweep`` raises TypeError or
-AttributeError on ``defaults = 0`` or ``experiment = [0]`` today (reported to its owner)."""
+TOML near the sweep file's schema included: ``defaults = 0``, ``experiment = [0]`` or
+``metrics = 3`` are named errors, not tracebacks."""
 
 from __future__ import annotations
 
@@ -99,3 +99,37 @@ def test_any_text_as_either_file_gives_a_clear_error(text, tmp_path):
         path = tmp_path / name
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         _loads_or_clear_error(load, path)
+
+
+experiment = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.one_of(st.from_regex(r"[a-z0-9_]{1,8}", fullmatch=True), values),
+        "fixed": st.one_of(near(["frames", "frame_size", "irq", "direction"]), values),
+        "sweep": st.one_of(
+            st.dictionaries(st.sampled_from(["frags", "burst", "irq"]), values), values
+        ),
+        "x": values,
+        "series": values,
+        "metrics": values,
+        "reading": values,
+        "title": values,
+    },
+)
+sweep_tables = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": values,
+        "description": values,
+        "defaults": st.one_of(near(["frames", "sim", "cpu"]), values),
+        "experiment": st.one_of(st.lists(st.one_of(experiment, values), max_size=3), values),
+    },
+)
+
+
+@PROPERTY_SETTINGS
+@given(table=sweep_tables)
+def test_any_sweep_file_loads_or_names_its_error(table, tmp_path):
+    path = tmp_path / "my-sweep.toml"
+    path.write_text(toml_document(table))
+    _loads_or_clear_error(load_sweep, path)
