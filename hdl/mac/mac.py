@@ -24,6 +24,7 @@ from .flow_control import (
 from .frame import ByteBeat, RxError, RxStatus, TxStatus
 from .gmii import GmiiRxSignature, GmiiTxSignature
 from .rx import GmiiRxDecoder, MacRx
+from .slice import StreamRegisterSlice
 from .tx import MacTx
 
 
@@ -132,10 +133,14 @@ class EthMac(wiring.Component):
         rx_domain = DomainRenamer("rx")
 
         m.submodules.tx_mac = tx_mac = tx_domain(MacTx())
+        # MacTx's CRC and FSM must start from flip-flops to close 125 MHz: the slice
+        # registers the stream (and its ready) between whatever feeds it and MacTx.
+        m.submodules.tx_slice = tx_slice = tx_domain(StreamRegisterSlice(ByteBeat))
+        connect(m, tx_slice.o, tx_mac.i)
         if self.flow_control:
-            self._flow_control_tx(m, tx_mac)
+            self._flow_control_tx(m, tx_mac, tx_slice)
         else:
-            connect(m, flipped(self.tx), tx_mac.i)
+            connect(m, flipped(self.tx), tx_slice.i)
         connect(m, tx_mac.gmii, flipped(self.gmii_tx))
         connect(m, tx_mac.status, flipped(self.tx_status))
         m.d.comb += [
@@ -174,17 +179,22 @@ class EthMac(wiring.Component):
         ]
         return m
 
-    def _flow_control_tx(self, m, tx_mac):
-        """Client -> control frame insertion and pause gate -> MacTx; the PAUSE sender."""
+    def _flow_control_tx(self, m, tx_mac, tx_slice):
+        """Client -> control frame insertion and pause gate -> register slice -> MacTx;
+        the PAUSE sender."""
         tx_domain = DomainRenamer("tx")
         m.submodules.mcf_tx = mcf_tx = tx_domain(McfTransmitter())
         m.submodules.pause_tx = pause_tx = tx_domain(PauseTransmitter())
         connect(m, flipped(self.tx), mcf_tx.i)
-        connect(m, mcf_tx.o, tx_mac.i)
+        connect(m, mcf_tx.o, tx_slice.i)
         connect(m, pause_tx.request, mcf_tx.request)
         # A received PAUSE (rx domain) pauses this transmitter when tx_lfc_pause_en.
         rx_pause_req = Signal()
         m.submodules.rx_lfc_req_sync = FFSynchronizer(self.rx_lfc_req, rx_pause_req, o_domain="tx")
+        # Registered: with the slice ready for a byte, the client's ready would otherwise
+        # follow the tx_pause_req pin combinationally.
+        pause_req = Signal()
+        m.d.tx += pause_req.eq(self.tx_pause_req | (self.tx_lfc_pause_en & rx_pause_req))
         m.d.comb += [
             pause_tx.tx_lfc_req.eq(self.tx_lfc_req),
             pause_tx.tx_lfc_resend.eq(self.tx_lfc_resend),
@@ -192,8 +202,9 @@ class EthMac(wiring.Component):
             pause_tx.clk_enable.eq(self.tx_clk_enable),
             pause_tx.mii_select.eq(self.tx_mii_select),
             mcf_tx.config.eq(self.tx_lfc_config),
-            mcf_tx.pause_req.eq(self.tx_pause_req | (self.tx_lfc_pause_en & rx_pause_req)),
-            mcf_tx.mac_idle.eq(tx_mac.idle),
+            mcf_tx.pause_req.eq(pause_req),
+            # A byte still in the slice is a frame MacTx has not finished (or started).
+            mcf_tx.mac_idle.eq(tx_mac.idle & ~tx_slice.occupied),
             self.tx_pause_ack.eq(mcf_tx.pause_ack),
             self.tx_flow_stats.eq(pause_tx.stats),
             self.tx_flow_stats.mcf.eq(mcf_tx.stat_mcf),
