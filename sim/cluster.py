@@ -1,7 +1,7 @@
 """Where a sweep's points run: the local process pool, or a Dask distributed cluster.
 
 ``macdma regress`` hands every point to a *point pool* and stores each result as it comes
-back (sim/regress.py ``_run_points``); the pool only decides where the simulation runs:
+back (sim/regress/pool.py ``run_points``); the pool only decides where the simulation runs:
 
 - :class:`LocalPool`: a process pool on this machine, one simulation per worker (the
   default; needs nothing beyond the project).
@@ -74,14 +74,14 @@ class LocalPool:
     """The local process pool: ``jobs`` worker processes on this machine."""
 
     def __init__(self, jobs: int):
-        from .regress import _worker_init
+        from .regress.pool import worker_init
 
         self.where = f"{jobs} local workers"
-        self._executor = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        self._executor = cf.ProcessPoolExecutor(max_workers=jobs, initializer=worker_init)
 
     def submit(self, scenario_json: str, key: str, log_path: Path, expected: dict) -> cf.Future:
         """Run one point; the future's result is :func:`run_point`'s dict."""
-        from .regress import run_point
+        from .regress.pool import run_point
 
         return self._executor.submit(run_point, scenario_json, str(log_path))
 
@@ -129,9 +129,9 @@ class DaskPool:
         if self._cluster is not None:
             # As in the local pool, Ctrl-C is the collecting process's: it cancels the
             # points and closes the cluster (workers would otherwise print tracebacks).
-            from .regress import _worker_init
+            from .regress.pool import worker_init
 
-            self._client.run(_worker_init)
+            self._client.run(worker_init)
         self._executor = self._client.get_executor(pure=False)  # every point runs anew
         if not self._client.scheduler_info().get("workers"):
             print(
@@ -168,7 +168,7 @@ def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
     """Why this process must not run the point (its sources or the CPU file differ from
     those the point's key was made from), or None when they match."""
     from .cpus import load_cpu
-    from .regress import source_hash
+    from .regress.keys import source_hash
     from .scenario import Scenario
 
     sources = source_hash()
@@ -190,7 +190,7 @@ def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
 def run_point_on_worker(scenario_json: str, key: str, expected: dict) -> dict:
     """Dask task: check the worker's sources, run one point with its log in a scratch file
     and return :func:`run_point`'s dict plus ``log`` (the log's text) for the collector."""
-    from .regress import run_point
+    from .regress.pool import run_point
 
     try:
         problem = worker_mismatch(expected, scenario_json)

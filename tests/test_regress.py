@@ -1,5 +1,7 @@
-"""``macdma regress``: sweep files, point keys, skip/force, the physics checks, CSV and
-report writing on synthetic results; and one real ``--quick`` sweep on Verilator."""
+"""``macdma regress``: sweep files, point keys, skip/force, the shipped sweeps' declared
+expectations, CSV and report writing on synthetic results; and one real ``--quick`` sweep
+on Verilator. The expectation kinds and field reports on their own:
+tests/test_regress_expectations.py."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from macdma.sim.regress import (
     parse_sweep,
     plan,
     point_key,
+    readings,
     store,
     summarise,
     write_csv,
@@ -154,16 +157,20 @@ def test_key_depends_on_scenario_and_sources_not_on_output_options():
 
 
 def test_source_hash_follows_simulated_sources_only(tmp_path):
-    for relative in ("hdl/mac/tx.py", "firmware/driver.py", "sim/regress.py", "hdl/boards/b.py"):
+    simulated = ("hdl/mac/tx.py", "firmware/driver.py", "sim/progress.py", "sim/bench.py")
+    reporting = ("sim/regress/report.py", "sim/regress/command.py", "hdl/boards/b.py")
+    for relative in simulated + reporting:
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x = 1\n")
     before = regress.source_hash(tmp_path)
-    (tmp_path / "sim/regress.py").write_text("x = 2\n")  # reporting code
-    (tmp_path / "hdl/boards/b.py").write_text("x = 2\n")  # synthesis only
+    for relative in reporting:  # the regression's own code, synthesis only
+        (tmp_path / relative).write_text("x = 2\n")
     assert regress.source_hash(tmp_path) == before
-    (tmp_path / "firmware/driver.py").write_text("x = 2\n")
-    assert regress.source_hash(tmp_path) != before
+    for relative in simulated:  # each one a point's input
+        (tmp_path / relative).write_text("x = 2\n")
+        assert regress.source_hash(tmp_path) != before
+        before = regress.source_hash(tmp_path)
 
 
 def stored_point(tmp_path, scenario: Scenario, mbps: float, experiments=("e",), **kwargs):
@@ -182,6 +189,18 @@ def test_plan_skips_finished_points_reruns_failed_ones_and_force_reruns_all(tmp_
     assert [p.key for p in todo] == [p.key for p in points[1:]]
     todo, done = plan(points, tmp_path, force=True)
     assert not done and len(todo) == len(points)
+
+
+def test_a_skipped_point_gets_every_current_metric_from_its_stored_metrics(tmp_path):
+    (point, *_) = expand(parse_sweep(sweep_data()), "src")
+    metrics = synthetic_metrics(point.scenario, 9)
+    store(tmp_path, point, {"status": "ok", "metrics": metrics}, "src")
+    path = regress.point_path(tmp_path, point.key)
+    old = json.loads(path.read_text())
+    del old["summary"]["cpu_pct"]  # written before the metric existed
+    path.write_text(json.dumps(old))
+    _, done = plan([point], tmp_path)
+    assert done[point.key]["summary"] == summarise(metrics)
 
 
 def test_a_half_written_json_is_rerun(tmp_path):
@@ -204,70 +223,104 @@ def microblaze(irq: str) -> Scenario:
     return Scenario(direction="tx", frames=8, frags=5, cpu="microblaze-66", irq=irq, tx_ring=32)
 
 
-def test_checks_pass_on_physical_results(tmp_path):
-    results = [
-        stored_point(tmp_path, microblaze("per-desc"), 116.0),
-        stored_point(tmp_path, microblaze("coalesce"), 137.0),
-        stored_point(tmp_path, microblaze("napi"), 136.0),
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 986.8),
+DEFAULT_CHECKS = {
+    "frames_intact",
+    "ideal_line_rate",
+    "coalescing_beats_per_desc",
+    "bursts_monotonic",
+}
+
+
+def default_point(tmp_path, experiment: str, mbps: float | None, dropped=0, **at) -> dict:
+    """The default sweep's one point of ``experiment`` at ``at``, stored with a synthetic
+    result at ``mbps`` (``mbps`` None: at 99.5% of its line rate)."""
+    points = expand(load_sweep(DEFAULT_SWEEP), "src")
+    (point,) = [
+        p
+        for p in points
+        if experiment in p.experiments and all(getattr(p.scenario, k) == v for k, v in at.items())
     ]
-    for burst, mbps in ((2, 300.0), (4, 500.0), (16, 990.0)):
-        scenario = Scenario(direction="tx", frames=8, burst_beats=burst, mem_latency_cycles=20)
-        results.append(stored_point(tmp_path, scenario, mbps))
-    statuses = by_name(check_results(results))
-    assert set(statuses.values()) == {"PASS"}, statuses
+    s = point.scenario
+    if mbps is None:
+        mbps = 0.995 * s.link_mbps * s.frame_size / s.wire_bytes_per_frame
+    metrics = synthetic_metrics(s, mbps, dropped=dropped)
+    return store(tmp_path, point, {"status": "ok", "metrics": metrics}, "src")
+
+
+def shipped_checks(results: list[dict]) -> dict[str, str]:
+    """The default sweep's built-in and declared checks (not the field reports'
+    calibration ones) on ``results``."""
+    statuses = by_name(check_results(load_sweep(DEFAULT_SWEEP), results))
+    return {k: v for k, v in statuses.items() if k in DEFAULT_CHECKS}
+
+
+def ideal_points(tmp_path, mbps=None) -> list[dict]:
+    return [
+        default_point(tmp_path, "ideal", mbps, frame_size=size, irq=irq)
+        for size in (60, 1514)
+        for irq in ("napi", "coalesce")
+    ]
+
+
+def frags5(tmp_path, **by_irq) -> list[dict]:
+    return [
+        default_point(tmp_path, "fragments_irq", mbps, frags=5, irq=irq)
+        for irq, mbps in by_irq.items()
+    ]
+
+
+def bursts(tmp_path, prefetch: int, **by_burst) -> list[dict]:
+    return [
+        default_point(
+            tmp_path, "burst_prefetch", mbps, burst_beats=int(burst[1:]), prefetch=prefetch
+        )
+        for burst, mbps in by_burst.items()
+    ]
+
+
+def test_checks_pass_on_physical_results(tmp_path):
+    results = frags5(tmp_path, **{"per-desc": 116.0, "coalesce": 137.0, "napi": 136.0})
+    results += ideal_points(tmp_path)
+    results += bursts(tmp_path, 1, b2=300.0, b4=500.0, b16=990.0)
+    statuses = shipped_checks(results)
+    assert statuses == dict.fromkeys(DEFAULT_CHECKS, "PASS"), statuses
 
 
 def test_each_check_fails_when_its_ordering_breaks(tmp_path):
-    results = [
-        stored_point(tmp_path, microblaze("per-desc"), 130.0),
-        stored_point(tmp_path, microblaze("napi"), 120.0),  # napi slower: broken
-        stored_point(tmp_path, Scenario(direction="tx", frames=8, cpu="ideal"), 800.0),
-        stored_point(
-            tmp_path, Scenario(direction="tx", frames=8, burst_beats=4, mem_latency_cycles=20), 500
-        ),
-        stored_point(
-            tmp_path, Scenario(direction="tx", frames=8, burst_beats=8, mem_latency_cycles=20), 400
-        ),
+    results = frags5(tmp_path, **{"per-desc": 130.0, "napi": 120.0})  # napi slower: broken
+    results += [default_point(tmp_path, "ideal", 800.0, frame_size=1514, irq="napi")]
+    results += bursts(tmp_path, 1, b4=500.0, b8=400.0)
+    results.append(
         {
             "key": "f",
+            "experiments": ["ideal"],
             "status": "failed",
             "error": "TX frame 3 damaged",
             "scenario": dataclasses.asdict(Scenario()),
-        },
-    ]
-    statuses = by_name(check_results(results))
-    assert statuses == {
-        "frames_intact": "FAIL",
-        "ideal_line_rate": "FAIL",
-        "coalescing_beats_per_desc": "FAIL",
-        "bursts_monotonic": "FAIL",
-    }
+        }
+    )
+    assert shipped_checks(results) == dict.fromkeys(DEFAULT_CHECKS, "FAIL")
 
 
 def test_bursts_within_tolerance_and_different_prefetch_are_not_compared(tmp_path):
-    results = [
-        stored_point(
-            tmp_path, Scenario(direction="tx", frames=8, burst_beats=8, prefetch=1), 500.0
-        ),
-        stored_point(
-            tmp_path, Scenario(direction="tx", frames=8, burst_beats=16, prefetch=1), 497.0
-        ),
-        stored_point(
-            tmp_path, Scenario(direction="tx", frames=8, burst_beats=32, prefetch=4), 100.0
-        ),
-    ]
-    assert by_name(check_results(results))["bursts_monotonic"] == "PASS"
+    results = bursts(tmp_path, 1, b8=500.0, b16=497.0) + bursts(tmp_path, 4, b16=100.0)
+    assert shipped_checks(results)["bursts_monotonic"] == "PASS"
 
 
 def test_checks_without_points_are_not_applicable():
-    statuses = by_name(check_results([]))
-    assert set(statuses.values()) == {"N/A"}
+    for path in (DEFAULT_SWEEP, QUICK_SWEEP):
+        statuses = by_name(check_results(load_sweep(path), []))
+        assert set(statuses.values()) == {"N/A"}, statuses
+
+
+def test_the_quick_sweep_declares_every_check_of_the_default_sweep():
+    declared = {x.name for e in load_sweep(QUICK_SWEEP).experiments for x in e.expectations}
+    assert DEFAULT_CHECKS - {"frames_intact"} <= declared
 
 
 def test_tx_frames_missing_from_the_wire_fail_the_intact_check(tmp_path):
-    results = [stored_point(tmp_path, microblaze("eop"), 100.0, dropped=1)]
-    assert by_name(check_results(results))["frames_intact"] == "FAIL"
+    results = [default_point(tmp_path, "fragments_irq", 100.0, frags=5, irq="eop", dropped=1)]
+    assert shipped_checks(results)["frames_intact"] == "FAIL"
 
 
 def test_summary_takes_every_figure_from_the_measured_window():
@@ -313,9 +366,9 @@ def test_csv_and_report_are_written(tmp_path):
         metrics=("throughput_mbps", "irqs_per_packet"),
     )
     sweep = regress.Sweep("t", "a test", {}, (experiment,))
-    regress.plot_experiment(experiment, regress._ok(results), tmp_path / "plots" / "frags.png")
+    regress.plot_experiment(experiment, regress.ok(results), tmp_path / "plots" / "frags.png")
     assert (tmp_path / "plots" / "frags.png").read_bytes()[:8] == PNG_MAGIC
-    checks = check_results(results)
+    checks = check_results(sweep, results)
     write_report(tmp_path / "report.md", sweep, results, checks, {"frags": "plots/frags.png"})
     report = (tmp_path / "report.md").read_text()
     assert "## Assertions" in report and "**FAIL**" in report  # the failed point
@@ -377,7 +430,18 @@ def test_quick_sweep_writes_report_csv_json_and_plots(quick_regress):
     rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
     assert len(rows) == len(expected) and all(float(r["throughput_mbps"]) > 0 for r in rows)
     report = (out / "report.md").read_text()
-    assert report.count("**PASS**") == 4 and "**FAIL**" not in report
+    sweep = load_sweep(QUICK_SWEEP)
+    expectations = sum(len(e.expectations) for e in sweep.experiments)
+    assert report.count("**PASS**") == 1 + expectations == 5 and "**FAIL**" not in report
+    # The field-report condition: in field_reports.json and in the table the report opens with.
+    (entry,) = json.loads((out / "field_reports.json").read_text())
+    assert (entry["report"], entry["condition"]) == ("microblaze-frags", "frags5")
+    assert set(entry) == {"report", "condition", "mbps", "irqs_per_second", "cpu_pct"}
+    eop = next(r for r in rows if r["irq"] == "eop")
+    assert entry["mbps"] == pytest.approx(float(eop["throughput_mbps"]), rel=1e-5)
+    assert 0 < entry["cpu_pct"] <= 100 and entry["irqs_per_second"] > 0
+    assert report.index("## Field reports") < report.index("## Assertions")
+    assert "| microblaze-frags | frags5 |" in report
     plots = sorted((out / "plots").glob("*.png"))
     assert len(plots) == len(load_sweep(QUICK_SWEEP).experiments)
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in plots)
@@ -416,8 +480,8 @@ def test_reading_ideal_concludes_only_at_line_rate():
     exp = experiment_named("ideal")
     good = [reading_point({"tx_line_rate_pct": 100.0, "rx_line_rate_pct": 99.8}, cpu="ideal")]
     bad = [reading_point({"tx_line_rate_pct": 100.0, "rx_line_rate_pct": 97.0}, cpu="ideal")]
-    assert "the RTL alone holds line rate" in regress.reading_ideal(exp, good)
-    text = regress.reading_ideal(exp, bad)
+    assert "the RTL alone holds line rate" in readings.reading_ideal(exp, good)
+    text = readings.reading_ideal(exp, bad)
     assert "RTL alone holds" not in text and "below 99%" in text
 
 
@@ -445,7 +509,7 @@ def fragments_results(*, eop0: float, napi5: float, coalesce5: float, eop5_cpu: 
 
 def test_reading_fragments_irq_both_ways():
     exp = experiment_named("fragments_irq")
-    text = regress.reading_fragments_irq(
+    text = readings.reading_fragments_irq(
         exp, fragments_results(eop0=230.0, napi5=125.0, coalesce5=124.5, eop5_cpu=99.0)
     )
     assert "the CPU is 99.0% busy, the bottleneck" in text
@@ -455,7 +519,7 @@ def test_reading_fragments_irq_both_ways():
     assert "napi instead of per-desc saves 800, 1.1 fragments' worth" in text
     assert "both levers matter and neither alone" in text
 
-    text = regress.reading_fragments_irq(
+    text = readings.reading_fragments_irq(
         exp, fragments_results(eop0=120.0, napi5=140.0, coalesce5=124.5, eop5_cpu=80.0)
     )
     assert "napi is fastest beyond the measurement's ±" in text
@@ -475,10 +539,10 @@ def budget_results(capped: float, free: float):
 
 def test_reading_tx_budget_both_ways():
     exp = experiment_named("tx_budget")
-    text = regress.reading_tx_budget(exp, budget_results(capped=380.0, free=530.0))
+    text = readings.reading_tx_budget(exp, budget_results(capped=380.0, free=530.0))
     assert "32 frames x 1000 ticks/s x 12,000 bits = 384.0 Mb/s" in text
     assert "the budget binds" in text and "does not bind" not in text
-    text = regress.reading_tx_budget(exp, budget_results(capped=380.0, free=382.0))
+    text = readings.reading_tx_budget(exp, budget_results(capped=380.0, free=382.0))
     assert "the budget does not bind" in text and "helps only until" not in text
 
 
@@ -498,11 +562,11 @@ def rx_results(big_cycles: float, ratio_goodput: float):
 
 def test_reading_rx_buffers_both_ways():
     exp = experiment_named("rx_buffers")
-    text = regress.reading_rx_buffers(exp, rx_results(big_cycles=13_200.0, ratio_goodput=1.3))
+    text = readings.reading_rx_buffers(exp, rx_results(big_cycles=13_200.0, ratio_goodput=1.3))
     assert "13,200 / 6,000 = 2.20x" in text and "— the report's 'more than doubled'." in text
     assert "The delivered goodput shows it too." in text
     assert "cost more than MTU-sized ones" in text
-    text = regress.reading_rx_buffers(exp, rx_results(big_cycles=9_000.0, ratio_goodput=1.0))
+    text = readings.reading_rx_buffers(exp, rx_results(big_cycles=9_000.0, ratio_goodput=1.0))
     assert "not the report's 'more than doubled' (1.50x)" in text
     assert "does not differ beyond its ±" in text
 
@@ -521,14 +585,14 @@ def irq_results(napi_mbps: float, eop_cpu: float):
 
 def test_reading_irq_rate_both_ways_and_its_arithmetic():
     exp = experiment_named("irq_rate")
-    text = regress.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=99.5))
+    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=99.5))
     assert "At 100 Mb/s every strategy is at line rate" in text
     fps = 228.6e6 / 12000
     assert f"{fps:,.0f} frames/s x 12,000 bits = 228.6 Mb/s" in text
     assert "the CPU is the cap" in text
-    text = regress.reading_irq_rate(exp, irq_results(napi_mbps=229.0, eop_cpu=99.5))
+    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=229.0, eop_cpu=99.5))
     assert "No strategy beats one IRQ per packet" in text and "the CPU is the cap" not in text
-    text = regress.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=60.0))
+    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=60.0))
     assert "the CPU is the cap" not in text and "eop leaves the CPU 60.0% busy" in text
 
 
@@ -543,10 +607,10 @@ def burst_results(lo: float, hi: float, prefetch_effect: float):
 
 def test_reading_burst_prefetch_both_ways():
     exp = experiment_named("burst_prefetch")
-    text = regress.reading_burst_prefetch(exp, burst_results(300.0, 980.0, 10.0))
+    text = readings.reading_burst_prefetch(exp, burst_results(300.0, 980.0, 10.0))
     assert "Short bursts spend most of the bus time waiting" in text
     assert "under 5% of the rate" in text
-    text = regress.reading_burst_prefetch(exp, burst_results(950.0, 980.0, 100.0))
+    text = readings.reading_burst_prefetch(exp, burst_results(950.0, 980.0, 100.0))
     assert "Burst length changes the rate by less than 10%" in text
     assert "descriptor fetches matter as much" in text
 
@@ -582,7 +646,29 @@ def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatc
         )
         for point in points
     ]
-    regress.plot_experiment(experiment, regress._ok(results), tmp_path / "cpus.png")
+    regress.plot_experiment(experiment, regress.ok(results), tmp_path / "cpus.png")
     assert (tmp_path / "cpus.png").read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="cpus.*nothere.toml"):
         parse_sweep({"experiment": [{"name": "cpus", "sweep": {"cpu": ["nothere.toml"]}}]})
+
+
+def test_reading_fragments_irq_quotes_the_field_reports_figures_from_the_sweep_file():
+    exp = experiment_named("fragments_irq")
+    results = fragments_results(eop0=230.0, napi5=125.0, coalesce5=124.5, eop5_cpu=99.0)
+    assert "the field report: 232 -> 116 Mb/s" in readings.reading_fragments_irq(exp, results)
+    bare = dataclasses.replace(exp, conditions=())
+    assert "field report" not in readings.reading_fragments_irq(bare, results)
+
+
+def test_the_burst_axis_says_the_measured_bytes_per_beat():
+    from macdma.sim.regress.plots import axis_label
+
+    def beat(width):
+        return {"summary": {"bus_bytes_per_beat": width}}
+
+    assert (
+        axis_label("burst_beats", [beat(4.0), beat(4.0)]) == "DMA burst length (beats of 4 bytes)"
+    )
+    assert axis_label("burst_beats", [beat(8.0)]) == "DMA burst length (beats of 8 bytes)"
+    assert axis_label("burst_beats", [beat(4.0), beat(8.0)]) == "DMA burst length (beats)"
+    assert axis_label("burst_beats", [beat(None)]) == "DMA burst length (beats)"

@@ -1,4 +1,4 @@
-"""``report.html`` (sim/report_html.py): rendered in headless Chromium from a real
+"""``report.html`` (sim/regress/report_html.py): rendered in headless Chromium from a real
 ``--quick`` sweep (plots loaded, tables and their rows, a sort, a non-blank screenshot),
 and its escaping and baseline section on synthetic results."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from PIL import Image
 
 from macdma.sim.regress import QUICK_SWEEP, expand, load_sweep
-from macdma.sim.report_html import BASELINE_MARKER, add_comparison, write_html_report
+from macdma.sim.regress.report_html import BASELINE_MARKER, add_comparison, write_html_report
 from macdma.sim.results_db import Change, Comparison
 
 # Run once the page has loaded (data: images decoded): the checks' results go into the DOM
@@ -79,12 +79,14 @@ def test_quick_report_renders_in_chromium(quick_regress, tmp_path):
     assert len(checks["images"]) == len(sweep.experiments)
     assert all(image["width"] > 0 for image in checks["images"]), checks["images"]
     points = expand(sweep, "src")
-    expected = {"assertions": 4, "parameters": 8}
+    checks_count = 1 + sum(len(e.expectations) for e in sweep.experiments)
+    conditions = sum(len(e.conditions) for e in sweep.experiments)
+    expected = {"assertions": checks_count, "parameters": 8, "field_reports": conditions}
     for experiment in sweep.experiments:
         expected[experiment.name] = sum(experiment.name in p.experiments for p in points)
     assert checks["tables"] == expected
-    assert checks["sorted"] == sorted(checks["sorted"]) and len(checks["sorted"]) == 3
-    assert dom.count('class="PASS"') == 4 and 'class="FAIL"' not in dom
+    assert checks["sorted"] == sorted(checks["sorted"]) and len(checks["sorted"]) == 4
+    assert dom.count('class="PASS"') == checks_count == 5 and 'class="FAIL"' not in dom
 
     shot = tmp_path / "report.png"
     chromium(f"--screenshot={shot}", "--window-size=1280,2000", checked.as_uri(), profile=tmp_path)

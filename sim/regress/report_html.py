@@ -1,8 +1,9 @@
 """``report.html``: the regression report as one self-contained page.
 
-The same content as ``report.md`` (sim/regress.py ``write_report``): the assertions with
-PASS/FAIL first, then per experiment its plot, reading and table, then "Changed since the
-baseline" when the run has one, and the run's parameters and versions last. Plots are
+The same content as ``report.md`` (:func:`.report.write_report`): the field reports' table
+(when the sweep has any) and the assertions with PASS/FAIL first, then per experiment its
+plot, reading and table, then "Changed since the baseline" when the run has one, and the
+run's parameters and versions last. Plots are
 embedded as ``data:`` URIs and the only script is the few inline lines that sort a table
 by a clicked column, so the file opens anywhere with no network. Every text is escaped.
 """
@@ -87,7 +88,7 @@ def _version(package: str) -> str:
 
 
 def _parameters(sweep, results: list[dict]) -> list[list[str]]:
-    from .results_db import git_state
+    from ..results_db import git_state
 
     commit, dirty = git_state()
     sims = sorted({r["scenario"]["sim"] for r in results})
@@ -110,10 +111,12 @@ def write_html_report(
     checks,
     plots: dict[str, str],
     notes=(),
+    field_reports=(),
 ) -> None:
     """Write ``path`` (report.html) from what write_report writes report.md from; the
     ``plots`` paths are relative to ``path``'s folder and are embedded."""
-    from .regress import METRICS, READINGS, _cell, _metric_cell, _ok
+    from .field_reports import FIELD_REPORT_HEADERS, cpu_pct_note, field_reports_table
+    from .report import experiment_reading, experiment_rows
 
     folder = path.parent
     failed = [r for r in results if r.get("status") != "ok"]
@@ -122,6 +125,16 @@ def write_html_report(
         f"<p>{escape(sweep.description)}</p>",
         f"<p>{len(results)} points, {len(failed)} failed.</p>",
         *[f"<p>{escape(note.replace('**', ''))}</p>" for note in notes],
+    ]
+    if field_reports:
+        note = cpu_pct_note(field_reports).replace("`", "")
+        parts += [
+            "<h2>Field reports</h2>",
+            "<p>What the model gives for each field report's conditions, beside the report's "
+            f"calibration figure (a prediction's figure is not known here). {escape(note)}</p>",
+            _table(FIELD_REPORT_HEADERS, field_reports_table(field_reports), "field_reports"),
+        ]
+    parts += [
         "<h2>Assertions</h2>",
         _table(
             ["", "assertion", "detail"],
@@ -131,28 +144,16 @@ def write_html_report(
         ),
     ]
     for experiment in sweep.experiments:
-        rows = [r for r in results if experiment.name in r.get("experiments", [])]
-        ok = _ok(rows)
         parts.append(f"<h2>{escape(experiment.title)}</h2>")
         if experiment.description:
             parts.append(f"<p>{escape(experiment.description)}</p>")
         if experiment.name in plots:
             uri = _data_uri(folder / plots[experiment.name])
             parts.append(f'<img src="{uri}" alt="{escape(experiment.title)}">')
-        reading = READINGS[experiment.reading](experiment, ok) if ok else "No point finished."
+        reading = experiment_reading(experiment, results)
         parts.append(f"<p>{escape(reading.replace('**', ''))}</p>")
-        swept = list(experiment.sweep)
-        headers = swept + [f"{METRICS[m].label} ({METRICS[m].unit})" for m in experiment.metrics]
-        table_rows = []
-        for r in rows:
-            summary = r.get("summary", {})
-            values = [_cell(r["scenario"][k]) for k in swept]
-            values += [
-                _metric_cell(summary, m) if r.get("status") == "ok" else "FAILED"
-                for m in experiment.metrics
-            ]
-            table_rows.append(values + [r["key"]])
-        parts.append(_table(headers + ["point"], table_rows, experiment.name))
+        headers, table_rows = experiment_rows(experiment, results)
+        parts.append(_table(headers, table_rows, experiment.name))
     parts.append(BASELINE_MARKER)
     parts.append("<h2>Run parameters and versions</h2>")
     parts.append(_table(["parameter", "value"], _parameters(sweep, results), "parameters"))
@@ -166,7 +167,7 @@ def write_html_report(
 
 def add_comparison(path: Path, comparison) -> None:
     """Put "Changed since the baseline" (a results_db Comparison) into report.html."""
-    from .results_db import _relative, _shown, comparison_markdown
+    from ..results_db import _relative, _shown, comparison_markdown
 
     page = path.read_text()
     if BASELINE_MARKER not in page:

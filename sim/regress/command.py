@@ -1,0 +1,192 @@
+"""``macdma regress``: the command's options (:func:`add_regress_parser`) and its run
+(:func:`run_regress`): read the sweep, plan and run its points, then write the CSV,
+``field_reports.json``, the plots and the report, record the run in the results database
+and exit 1 when a point failed or an assertion broke."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..progress import duration_text
+from .expectations import check_results
+from .field_reports import field_report_rows, write_field_reports_json
+from .keys import source_hash
+from .plots import plot_experiment
+from .points import expand, plan
+from .pool import run_points
+from .report import write_report
+from .results_csv import write_csv
+from .selection import ok
+from .sweep_file import DEFAULT_SWEEP, QUICK_SWEEP, Sweep, load_sweep
+
+DEFAULT_OUT = Path("build") / "regress"
+
+
+def add_regress_parser(commands) -> None:
+    from ..cluster import parse_scheduler
+    from ..results_db import add_db_argument
+    from ..simulators import SIMULATORS
+
+    regress = commands.add_parser(
+        "regress",
+        help="run a sweep of scenarios: JSON, CSV, Markdown report, plots and assertions",
+        description="Run a sweep (docs/regression.md) over all cores or on a Dask cluster; "
+        "exit 1 when a point fails or an assertion breaks.",
+    )
+    regress.add_argument(
+        "sweep",
+        nargs="?",
+        type=Path,
+        help=f"sweep TOML file (default: {DEFAULT_SWEEP.name}, or {QUICK_SWEEP.name} with --quick)",
+    )
+    regress.add_argument("--quick", action="store_true", help="the small CI sweep (quick.toml)")
+    regress.add_argument("--sim", choices=SIMULATORS, help="override the sweep's simulator")
+    regress.add_argument(
+        "--out", type=Path, help=f"output folder (default: {DEFAULT_OUT}/<sweep name>)"
+    )
+    regress.add_argument("--force", action="store_true", help="rerun points already done")
+    regress.add_argument(
+        "--jobs",
+        type=int,
+        help=f"parallel simulations in the local pool (default: all cores, {os.cpu_count()})",
+    )
+    regress.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local:N",
+        type=parse_scheduler,
+        help="run the points on the Dask cluster whose scheduler is at ADDRESS "
+        "(tcp://host:8786), or on a local Dask cluster of N workers (needs the 'cluster' extra)",
+    )
+    add_db_argument(regress)
+    regress.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="an output folder or a commit in the database: report.md lists the points "
+        "whose metrics moved since it",
+    )
+    regress.set_defaults(regress_parser=regress)
+
+
+def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ..cluster import ClusterError, DaskPool, LocalPool
+    from ..results_db import ResultsDb, ResultsDbError, load_run, run_set_of
+
+    if args.sweep is not None and args.quick:
+        parser.error("give a sweep file or --quick, not both")
+    if args.jobs is not None and args.scheduler is not None:
+        parser.error("--jobs sizes the local pool; with --scheduler the cluster's workers run")
+    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+    if jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {jobs}")
+    sweep_path = args.sweep or (QUICK_SWEEP if args.quick else DEFAULT_SWEEP)
+    try:
+        sweep = load_sweep(sweep_path)
+        sources = source_hash()
+        points = expand(sweep, sources, sim=args.sim)
+        # Read the baseline before this run overwrites anything (it may be --out itself).
+        baseline = load_run(args.baseline, args.db) if args.baseline else None
+    except ValueError as error:  # ResultsDbError is a ValueError
+        parser.error(str(error))
+    out = args.out or DEFAULT_OUT / sweep.name
+    out.mkdir(parents=True, exist_ok=True)
+    todo, done = plan(points, out, force=args.force)
+    started_utc = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.monotonic()
+    interrupted = False
+    ran_on = "nothing (every point unchanged)"
+    if todo:
+        try:
+            pool = DaskPool(args.scheduler) if args.scheduler else LocalPool(jobs)
+        except ClusterError as error:
+            print(f"macdma regress: {error}", file=sys.stderr)
+            return 2
+        ran_on = pool.where
+    print(
+        f"macdma regress: sweep {sweep.name!r} ({sweep_path}): {len(points)} points, "
+        f"{len(done)} unchanged and skipped, {len(todo)} to run on {ran_on}; output {out}",
+        flush=True,
+    )
+    if todo:
+        interrupted = run_points(todo, done, out, sources, pool)
+    wall = time.monotonic() - started
+    results = [done[p.key] for p in points if p.key in done]
+    code = _finish(sweep, results, out, len(points), wall, interrupted)
+    if baseline is not None:
+        _report_baseline(out / "report.md", baseline, run_set_of(str(out), results))
+    try:
+        with ResultsDb(args.db) as db:
+            db.record_run(
+                sweep=sweep.name,
+                out=out,
+                sources=sources,
+                ran_on=ran_on,
+                results=results,
+                ran_keys={p.key for p in todo},
+                started_utc=started_utc,
+                complete=len(results) == len(points) and not interrupted,
+            )
+        print(f"results database: {args.db}")
+    except ResultsDbError as error:
+        print(f"macdma regress: not recorded: {error}", file=sys.stderr)
+        code = code or 1
+    return code
+
+
+def _report_baseline(report: Path, baseline, current) -> None:
+    """Append "Changed since the baseline" to the report and print its one-line summary."""
+    from ..results_db import compare, comparison_markdown
+
+    comparison = compare(baseline, current)
+    with open(report, "a") as handle:
+        handle.write("\n## Changed since the baseline\n\n")
+        handle.write("\n".join(comparison_markdown(comparison)) + "\n")
+    from .report_html import add_comparison
+
+    add_comparison(report.with_suffix(".html"), comparison)
+    print(
+        f"baseline {baseline.label}: {comparison.compared} points compared, "
+        f"{len(comparison.changes)} changes beyond {100 * comparison.tolerance:g}% "
+        f"(report.md, 'Changed since the baseline')"
+    )
+
+
+def _finish(
+    sweep: Sweep, results: list[dict], out: Path, total: int, wall: float, interrupted: bool
+) -> int:
+    checks = check_results(sweep, results)
+    plots = {}
+    for experiment in sweep.experiments:
+        rows = ok(r for r in results if experiment.name in r.get("experiments", []))
+        if rows and experiment.x:
+            relative = f"plots/{experiment.name}.png"
+            plot_experiment(experiment, rows, out / relative)
+            plots[experiment.name] = relative
+    notes = []
+    if len(results) < total:
+        notes.append(f"**Incomplete:** {total - len(results)} of {total} points not run yet.")
+    field_reports = field_report_rows(sweep, results)
+    write_csv(out / "results.csv", results)
+    write_field_reports_json(out / "field_reports.json", field_reports)
+    write_report(out / "report.md", sweep, results, checks, plots, notes, field_reports)
+    failed = [r for r in results if r.get("status") != "ok"]
+    print(f"\n{len(results)}/{total} points in {out} ({duration_text(wall)} wall this run)")
+    for check in checks:
+        print(f"  {check.status:4} {check.name}: {check.detail[:160]}")
+    for r in failed:
+        print(f"  failed point {r['key']}: see {out / 'logs' / (r['key'] + '.log')}")
+    print(
+        f"report: {out / 'report.md'} (and .html)  csv: {out / 'results.csv'}  "
+        f"field reports: {out / 'field_reports.json'} ({len(field_reports)} "
+        f"condition{'s' * (len(field_reports) != 1)})  "
+        f"plots: {out / 'plots'}"
+    )
+    if interrupted:
+        return 130
+    if failed or any(c.status == "FAIL" for c in checks):
+        return 1
+    return 0

@@ -1,0 +1,103 @@
+"""The points of a sweep and their stored results: :func:`expand` turns a sweep into
+points (one per distinct scenario, keyed by :func:`~.keys.point_key`), :func:`plan`
+splits them into those to run and those whose result is stored and still valid, and
+:func:`store` writes a finished point's JSON (atomically) as soon as it arrives."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..scenario import Scenario
+from .keys import cpu_digest, point_key
+from .metrics import summarise
+from .selection import declaration_error
+
+
+@dataclass
+class Point:
+    """One scenario of a sweep; ``experiments`` lists every experiment it belongs to
+    (a scenario that two experiments share runs once). ``key`` names its JSON file."""
+
+    key: str
+    scenario: Scenario
+    experiments: list[str] = field(default_factory=list)
+
+
+def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
+    """Every point of ``sweep`` in file order (``sim`` overrides the simulator);
+    ValueError naming the experiment when a combination is not a valid Scenario."""
+    points: dict[str, Point] = {}
+    for experiment in sweep.experiments:
+        keys = list(experiment.sweep)
+        for combination in itertools.product(*(experiment.sweep[k] for k in keys)):
+            values = {
+                **sweep.defaults,
+                **experiment.fixed,
+                **dict(zip(keys, combination, strict=True)),
+            }
+            if sim is not None:
+                values["sim"] = sim
+            try:
+                scenario = Scenario(**values)
+            except (TypeError, ValueError) as error:
+                raise declaration_error(f"experiment {experiment.name!r}", str(error)) from None
+            key = point_key(scenario, sources)
+            point = points.setdefault(key, Point(key, scenario))
+            if experiment.name not in point.experiments:
+                point.experiments.append(experiment.name)
+    return list(points.values())
+
+
+def point_path(out: Path, key: str) -> Path:
+    return out / "points" / f"{key}.json"
+
+
+def plan(points: list[Point], out: Path, force: bool = False) -> tuple[list[Point], dict]:
+    """Split ``points`` into (to run, {key: stored result}): a point is skipped when its
+    JSON exists and passed (failed points always rerun); ``force`` reruns every point.
+    A skipped point's summary is summarised again from its stored metrics."""
+    done = {}
+    todo = []
+    for point in points:
+        path = point_path(out, point.key)
+        stored = None
+        if not force and path.exists():
+            try:
+                stored = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                stored = None
+        if stored is not None and stored.get("status") == "ok" and "metrics" in stored:
+            stored["experiments"] = point.experiments
+            # The summary is derived from the stored metrics by this package's code, which
+            # is not part of the key: derive it again, so a new metric covers old points.
+            stored["summary"] = summarise(stored["metrics"])
+            done[point.key] = stored
+        else:
+            todo.append(point)
+    return todo, done
+
+
+def store(out: Path, point: Point, result: dict, sources: str) -> dict:
+    """Write ``point``'s JSON (with its summary when it ran) and return the stored dict."""
+    stored = {
+        "key": point.key,
+        "experiments": point.experiments,
+        "scenario": dataclasses.asdict(point.scenario),
+        "sources": sources,
+        "cpu_digest": cpu_digest(point.scenario),
+        "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        **result,
+    }
+    if result.get("status") == "ok":
+        stored["summary"] = summarise(result["metrics"])
+    path = point_path(out, point.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(stored, indent=2))
+    tmp.replace(path)  # atomic: an interrupted write never leaves half a JSON
+    return stored
