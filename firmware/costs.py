@@ -39,6 +39,13 @@ class CpuCosts:
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
         timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
             or TX housekeeping); the tick's interrupt entry is charged as irq_entry_exit.
+        socket_send_per_packet: An application's socket send of one packet (the syscall,
+            UDP/IP output, the qdisc) before xmit; traffic models udp, stream, rr.
+        socket_recv_per_packet: An application's socket receive of one packet (the
+            syscall and the socket queue; the bytes copied are per_byte_copy, charged by
+            the stack at receive); udp, stream, rr.
+        forward_per_packet: Routing one received packet back out (IP forward, NAT
+            conntrack lookup, the qdisc); traffic model forward.
     """
 
     irq_entry_exit: float = 0.0
@@ -54,6 +61,9 @@ class CpuCosts:
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0
+    socket_send_per_packet: float = 0.0
+    socket_recv_per_packet: float = 0.0
+    forward_per_packet: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -87,6 +87,9 @@ MDIO_POLL_NS = 1000.0
 #: IRQ_MIN_INTERVAL's valid values are 0..this (the register map; tests/test_regmap.py
 #: checks the two agree).
 MAX_IRQ_MIN_INTERVAL_US = 10_000
+#: PREFETCH's valid values are 1..this (the register map; tests/test_knobs.py checks the
+#: two agree). A larger value than FEATURES.max_prefetch is accepted and clamped by the DMA.
+MAX_PREFETCH = 16
 
 
 def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) -> None:
@@ -218,7 +221,8 @@ class DriverConfig:
         tx_ring, rx_ring: descriptors per ring, 2..4096 (at most ring - 1 are in flight).
         rx_buf: bytes per RX buffer, 64..65535; a longer frame spans several buffers.
         burst_beats: AXI burst cap for both channels, 1..256.
-        prefetch: descriptors fetched per descriptor read, 1..15.
+        prefetch: descriptors fetched per descriptor read, 1..16 (the DMA clamps it to
+            FEATURES.max_prefetch).
         strategy: the :class:`IrqStrategy` (a string is parsed with ``IrqStrategy.parse``).
         tx_clean_budget: packets per TX clean from the ISR and the housekeeping tick;
             None = unlimited.
@@ -258,7 +262,7 @@ class DriverConfig:
         _check_int(own, "rx_ring", self.rx_ring, 2, 4096)
         _check_int(own, "rx_buf", self.rx_buf, MIN_RX_BUFFER_BYTES, MAX_BUFFER_BYTES)
         _check_int(own, "burst_beats", self.burst_beats, 1, 256)
-        _check_int(own, "prefetch", self.prefetch, 1, 15)
+        _check_int(own, "prefetch", self.prefetch, 1, MAX_PREFETCH)
         if isinstance(self.strategy, str):
             object.__setattr__(self, "strategy", IrqStrategy.parse(self.strategy))
         if not isinstance(self.strategy, IrqStrategy):

@@ -130,116 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _whole(low: int, high: int | None = None, unit: str = ""):
-    """argparse type: a whole number in low..high, with a message naming the bad value."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            limit = f">= {low}" if high is None else f"{low}..{high}"
-            raise argparse.ArgumentTypeError(f"must be {limit}{unit}, got {value}")
-        return value
-
-    return parse
-
-
-def _mhz(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a clock in MHz, got {text!r}") from None
-    if not 1 <= value <= 500:
-        raise argparse.ArgumentTypeError(f"must be 1..500 MHz, got {value:g}")
-    return value
-
-
 def _add_run_parser(commands) -> None:
-    from .cpus import shipped_cpus
-    from .scenario import (
-        DIRECTIONS,
-        IRQ_MIN_INTERVAL_MAX_US,
-        IRQ_STRATEGIES,
-        MAX_FRAME,
-        MIN_FRAME,
-        Scenario,
-    )
+    from .knobs import add_knob_options
+    from .scenario import Scenario
 
-    d = Scenario()
     run = commands.add_parser(
         "run",
         help="run one driver + SoC scenario and report throughput, IRQs, CPU and latency",
-        description="Run the driver model on a modelled CPU against the SoC RTL.",
+        description="Run the driver model on a modelled CPU against the SoC RTL. Every "
+        "option is a Scenario knob (sim/scenario.py declares each once).",
     )
-    add = run.add_argument
-    add("--sim", choices=SIMULATORS, default=d.sim, help=f"default: {d.sim}")
-    add("--direction", choices=DIRECTIONS, default=d.direction, help=f"default: {d.direction}")
-    add(
-        "--frame-size",
-        type=_whole(MIN_FRAME, MAX_FRAME, " bytes without FCS"),
-        default=d.frame_size,
-        help=f"bytes handed to the MAC, FCS excluded ({MIN_FRAME}..{MAX_FRAME}; "
-        f"default {d.frame_size})",
-    )
-    add("--frames", type=_whole(2), default=d.frames, help=f"per direction ({d.frames})")
-    add("--frags", type=_whole(0, 16), default=d.frags, help="extra TX fragments per frame (0)")
-    add("--irq", choices=IRQ_STRATEGIES, default=d.irq, help=f"default: {d.irq}")
-    add("--coalesce-frames", type=_whole(1, 255), default=d.coalesce_frames, help="1..255 (1)")
-    add("--coalesce-us", type=_whole(0, 65535), default=d.coalesce_us, help="0..65535 (0)")
-    add("--poll-us", type=_whole(1, 65535), default=d.poll_us, help=f"polling period ({d.poll_us})")
-    add("--budget", type=_whole(1), default=d.budget, help=f"NAPI/poll budget ({d.budget})")
-    add(
-        "--burst-beats",
-        type=_whole(1, 256, " beats"),
-        default=d.burst_beats,
-        help=f"beats ({d.burst_beats})",
-    )
-    add("--prefetch", type=_whole(1, 15), default=d.prefetch, help=f"descriptors ({d.prefetch})")
-    add("--tx-ring", type=_whole(2, 4096), default=d.tx_ring, help=f"descriptors ({d.tx_ring})")
-    add("--rx-ring", type=_whole(2, 4096), default=d.rx_ring, help=f"descriptors ({d.rx_ring})")
-    add(
-        "--rx-buf-bytes",
-        type=_whole(64, 65535, " bytes"),
-        default=d.rx_buf_bytes,
-        help=f"bytes ({d.rx_buf_bytes})",
-    )
-    add(
-        "--cpu",
-        metavar="NAME|FILE.toml",
-        default=d.cpu,
-        help=f"a shipped CPU ({', '.join(shipped_cpus())}) or a CPU file (docs/cpus.md); "
-        f"default {d.cpu}",
-    )
-    add("--sys-mhz", type=_mhz, default=d.sys_mhz, help=f"SoC clock ({d.sys_mhz:g})")
-    add("--link-mbps", type=int, choices=(10, 100, 1000), default=d.link_mbps, help="Mb/s (1000)")
-    add(
-        "--mem-latency-cycles",
-        metavar="CYCLES",
-        type=_whole(0, 1000, " cycles"),
-        default=d.mem_latency_cycles,
-        help=f"host-memory SoC cycles before each AXI burst ({d.mem_latency_cycles})",
-    )
-    add(
-        "--tx-clean-budget",
-        metavar="N",
-        type=_whole(0),
-        default=d.tx_clean_budget,
-        help="packets per TX clean, 0 = unlimited (default: the CPU preset's driver setting)",
-    )
-    add(
-        "--irq-min-interval-us",
-        metavar="US",
-        type=_whole(0, IRQ_MIN_INTERVAL_MAX_US, " µs"),
-        default=d.irq_min_interval_us,
-        help="hardware interrupt rate limit: minimum µs between interrupts, "
-        f"0..{IRQ_MIN_INTERVAL_MAX_US},"
-        f" 0 = off; 125 = at most 8,000 IRQs/s ({d.irq_min_interval_us})",
-    )
-    add("--waves", action="store_true", help="trace a waveform")
-    add("--json", type=Path, help="write every metric (and the raw wire record) here")
-    add(
+    add_knob_options(run, Scenario)
+    run.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -250,33 +152,10 @@ def _add_run_parser(commands) -> None:
 
 def scenario_from_args(args: argparse.Namespace):
     """The :class:`Scenario` of parsed ``run`` options (ValueError if inconsistent)."""
+    from . import knobs
     from .scenario import Scenario
 
-    return Scenario(
-        sim=args.sim,
-        direction=args.direction,
-        frame_size=args.frame_size,
-        frames=args.frames,
-        frags=args.frags,
-        irq=args.irq,
-        coalesce_frames=args.coalesce_frames,
-        coalesce_us=args.coalesce_us,
-        poll_us=args.poll_us,
-        budget=args.budget,
-        burst_beats=args.burst_beats,
-        prefetch=args.prefetch,
-        tx_ring=args.tx_ring,
-        rx_ring=args.rx_ring,
-        rx_buf_bytes=args.rx_buf_bytes,
-        cpu=args.cpu,
-        sys_mhz=args.sys_mhz,
-        link_mbps=args.link_mbps,
-        mem_latency_cycles=args.mem_latency_cycles,
-        tx_clean_budget=args.tx_clean_budget,
-        irq_min_interval_us=args.irq_min_interval_us,
-        waves=args.waves,
-        json=str(args.json) if args.json else None,
-    )
+    return knobs.scenario_from_args(Scenario, args)
 
 
 def run_log_path() -> Path:

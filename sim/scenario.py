@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from macdma.hdl.regmap import REGISTER_MAP
+from macdma.firmware.descriptor import MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+
+from .knobs import driver_settings, knob, knobs_of, register_range
 
 __all__ = [
     "DIRECTIONS",
@@ -27,6 +29,7 @@ __all__ = [
     "IRQ_STRATEGIES",
     "LINK_SPEEDS",
     "SCENARIO_ENV",
+    "TRAFFIC_MODELS",
     "RECORD_ENV",
     "Scenario",
     "checked_cpu",
@@ -40,10 +43,16 @@ from .simulators import SIMULATORS
 DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
 LINK_SPEEDS = (10, 100, 1000)
+#: The traffic models (docs/traffic.md; the bench's sim/benches/traffic.py).
+TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
+#: Models that move frames both ways by themselves (their --direction stays "both").
+TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
+#: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
+ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
-IRQ_MIN_INTERVAL_MAX_US = max(r[-1] for r in REGISTER_MAP.field("IRQ_MIN_INTERVAL", "us").valid)
+IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -72,99 +81,150 @@ def checked_cpu(cpu: object) -> str:
     return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
+def _register(key: str, name: str | None = None, **options) -> dict:
+    """``low``/``high`` of a knob the hardware bounds, from the register map."""
+    low, high = register_range(key, name, **options)
+    return {"low": low, "high": high}
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """The knobs of one run. Every field is checked in ``__post_init__``.
-
-    ``frame_size``: bytes handed to the MAC without FCS (60 = the 64-byte minimum frame).
-    ``frags``: extra TX fragments beyond the first; each gets an equal share of the frame.
-    ``irq``: the driver's completion strategy; ``coalesce_frames``/``coalesce_us`` feed
-    ``coalesce`` (and ``napi``), ``poll_us`` the ``polling`` loop, ``budget`` NAPI/poll.
-    ``burst_beats`` (beats) and ``prefetch`` (descriptors) are DMA registers; ``tx_ring``,
-    ``rx_ring`` descriptors, ``rx_buf_bytes`` bytes per RX buffer. ``cpu`` a shipped CPU's name or
-    the path of a CPU file (docs/cpus.md; kept absolute). ``sys_mhz`` the SoC clock,
-    ``link_mbps`` Mb/s.
-    ``mem_latency_cycles``: host-memory cycles (SoC clock) before the first beat of every AXI
-    burst (``HostMemory.latency_cycles``). ``tx_clean_budget``: packets per TX clean
-    (ISR and housekeeping tick); None = the CPU preset's driver setting, 0 = unlimited.
-    ``irq_min_interval_us``: IRQ_MIN_INTERVAL, the hardware's minimum interval between
-    interrupts (125 = at most 8,000/s); 0 = no limit.
+    """The knobs of one run, each declared once (:func:`macdma.sim.knobs.knob`): type,
+    range or choices, unit, default, help and the driver setting it feeds. The
+    declarations make the Scenario's checks, the ``macdma run`` options, the sweep-file
+    validation and the DriverConfig (sim/knobs.py); ``__post_init__`` adds the checks
+    that tie two knobs together. ``cpu`` is kept as a shipped name or an absolute path.
     """
 
-    sim: str = "verilator"
-    direction: str = "both"
-    frame_size: int = 1514
-    frames: int = 100
-    frags: int = 0
-    irq: str = "napi"
-    coalesce_frames: int = 1
-    coalesce_us: int = 0
-    poll_us: int = 10
-    budget: int = 64
-    burst_beats: int = 16
-    prefetch: int = 4
-    tx_ring: int = 256
-    rx_ring: int = 256
-    rx_buf_bytes: int = 2048
-    cpu: str = "ideal"
-    sys_mhz: float = 100.0
-    link_mbps: int = 1000
-    mem_latency_cycles: int = 0
-    tx_clean_budget: int | None = None
-    irq_min_interval_us: int = 0
-    waves: bool = False
-    json: str | None = None
+    sim: str = knob("verilator", str, "simulator", choices=SIMULATORS)
+    direction: str = knob("both", str, "which way frames flow", choices=DIRECTIONS)
+    frame_size: int = knob(
+        1514, int, "bytes handed to the MAC, FCS excluded", unit="bytes", low=MIN_FRAME,
+        high=MAX_FRAME, why=" without FCS (60 = 64-byte frame)",
+    )  # fmt: skip
+    frames: int = knob(100, int, "frames per direction", low=2, why=" (a rate needs two frames)")
+    frags: int = knob(
+        0, int, "extra TX fragments per frame, equal shares", low=0, high=MAX_EXTRA_FRAGMENTS,
+        unit="extra fragments", driver="max_frags", to_driver=lambda frags: frags + 1,
+    )  # fmt: skip
+    irq: str = knob(
+        "napi", str, "the driver's completion strategy", choices=IRQ_STRATEGIES,
+        driver="strategy.name",
+    )  # fmt: skip
+    coalesce_frames: int = knob(
+        1, int, "frames per coalesced interrupt (coalesce, napi)",
+        **_register("IRQ_TX_COALESCE", "frames"), driver="strategy.coalesce_frames",
+    )  # fmt: skip
+    coalesce_us: int = knob(
+        0, int, "coalescing timer (coalesce, napi), 0 = none", unit="µs",
+        **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.coalesce_us",
+    )  # fmt: skip
+    poll_us: int = knob(
+        10, int, "period of the polling loop", unit="µs", low=1, high=65535,
+        driver="strategy.poll_us",
+    )  # fmt: skip
+    budget: int = knob(64, int, "NAPI / poll budget", unit="packets", low=1,
+                       driver="strategy.budget")  # fmt: skip
+    burst_beats: int = knob(
+        16, int, "AXI burst cap of both DMA channels", unit="beats",
+        **_register("TX_BURST_BEATS"), driver="burst_beats",
+    )  # fmt: skip
+    prefetch: int = knob(
+        4, int, "descriptors per descriptor read (the hardware clamps it to "
+        "FEATURES.max_prefetch)", unit="descriptors", **_register("TX_PREFETCH"),
+        driver="prefetch",
+    )  # fmt: skip
+    tx_ring: int = knob(
+        256, int, "TX ring size", unit="descriptors",
+        **_register("TX_RING_SIZE", skip_zero=True), driver="tx_ring",
+    )  # fmt: skip
+    rx_ring: int = knob(
+        256, int, "RX ring size", unit="descriptors",
+        **_register("RX_RING_SIZE", skip_zero=True), driver="rx_ring",
+    )  # fmt: skip
+    rx_buf_bytes: int = knob(
+        2048, int, "bytes per RX buffer (smaller than the frame = chained RX)", unit="bytes",
+        low=MIN_RX_BUFFER_BYTES, high=MAX_BUFFER_BYTES, driver="rx_buf",
+    )  # fmt: skip
+    cpu: str = knob(
+        "ideal", str, "a shipped CPU or a CPU file (docs/cpus.md)", metavar="NAME|FILE.toml"
+    )
+    sys_mhz: float = knob(
+        100.0, float, "SoC clock", unit="MHz", low=1, high=500, driver="sys_clk_mhz",
+        to_driver=round,
+    )  # fmt: skip
+    link_mbps: int = knob(1000, int, "link speed in Mb/s", choices=LINK_SPEEDS)
+    mem_latency_cycles: int = knob(
+        0, int, "host-memory SoC cycles before the first beat of every AXI burst",
+        unit="cycles", low=0, high=1000, why=" per burst",
+    )  # fmt: skip
+    tx_clean_budget: int | None = knob(
+        None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
+        "= the CPU file's driver setting", unit="packets", low=0, optional=True,
+        metavar="N", driver="tx_clean_budget", to_driver=lambda budget: budget or None,
+    )  # fmt: skip
+    irq_min_interval_us: int = knob(
+        0, int, "hardware interrupt rate limit IRQ_MIN_INTERVAL, minimum µs between "
+        "interrupts (125 = at most 8,000/s)", unit="µs", **_register("IRQ_MIN_INTERVAL"),
+        why=" (0 = no limit)", metavar="US", driver="irq_min_interval_us",
+    )  # fmt: skip
+    traffic: str = knob("pktgen", str, "traffic model (docs/traffic.md)", choices=TRAFFIC_MODELS)
+    rate_mbps: float = knob(
+        0.0, float, "offered rate of frame bytes (FCS excluded), TX and RX, 0 = as fast as "
+        "possible (TX) / line rate (RX)", unit="Mb/s", low=0, high=max(LINK_SPEEDS),
+    )  # fmt: skip
+    window: int = knob(
+        64, int, "stream: segments the sender keeps in flight", unit="segments", low=1,
+        high=4096,
+    )  # fmt: skip
+    waves: bool = knob(False, bool, "trace a waveform")
+    json: str | None = knob(
+        None, str, "write every metric (and the raw wire record) here", optional=True,
+        metavar="FILE",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
-        def choose(name, allowed):
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(
-                    f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}"
-                )
-
-        def span(name, low, high=None, why="", whole=True):
-            value = getattr(self, name)
-            kinds = int if whole else int | float
-            if isinstance(value, bool) or not isinstance(value, kinds):
-                kind = "a whole number" if whole else "a number"
-                raise ValueError(f"{name} must be {kind}, got {value!r}")
-            if value < low or (high is not None and value > high):
-                limit = f">= {low}" if high is None else f"{low}..{high}"
-                raise ValueError(f"{name} must be {limit}{why}; got {value!r}")
-
-        choose("sim", SIMULATORS)
-        choose("direction", DIRECTIONS)
-        choose("irq", IRQ_STRATEGIES)
-        choose("link_mbps", LINK_SPEEDS)
+        for name, (declared, _) in knobs_of(type(self)).items():
+            declared.check(name, getattr(self, name))
         object.__setattr__(self, "cpu", checked_cpu(self.cpu))
-        span("frame_size", MIN_FRAME, MAX_FRAME, " bytes without FCS (60 = 64-byte frame)")
-        span("frames", 2, None, " (a rate needs two frames)")
-        span("frags", 0, MAX_EXTRA_FRAGMENTS, " extra fragments")
         if self.frame_size < self.frags + 1:
             raise ValueError(
                 f"frame_size {self.frame_size} cannot be split into {self.frags + 1} "
                 "fragments of >= 1 byte"
             )
-        span("coalesce_frames", 1, 255)
-        span("coalesce_us", 0, 65535)
-        span("poll_us", 1, 65535)
-        span("budget", 1, None)
-        span("burst_beats", 1, 256, " beats")
-        span("prefetch", 1, 15, " descriptors")
-        span("tx_ring", 2, 4096, " descriptors")
-        span("rx_ring", 2, 4096, " descriptors")
-        span("rx_buf_bytes", 64, 65535, " bytes")
-        span("sys_mhz", 1, 500, whole=False)
-        span("mem_latency_cycles", 0, 1000, " cycles per burst")
-        span("irq_min_interval_us", 0, IRQ_MIN_INTERVAL_MAX_US, " µs (0 = no limit)")
-        if self.tx_clean_budget is not None:
-            span("tx_clean_budget", 0, None, " packets (0 = unlimited)")
+        if self.rate_mbps > self.link_mbps:
+            raise ValueError(
+                f"rate_mbps {self.rate_mbps:g} is above the link's {self.link_mbps} Mb/s"
+            )
+        if self.traffic in TWO_WAY_TRAFFIC and self.direction != "both":
+            raise ValueError(
+                f"traffic {self.traffic} moves frames both ways by itself; direction must "
+                f"stay both, got {self.direction!r}"
+            )
+        if self.traffic in ("stream", "forward") and self.frags:
+            raise ValueError(
+                f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
+                f"got {self.frags}"
+            )
+        if self.traffic != "stream" and self.window != Scenario.window:
+            raise ValueError(
+                f"window {self.window} is only used by traffic stream, not {self.traffic}"
+            )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "
                 "fragments (needs >= frags + 2 descriptors)"
             )
+
+    def driver_config(self, cpu_driver: dict | None = None, *, mii: bool = False):
+        """The DriverConfig of this scenario, derived from its knobs' declarations
+        (:func:`macdma.sim.knobs.driver_settings`) over the CPU file's driver settings
+        ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
+        from macdma.firmware.driver import DriverConfig, IrqStrategy
+
+        settings, strategy = driver_settings(self)
+        merged = {**(cpu_driver or {}), **settings}
+        return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -185,11 +245,13 @@ class Scenario:
 
     @property
     def sends_tx(self) -> bool:
-        return self.direction in ("tx", "both")
+        """The SoC transmits the scenario's own frames (pktgen, udp)."""
+        return self.traffic not in TWO_WAY_TRAFFIC and self.direction in ("tx", "both")
 
     @property
     def sends_rx(self) -> bool:
-        return self.direction in ("rx", "both")
+        """The far end offers the scenario's frames to the SoC's RX."""
+        return self.traffic in TWO_WAY_TRAFFIC or self.direction in ("rx", "both")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -217,6 +279,9 @@ class Scenario:
                 if self.irq_min_interval_us
                 else ""
             )
+            + (f", traffic {self.traffic}" if self.traffic != "pktgen" else "")
+            + (f" at {self.rate_mbps:g} Mb/s offered" if self.rate_mbps else "")
+            + (f", window {self.window}" if self.traffic == "stream" else "")
             + f", on {self.sim}"
         )
 
@@ -485,6 +550,7 @@ def compute_metrics(record: dict) -> dict:
         tx = record["tx"]
         wire = tx["wire"]
         fps, fps_ci = _rate_in(events["tx"], window)
+        frame_bytes = tx.get("frame_bytes", scenario.frame_size)  # stream: the ACKs
         gaps = [
             (later["start_ps"] - earlier["end_ps"]) / byte_ps
             for earlier, later in zip(wire, wire[1:], strict=False)
@@ -501,9 +567,10 @@ def compute_metrics(record: dict) -> dict:
             "frames_dropped": tx["offered"] - sent,
             "frames_in_window": done["tx"],
             "frames_per_second": fps,
-            "mbps": fps * scenario.frame_size * 8 / 1e6,
-            "mbps_ci": fps_ci * scenario.frame_size * 8 / 1e6 if fps_ci is not None else None,
-            "percent_of_line_rate": 100.0 * fps * slot_s,
+            "frame_bytes": frame_bytes,
+            "mbps": fps * frame_bytes * 8 / 1e6,
+            "mbps_ci": fps_ci * frame_bytes * 8 / 1e6 if fps_ci is not None else None,
+            "percent_of_line_rate": 100.0 * fps * slot_s * _slot_share(scenario, frame_bytes),
             "gap_bytes_min": min(gaps) if gaps else None,
             "gap_bytes_max": max(gaps) if gaps else None,
             "latency": _latency(latency),
@@ -536,7 +603,45 @@ def compute_metrics(record: dict) -> dict:
             "axi_bursts_per_frame": bursts.get("rx", 0) / max(len(received), 1),
             "wire": wire,
         }
+    result["traffic"] = _traffic_metrics(scenario, record, result, window)
     return result
+
+
+def _slot_share(scenario: Scenario, frame_bytes: int) -> float:
+    """One ``frame_bytes`` frame's wire slot over one ``frame_size`` frame's."""
+    slot = PREAMBLE_SFD_BYTES + max(frame_bytes, 60) + FCS_BYTES + IFG_BYTES
+    return slot / scenario.wire_bytes_per_frame
+
+
+def _traffic_metrics(scenario: Scenario, record: dict, result: dict, window: dict) -> dict:
+    """What the traffic model's user reads (docs/traffic.md): goodput as iperf/pktgen
+    report it (frame bytes per second, FCS excluded, over the window), the drops by place,
+    and for rr the round trips ending inside the window."""
+    traffic = record.get("traffic", {})
+    model = scenario.traffic
+    metrics: dict = {
+        "model": model,
+        "rate_mbps_offered": scenario.rate_mbps or None,
+        "drops": traffic.get("drops", {}),
+        "socket_packets": traffic.get("socket_packets"),
+    }
+    # goodput: what the far end's iperf/pktgen counts: frames the application consumed
+    # (RX), or frames on the wire (TX; a router's frames that left)
+    if model in ("pktgen", "udp"):
+        metrics["goodput_mbps"] = {d: result[d]["mbps"] for d in ("tx", "rx") if d in result}
+    elif model == "forward":
+        metrics["goodput_mbps"] = {"forwarded": result.get("tx", {}).get("mbps", 0.0)}
+    elif model == "stream":
+        metrics["goodput_mbps"] = {"rx": result.get("rx", {}).get("mbps", 0.0)}
+        # the window in force: --window, capped by what the socket holds (flow control)
+        metrics["window_segments"] = traffic.get("window_segments", scenario.window)
+    elif model == "rr":
+        trips = traffic.get("round_trips", [])
+        inside = [rtt for end, rtt in trips if window["start_ns"] <= end < window["end_ns"]]
+        duration_s = (window["end_ns"] - window["start_ns"]) / 1e9
+        metrics["transactions_per_second"] = len(inside) / duration_s if duration_s > 0 else 0.0
+        metrics["round_trip"] = _latency(inside)
+    return metrics
 
 
 def _fmt_ns(value: float | None) -> str:
@@ -601,6 +706,20 @@ def format_summary(metrics: dict) -> str:
             f"tx gaps {metrics['tx']['gap_bytes_min']:g}..{metrics['tx']['gap_bytes_max']:g} "
             "byte times"
         )
+    traffic = metrics.get("traffic", {})
+    if traffic.get("model", "pktgen") != "pktgen" or traffic.get("drops"):
+        parts = [f"traffic {traffic['model']}"]
+        for name, mbps in traffic.get("goodput_mbps", {}).items():
+            parts.append(f"goodput {name} {mbps:.1f} Mb/s")
+        if "round_trip" in traffic:
+            trip = traffic["round_trip"]
+            parts.append(
+                f"{traffic['transactions_per_second']:,.0f} transactions/s, round trip p50 "
+                f"{_fmt_ns(trip['p50_ns'])} p99 {_fmt_ns(trip['p99_ns'])}"
+            )
+        drops = ", ".join(f"{n} {c}" for n, c in sorted(traffic.get("drops", {}).items()))
+        parts.append(f"software drops: {drops or 'none'}")
+        lines.append("; ".join(parts))
     rate = metrics.get("sim_ns_per_wall_second")
     lines.append(
         f"{metrics['sim_ns'] or 0:,.0f} simulated ns in {metrics['wall_seconds'] or 0:.1f} s "

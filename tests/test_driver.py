@@ -1035,7 +1035,7 @@ def test_ideal_cpu_charges_nothing_and_costs_are_validated():
         ({"rx_buf": 65536}, "65536"),
         ({"burst_beats": 0}, "0"),
         ({"burst_beats": 257}, "257"),
-        ({"prefetch": 16}, "16"),
+        ({"prefetch": 17}, "17"),
         ({"sys_clk_mhz": 1001}, "1001"),
         ({"irq_min_interval_us": 10001}, "10001"),
         ({"irq_min_interval_us": -1}, "-1"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..knobs import scenario_from_values
 from ..scenario import Scenario
 from .keys import cpu_digest, point_key
 from .metrics import summarise
@@ -43,7 +44,7 @@ def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
             if sim is not None:
                 values["sim"] = sim
             try:
-                scenario = Scenario(**values)
+                scenario = scenario_from_values(Scenario, values)
             except (TypeError, ValueError) as error:
                 raise declaration_error(f"experiment {experiment.name!r}", str(error)) from None
             key = point_key(scenario, sources)

@@ -1,0 +1,115 @@
+"""Each knob declared once (sim/knobs.py): the Scenario's checks, the ``macdma run``
+options, the sweep-file validation and the DriverConfig all come from the declaration,
+and the ranges the hardware sets are the register map's."""
+
+from __future__ import annotations
+
+import pytest
+
+from macdma.firmware.driver import MAX_PREFETCH, DriverConfig
+from macdma.hdl.regmap import REGISTER_MAP
+from macdma.sim.cli import build_parser, main, scenario_from_args
+from macdma.sim.knobs import knobs_of, option_name, register_range, scenario_from_values
+from macdma.sim.scenario import Scenario
+
+KNOBS = knobs_of(Scenario)
+
+
+def _valid_span(key: str, name: str) -> tuple[int, int]:
+    """The span of a field's valid values, without RING_SIZE's 0 ("not configured")."""
+    values = [v for r in REGISTER_MAP.field(key, name).valid for v in r]
+    if name == "ring_size":
+        values.remove(0)
+    return min(values), max(values)
+
+
+@pytest.mark.parametrize(
+    ("knob", "key", "name"),
+    [
+        ("burst_beats", "TX_BURST_BEATS", "burst_beats"),
+        ("prefetch", "TX_PREFETCH", "prefetch"),
+        ("tx_ring", "TX_RING_SIZE", "ring_size"),
+        ("rx_ring", "RX_RING_SIZE", "ring_size"),
+        ("coalesce_frames", "IRQ_TX_COALESCE", "frames"),
+        ("irq_min_interval_us", "IRQ_MIN_INTERVAL", "us"),
+    ],
+)
+def test_hardware_ranges_are_the_register_maps(knob, key, name):
+    declared, _ = KNOBS[knob]
+    assert (declared.low, declared.high) == _valid_span(key, name)
+    # both ends are accepted by the Scenario and the driver, one past them by neither
+    for value in (declared.low, declared.high):
+        Scenario(**{knob: value}).driver_config()
+    for value in (declared.low - 1, declared.high + 1):
+        with pytest.raises(ValueError, match=f"{knob} must be .*; got {value}"):
+            Scenario(**{knob: value})
+
+
+def test_prefetch_takes_what_the_register_accepts_not_what_the_hardware_honours():
+    # PREFETCH accepts 1..16 (the DMA clamps to FEATURES.max_prefetch, a 4-bit field)
+    assert register_range("TX_PREFETCH") == register_range("RX_PREFETCH") == (1, MAX_PREFETCH)
+    assert Scenario(prefetch=16).driver_config().prefetch == 16
+    with pytest.raises(ValueError, match="prefetch"):
+        DriverConfig(prefetch=MAX_PREFETCH + 1)
+
+
+def test_every_command_line_knob_is_an_option_with_the_scenarios_default():
+    args = build_parser().parse_args(["run"])
+    for name, (declared, default) in KNOBS.items():
+        if declared.cli:
+            assert getattr(args, name) == default, name
+    assert scenario_from_args(args) == Scenario()
+
+
+def _out_of_range(declared) -> object | None:
+    if declared.choices is not None:
+        return "nonsense" if declared.kind is str else 7
+    if declared.high is not None:
+        return declared.high + 1
+    if declared.low is not None:
+        return declared.low - 1
+    return None
+
+
+@pytest.mark.parametrize("name", [n for n, (k, _) in KNOBS.items() if k.cli and k.kind is not bool])
+def test_the_command_line_and_the_scenario_say_the_same_about_a_bad_value(name, capsys):
+    declared, _ = KNOBS[name]
+    bad = _out_of_range(declared)
+    if bad is None:  # free text (cpu, json): checked elsewhere
+        assert declared.kind is str
+        return
+    with pytest.raises(ValueError) as scenario_error:
+        Scenario(**{name: bad})
+    with pytest.raises(SystemExit):
+        main(["run", option_name(name), str(bad)])
+    rule = str(scenario_error.value)[len(name) :]  # " must be ...; got ..."
+    assert f"argument {option_name(name)}:{rule}" in capsys.readouterr().err
+
+
+def test_driver_config_is_derived_from_the_declarations():
+    scenario = Scenario(
+        tx_ring=64, rx_ring=32, rx_buf_bytes=512, burst_beats=8, prefetch=3, frags=2,
+        irq="coalesce", coalesce_frames=4, coalesce_us=20, poll_us=7, budget=16,
+        sys_mhz=125.4, irq_min_interval_us=125, tx_clean_budget=5,
+    )  # fmt: skip
+    config = scenario.driver_config({"housekeeping_hz": 1000, "tx_clean_budget": 32}, mii=True)
+    assert (config.tx_ring, config.rx_ring, config.rx_buf) == (64, 32, 512)
+    assert (config.burst_beats, config.prefetch, config.max_frags) == (8, 3, 3)
+    assert (config.sys_clk_mhz, config.irq_min_interval_us, config.mii) == (125, 125, True)
+    assert config.tx_clean_budget == 5, "the scenario's budget wins over the CPU file's"
+    assert config.housekeeping_hz == 1000, "a CPU file's setting the scenario has no say in"
+    strategy = config.strategy
+    assert (strategy.name, strategy.coalesce_frames, strategy.coalesce_us) == ("coalesce", 4, 20)
+    assert (strategy.poll_us, strategy.budget) == (7, 16)
+
+
+def test_tx_clean_budget_unset_keeps_the_cpu_files_and_zero_means_unlimited():
+    cpu_driver = {"tx_clean_budget": 32}
+    assert Scenario().driver_config(cpu_driver).tx_clean_budget == 32
+    assert Scenario(tx_clean_budget=0).driver_config(cpu_driver).tx_clean_budget is None
+
+
+def test_a_sweep_with_an_unknown_field_is_named_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"exp 'a': unknown scenario field\(s\) burst \(the"):
+        scenario_from_values(Scenario, {"burst": 4, "frames": 8}, where="exp 'a'")
+    assert scenario_from_values(Scenario, {"frames": 8}).frames == 8
