@@ -46,6 +46,10 @@ class CpuCosts:
             the stack at receive); udp, stream, rr.
         forward_per_packet: Routing one received packet back out (IP forward, NAT
             conntrack lookup, the qdisc); traffic model forward.
+
+    Driver variants (DriverConfig):
+        per_byte_linearize: Per byte a TX frame's fragments are copied into one buffer
+            when the driver linearizes (``linearize``: a device without scatter-gather).
     """
 
     irq_entry_exit: float = 0.0
@@ -61,6 +65,9 @@ class CpuCosts:
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0
+    # -- driver variants (DriverConfig) --
+    per_byte_linearize: float = 0.0
+    # -- traffic models (sim/benches/traffic.py) --
     socket_send_per_packet: float = 0.0
     socket_recv_per_packet: float = 0.0
     forward_per_packet: float = 0.0

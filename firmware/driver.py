@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -42,10 +43,13 @@ from .descriptor import (
     Descriptor,
     RxErrorCause,
 )
+from .dim import DIM_RX_PROFILES, DimSample, NetDim
 from .platform import Platform
 
 __all__ = [
     "IRQ_STRATEGIES",
+    "TX_CLEAN_LOCKS",
+    "SpinLock",
     "MDC_MAX_HZ",
     "MDIO_POLL_LIMIT",
     "MDIO_POLL_NS",
@@ -60,7 +64,9 @@ __all__ = [
     "TxRing",
 ]
 
-IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
+IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
+#: How TX clean synchronises with xmit (DriverConfig.tx_clean_lock).
+TX_CLEAN_LOCKS = ("queue", "frozen")
 
 #: Worst-case descriptors per frame: MAX_SKB_FRAGS (16 with 4 KiB pages) + the linear part.
 DEFAULT_MAX_FRAGS = 17
@@ -69,6 +75,9 @@ DEFAULT_BUDGET = 64
 #: How often a context that must wait for another one re-checks (no event primitive is
 #: available without importing a scheduler): wait_for_wake and the ring locks.
 WAKE_POLL_NS = 200.0
+#: How often a context spinning on a spinlock re-reads it (a cache line bouncing between
+#: cores: tens of ns; the spin's resolution).
+LOCK_SPIN_NS = 20.0
 
 _DONE_CAUSES = regs.IRQ_STATUS_TX_DONE_MASK | regs.IRQ_STATUS_RX_DONE_MASK
 _ERROR_CAUSES = (
@@ -125,6 +134,10 @@ class IrqStrategy:
       ``tx_clean`` + ``rx_poll`` with ``budget`` and unmasks only when the work done is
       below the budget, else polls again. IRQ_MODE COALESCE when ``coalesce_frames > 1`` or
       ``coalesce_us > 0``, else EOP.
+    - ``"dim"``: ``napi`` with adaptive RX moderation (firmware/dim.py, after Linux's
+      net_dim): IRQ_MODE COALESCE; every DIM_NEVENTS interrupts the completed NAPI poll
+      samples interrupts, RX packets and bytes and may program another (frames, µs)
+      profile into IRQ_RX_COALESCE. TX keeps ``coalesce_frames``/``coalesce_us``.
 
     Members: ``coalesce_frames`` (1..255), ``coalesce_us`` (0..65535), ``poll_us`` (µs
     between polls, >= 1 for polling), ``budget`` (NAPI / poll budget in packets, >= 1).
@@ -197,10 +210,17 @@ class IrqStrategy:
             return regs.IrqMode.COALESCE
         if self.name == "polling":
             return regs.IrqMode.NONE
+        if self.name == "dim":
+            return regs.IrqMode.COALESCE
         # napi
         if self.coalesce_frames > 1 or self.coalesce_us > 0:
             return regs.IrqMode.COALESCE
         return regs.IrqMode.EOP
+
+    @property
+    def uses_napi(self) -> bool:
+        """The ISR schedules a NAPI poll (napi, dim) instead of cleaning itself."""
+        return self.name in ("napi", "dim")
 
     @property
     def ioc(self) -> bool:
@@ -239,6 +259,19 @@ class DriverConfig:
         dma_poll_us: TX_POLL_US / RX_POLL_US, the DMA's descriptor re-check interval;
             0 = off (doorbell only). 0..65535.
         mii: MAC_CTRL.mii_select: 4-bit MII (10/100 Mb/s) instead of GMII.
+        irq_core: the core the device IRQ, its NAPI poll, the polling loop and the
+            housekeeping timer run on (the IRQ's affinity), 0..cores - 1 of the CPU.
+        tx_clean_lock: how TX clean synchronises with xmit. ``"frozen"``: clean reaps
+            without the TX queue lock and meets xmit only on the ring indices (xmit keeps
+            queueing into free slots meanwhile); ``"queue"``: clean holds the TX queue
+            lock for its whole run, so xmit on another core spins until it is done.
+        rx_per_irq: None = the strategy's normal RX handling; N = the interrupt handler
+            hands at most N received frames to the stack per interrupt and returns (a
+            driver that takes one packet per completion event: N = 1). Needs a strategy
+            whose ISR cleans (per-desc, eop, coalesce).
+        linearize: copy a fragmented TX frame into one buffer before xmit (a device
+            without scatter-gather: skb_linearize, charged ``per_byte_linearize``) and
+            post it as one descriptor; False = one descriptor per fragment.
     """
 
     tx_ring: int = 256
@@ -255,6 +288,10 @@ class DriverConfig:
     wake_threshold: int | None = None
     dma_poll_us: int = 0
     mii: bool = False
+    irq_core: int = 0
+    tx_clean_lock: str = "frozen"
+    rx_per_irq: int | None = None
+    linearize: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -284,6 +321,22 @@ class DriverConfig:
         _check_int(own, "dma_poll_us", self.dma_poll_us, 0, 0xFFFF)
         if not isinstance(self.mii, bool):
             raise ValueError(f"DriverConfig.mii = {self.mii!r} must be a bool")
+        _check_int(own, "irq_core", self.irq_core, 0, None)
+        if self.tx_clean_lock not in TX_CLEAN_LOCKS:
+            raise ValueError(
+                f"DriverConfig.tx_clean_lock = {self.tx_clean_lock!r} is not one of "
+                f"{', '.join(TX_CLEAN_LOCKS)}"
+            )
+        if self.rx_per_irq is not None:
+            _check_int(own, "rx_per_irq", self.rx_per_irq, 1, None)
+            if self.strategy.name not in ("per-desc", "eop", "coalesce"):
+                raise ValueError(
+                    f"DriverConfig.rx_per_irq = {self.rx_per_irq!r} needs an IRQ strategy "
+                    f"whose handler cleans (per-desc, eop, coalesce), not "
+                    f"{self.strategy.name!r}"
+                )
+        if not isinstance(self.linearize, bool):
+            raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
 
 
 @dataclass
@@ -298,7 +351,9 @@ class DriverStats:
     skipped because the CPU was still busy), polls (NAPI or polling-loop passes),
     mmio_reads/mmio_writes. Beyond the contract: tx_dropped (frames discarded by a TX
     channel reset), rx_dropped (partial frames discarded by an RX reset), dma_errors
-    (channel halts handled), cfg_errors (rejected register writes reported).
+    (channel halts handled), cfg_errors (rejected register writes reported),
+    tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
+    (coalescing profiles DIM programmed).
     """
 
     tx_packets: int = 0
@@ -320,6 +375,8 @@ class DriverStats:
     rx_dropped: int = 0
     dma_errors: int = 0
     cfg_errors: int = 0
+    tx_linearized: int = 0
+    dim_changes: int = 0
 
 
 @dataclass(frozen=True)
@@ -393,33 +450,65 @@ RX_REGS = _ChannelRegs(
 # -- rings ---------------------------------------------------------------------------------
 
 
-class _RingLock:
-    """A non-sleeping lock for the model's cooperative contexts (a spinlock stand-in):
-    ``try_acquire`` never waits; :meth:`MacDmaDriver._lock` spins on it with a short sleep."""
+class SpinLock:
+    """A named lock of the driver, as a Linux driver has them, with its statistics.
 
-    def __init__(self) -> None:
+    ``try_acquire`` never waits. How a context waits depends on the path
+    (:class:`MacDmaDriver`): xmit and a TX clean configured to take the TX queue lock
+    *spin* (the core busy, ``lock_spin``); the NAPI/ring state is a test-and-set (a
+    second poller returns at once); the MDIO lock and error recovery *sleep* (a mutex).
+
+    Spinners are served in arrival order, as Linux's ticket and queued spinlocks serve
+    them: a context that releases the lock and at once wants it again queues behind the
+    one already spinning (without this a tight xmit loop would starve the other core).
+
+    Members: ``name``, ``held``, ``acquisitions``, ``contentions`` (times a context found
+    it held), ``spin_ns`` (time spent spinning on it, all cores), ``wait_ns`` (time
+    spent sleeping on it), ``spinners`` (the queue of waiting tickets).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.held = False
+        self.acquisitions = 0
+        self.contentions = 0
+        self.spin_ns = 0.0
+        self.wait_ns = 0.0
+        self.spinners: deque[object] = deque()
 
-    def try_acquire(self) -> bool:
-        if self.held:
+    def try_acquire(self, ticket: object | None = None) -> bool:
+        """Take the lock if it is free and nobody spins ahead of ``ticket`` (None: no
+        ticket, so only when nobody spins at all)."""
+        if self.held or (self.spinners and self.spinners[0] is not ticket):
             return False
+        if ticket is not None:
+            self.spinners.popleft()
         self.held = True
+        self.acquisitions += 1
         return True
 
     def release(self) -> None:
         self.held = False
 
+    def report(self) -> dict:
+        return {
+            "acquisitions": self.acquisitions,
+            "contentions": self.contentions,
+            "spin_ns": self.spin_ns,
+            "wait_ns": self.wait_ns,
+        }
+
 
 class _Ring:
     """A descriptor ring in DMA memory: base, size and the two indices."""
 
-    def __init__(self, platform: Platform, size: int) -> None:
+    def __init__(self, platform: Platform, size: int, clean_lock: str) -> None:
         self.platform = platform
         self.size = size
         self.base = platform.dma_alloc(size * DESCRIPTOR_BYTES, align=DESCRIPTOR_BYTES)
         self.next_to_use = 0  # producer: next slot the driver fills
         self.next_to_clean = 0  # consumer: next slot the driver reaps
-        self.clean_lock = _RingLock()
+        self.clean_lock = SpinLock(clean_lock)
 
     def desc_addr(self, index: int) -> int:
         return self.base + index * DESCRIPTOR_BYTES
@@ -475,9 +564,9 @@ class TxRing(_Ring):
     free, so each slot keeps a buffer and grows it to the largest fragment seen)."""
 
     def __init__(self, platform: Platform, size: int) -> None:
-        super().__init__(platform, size)
+        super().__init__(platform, size, "tx_clean")
         self.buffers = [_TxBuffer() for _ in range(size)]
-        self.xmit_lock = _RingLock()  # __netif_tx_lock: one producer at a time
+        self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
 
     def clear(self) -> None:
         super().clear()
@@ -504,7 +593,7 @@ class RxRing(_Ring):
     """
 
     def __init__(self, platform: Platform, size: int, buffer_bytes: int) -> None:
-        super().__init__(platform, size)
+        super().__init__(platform, size, "rx_napi")
         self.buffer_bytes = buffer_bytes
         self.buffers = [platform.dma_alloc(buffer_bytes, align=64) for _ in range(size)]
         self.partial: bytearray | None = None
@@ -559,7 +648,8 @@ class MacDmaDriver:
         self.queue_stopped = False
         self.napi_scheduled = False
         self.is_open = False
-        self._mdio_lock = _RingLock()  # mii_bus->mdio_lock: one frame at a time
+        self._mdio_lock = SpinLock("mdio")  # mii_bus->mdio_lock (a mutex): one frame at a time
+        self.dim: NetDim | None = NetDim(DIM_RX_PROFILES) if self.strategy.name == "dim" else None
         self._mdio_ready = False  # MDIO_CTRL programmed (the mii_bus probe step)
 
     # -- platform access, counted and charged ----------------------------------------------
@@ -579,12 +669,61 @@ class MacDmaDriver:
         await self._charge("mmio_write")
         await self.platform.mmio_write(offset, value)
 
-    async def _lock(self, lock: _RingLock) -> None:
+    async def _lock(self, lock: SpinLock) -> None:
         """Wait until another context releases ``lock``. A *sleeping* wait (a mutex): the
-        contexts that contend for these locks are slow paths (error recovery, MDIO), and a
-        spin in a hard IRQ on a lock held by the context it preempted would never end."""
+        contexts that use it are slow paths (error recovery, MDIO), and a spin in a hard
+        IRQ on a lock held by the context it preempted would never end."""
+        if lock.try_acquire():
+            return
+        lock.contentions += 1
+        started = self.platform.now_ns()
         while not lock.try_acquire():
             await self.platform.sleep_ns(WAKE_POLL_NS)
+        lock.wait_ns += self.platform.now_ns() - started
+
+    @contextlib.asynccontextmanager
+    async def _spin_lock(self, lock: SpinLock, level: str):
+        """``spin_lock_bh`` / ``spin_lock_irqsave``: raise the running context to
+        ``level`` (so no context on this core that takes the lock can preempt the holder),
+        then spin until ``lock`` is free -- only a context on another core can hold it --
+        with the core busy (``lock_spin``)."""
+        async with self._context(level):
+            if not lock.try_acquire():
+                lock.contentions += 1
+                started = self.platform.now_ns()
+                spin = getattr(self.platform, "spin_ns", None)
+                ticket = object()
+                lock.spinners.append(ticket)
+                while not lock.try_acquire(ticket):
+                    if spin is not None:
+                        await spin(LOCK_SPIN_NS, "lock_spin")
+                    else:  # a platform without a CPU model: time passes all the same
+                        await self.platform.sleep_ns(LOCK_SPIN_NS)
+                lock.spin_ns += self.platform.now_ns() - started
+            try:
+                yield
+            finally:
+                lock.release()
+
+    @property
+    def tx_queue_lock_level(self) -> str:
+        """The context level the TX queue lock is taken at: ``hardirq`` (irqsave) when the
+        hard IRQ handler cleans TX under it, else ``softirq`` (bh)."""
+        isr_cleans = not self.strategy.uses_napi and self.strategy.name != "polling"
+        if isr_cleans and self.config.tx_clean_lock == "queue":
+            return "hardirq"
+        return "softirq"
+
+    @property
+    def locks(self) -> dict[str, SpinLock]:
+        """Every named lock of the driver (after open): tx_queue, tx_clean, rx_napi, mdio."""
+        found = {self._mdio_lock.name: self._mdio_lock}
+        if self.tx is not None:
+            found[self.tx.xmit_lock.name] = self.tx.xmit_lock
+            found[self.tx.clean_lock.name] = self.tx.clean_lock
+        if self.rx is not None:
+            found[self.rx.clean_lock.name] = self.rx.clean_lock
+        return found
 
     # -- ndo_open / ndo_stop -----------------------------------------------------------------
 
@@ -621,6 +760,8 @@ class MacDmaDriver:
             self.strategy.coalesce_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT
         )
         await self._mmio_write(regs.IRQ_TX_COALESCE, coalesce)
+        if self.dim is not None:
+            coalesce = self._rx_coalesce_value(*self.dim.profile)
         await self._mmio_write(regs.IRQ_RX_COALESCE, coalesce)
         await self._mmio_write(regs.IRQ_SYS_CLK_MHZ, cfg.sys_clk_mhz)
         await self._mmio_write(regs.IRQ_MIN_INTERVAL, cfg.irq_min_interval_us)
@@ -636,6 +777,12 @@ class MacDmaDriver:
         await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RUN_MASK)
         await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
         self.is_open = True
+
+    @staticmethod
+    def _rx_coalesce_value(frames: int, us: int) -> int:
+        return (frames << regs.IRQ_RX_COALESCE_FRAMES_SHIFT) | (
+            us << regs.IRQ_RX_COALESCE_TIMER_US_SHIFT
+        )
 
     async def close(self) -> None:
         """ndo_stop: mask interrupts, stop the MAC and both channels, read the hardware's
@@ -720,8 +867,14 @@ class MacDmaDriver:
                 raise ValueError(f"Fragment length {len(frag)} must be 1..{MAX_BUFFER_BYTES}")
         if self.queue_stopped:
             return False  # NETDEV_TX_BUSY: the stack requeues and waits for the wake
-        await self._lock(tx.xmit_lock)
-        try:
+        if self.config.linearize and count > 1:
+            # No scatter-gather (validate_xmit_skb -> skb_linearize, before the driver's
+            # lock): the fragments are copied into one buffer, posted as one descriptor.
+            fragments = [b"".join(fragments)]
+            await self._charge("per_byte_linearize", len(fragments[0]))
+            count = 1
+            self.stats.tx_linearized += 1
+        async with self._spin_lock(tx.xmit_lock, self.tx_queue_lock_level):
             if tx.unused() < count:
                 # Only reachable with more fragments than max_frags: a driver bug in Linux.
                 self._stop_queue()
@@ -750,8 +903,6 @@ class MacDmaDriver:
             if tx.unused() < self.config.max_frags:
                 self._stop_queue()
             return True
-        finally:
-            tx.xmit_lock.release()
 
     def _stop_queue(self) -> None:
         if not self.queue_stopped:
@@ -779,8 +930,14 @@ class MacDmaDriver:
         context is cleaning TX."""
         tx = self._opened_tx()
         if not tx.clean_lock.try_acquire():
+            tx.clean_lock.contentions += 1
             return 0
         try:
+            if self.config.tx_clean_lock == "queue":
+                # The whole reap under the TX queue lock (__netif_tx_lock): xmit on
+                # another core spins until it is done.
+                async with self._spin_lock(tx.xmit_lock, self.tx_queue_lock_level):
+                    return await self._tx_clean_locked(budget)
             return await self._tx_clean_locked(budget)
         finally:
             tx.clean_lock.release()
@@ -821,6 +978,7 @@ class MacDmaDriver:
         """
         rx = self._opened_rx()
         if not rx.clean_lock.try_acquire():
+            rx.clean_lock.contentions += 1
             return 0
         try:
             return await self._rx_poll_locked(budget, refill=True)
@@ -919,13 +1077,18 @@ class MacDmaDriver:
         status &= _ALL_CAUSES
         if not status:
             return  # IRQ_NONE: shared line or already handled
-        # Ack before cleaning: a completion after this point raises the cause again.
-        await self._mmio_write(regs.IRQ_STATUS, status)
+        # Ack before cleaning: a completion after this point raises the cause again. With
+        # rx_per_irq, RX done is acked only once the ring is drained (_rx_per_irq).
+        ack = status
+        if self.config.rx_per_irq is not None:
+            ack &= ~regs.IRQ_STATUS_RX_DONE_MASK
+        if ack:
+            await self._mmio_write(regs.IRQ_STATUS, ack)
         if status & _ERROR_CAUSES:
             await self._handle_errors(status)
         if not status & _DONE_CAUSES or self.strategy.name == "polling":
             return
-        if self.strategy.name == "napi":
+        if self.strategy.uses_napi:
             if not self.napi_scheduled:
                 # napi_schedule_prep + __napi_schedule: mask, the poll will unmask.
                 await self._mmio_write(regs.IRQ_ENABLE, _ERROR_CAUSES)
@@ -934,7 +1097,32 @@ class MacDmaDriver:
         if status & regs.IRQ_STATUS_TX_DONE_MASK:
             await self.tx_clean(self.config.tx_clean_budget)
         if status & regs.IRQ_STATUS_RX_DONE_MASK:
-            await self.rx_poll(None)
+            if self.config.rx_per_irq is None:
+                await self.rx_poll(None)
+            else:
+                await self._rx_per_irq(self.config.rx_per_irq)
+
+    def rx_frame_ready(self) -> bool:
+        """A written-back RX descriptor waits at next_to_clean (a peek, no charge)."""
+        rx = self._opened_rx()
+        return rx.next_to_clean != rx.next_to_use and not rx.read(rx.next_to_clean).own
+
+    async def _rx_per_irq(self, limit: int) -> None:
+        """Hand at most ``limit`` frames to the stack, then return. With frames left in the
+        ring, RX done stays set and the line is dropped and raised again (RX done masked
+        and unmasked), so the next interrupt comes as the hardware allows it
+        (IRQ_MIN_INTERVAL); with the ring drained, RX done is acked."""
+        await self.rx_poll(limit)
+        if self.rx_frame_ready():
+            enable = self.strategy.irq_enable
+            await self._mmio_write(regs.IRQ_ENABLE, enable & ~regs.IRQ_STATUS_RX_DONE_MASK)
+            await self._mmio_write(regs.IRQ_ENABLE, enable)
+            return
+        await self._mmio_write(regs.IRQ_STATUS, regs.IRQ_STATUS_RX_DONE_MASK)
+        # A frame written back while the ack was on the bus may have had its cause
+        # cleared with it: take it now rather than strand it until the next frame.
+        while self.rx_frame_ready():
+            await self.rx_poll(limit)
 
     async def napi_poll(self, budget: int | None = None) -> int:
         """One NAPI poll: tx_clean + rx_poll with ``budget`` (default the strategy's).
@@ -953,8 +1141,22 @@ class MacDmaDriver:
         work = min(work, budget)
         if work < budget and self.napi_scheduled:
             self.napi_scheduled = False
+            if self.dim is not None:
+                await self._dim_sample()
             await self._mmio_write(regs.IRQ_ENABLE, self.strategy.irq_enable)
         return work
+
+    async def _dim_sample(self) -> None:
+        """net_dim at napi_complete_done: sample interrupts, RX packets and bytes; when
+        the decision moves to another profile, program IRQ_RX_COALESCE with it."""
+        assert self.dim is not None
+        sample = DimSample(
+            self.platform.now_ns(), self.stats.irqs, self.stats.rx_packets, self.stats.rx_bytes
+        )
+        if self.dim.sample(sample):
+            self.stats.dim_changes += 1
+            value = self._rx_coalesce_value(*self.dim.profile)
+            await self._mmio_write(regs.IRQ_RX_COALESCE, value)
 
     async def _handle_errors(self, status: int) -> None:
         if status & regs.IRQ_STATUS_CFG_ERROR_MASK:
@@ -1029,11 +1231,14 @@ class MacDmaDriver:
             spawn(self._housekeeping_tick())
         await self._interrupt_context()
 
-    def _context(self, level: str):
+    def _context(self, level: str, core: int | None = None):
         """``async with`` a CPU context of ``level`` ("hardirq", "softirq", "process") on
-        a platform with a scheduler (``platform.context``); a no-op on one without."""
+        a platform with a scheduler (``platform.context``); a no-op on one without.
+        ``core`` places a new context (None: the caller's, or core 0)."""
         enter = getattr(self.platform, "context", None)
-        return enter(level) if enter is not None else contextlib.nullcontext()
+        if enter is None:
+            return contextlib.nullcontext()
+        return enter(level) if core is None else enter(level, core=core)
 
     async def _interrupt_context(self) -> None:
         """The device IRQ: wait for the line (sleeping), run the hard IRQ handler, then,
@@ -1043,11 +1248,11 @@ class MacDmaDriver:
         is taken when it ends (in NAPI mode the done causes are masked anyway)."""
         while True:
             await self.platform.wait_irq()
-            async with self._context("hardirq"):
+            async with self._context("hardirq", self.config.irq_core):
                 await self._charge("irq_entry_exit")
                 await self.isr()
             if self.napi_scheduled:
-                async with self._context("softirq"):
+                async with self._context("softirq", self.config.irq_core):
                     while self.napi_scheduled:
                         await self.napi_poll()
 
@@ -1062,9 +1267,9 @@ class MacDmaDriver:
             await self.platform.sleep_ns(max(0.0, deadline - self.platform.now_ns()))
             if self.is_open:
                 self.stats.timer_irqs += 1
-                async with self._context("hardirq"):
+                async with self._context("hardirq", self.config.irq_core):
                     await self._charge("irq_entry_exit")
-                async with self._context("softirq"):
+                async with self._context("softirq", self.config.irq_core):
                     await self._charge("timer_tick_overhead")
                     await work()
             deadline += period_ns

@@ -175,9 +175,10 @@ class CocotbPlatform:
         """Busy-wait ``ns`` (the CPU is held and the time accounted to ``what``)."""
         await self.cpu.spin(ns, what)
 
-    def context(self, level: str):
-        """``async with platform.context("hardirq"|"softirq"|"process")``: see CpuModel."""
-        return self.cpu.context(level)
+    def context(self, level: str, core: int | None = None):
+        """``async with platform.context("hardirq"|"softirq"|"process", core=N)``: see
+        CpuModel (``core`` places a new context; default core 0)."""
+        return self.cpu.context(level, core)
 
     def now_ns(self) -> float:
         return get_sim_time("ns")

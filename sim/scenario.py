@@ -41,7 +41,8 @@ __all__ = [
 from .simulators import SIMULATORS
 
 DIRECTIONS = ("tx", "rx", "both")
-IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi")
+IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
+TX_CLEAN_LOCKS = ("queue", "frozen")
 LINK_SPEEDS = (10, 100, 1000)
 #: The traffic models (docs/traffic.md; the bench's sim/benches/traffic.py).
 TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
@@ -71,18 +72,12 @@ def checked_cpu(cpu: object) -> str:
     """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
     absolute path (the bench runs in another directory). The file is loaded and checked
     now, so a bad one stops before any simulator starts."""
-    from .cpu import MODELLED_CORES
     from .cpus import load_cpu
 
     try:
         spec = load_cpu(cpu)
     except ValueError as error:
         raise ValueError(f"cpu: {error}") from None
-    if spec.cores > MODELLED_CORES:
-        raise ValueError(
-            f"cpu: {spec.path}: cores = {spec.cores}: the CPU model runs every context on "
-            f"{MODELLED_CORES} core"
-        )
     return cpu if spec.shipped and cpu == spec.name else str(spec.path)
 
 
@@ -184,6 +179,29 @@ class Scenario:
         "= offered at line rate or --rate-mbps)", unit="frames", low=1, high=4096,
         optional=True,
     )  # fmt: skip
+    irq_core: int = knob(
+        0, int, "core of the IRQ handler, NAPI poll, timers and polling loop (IRQ "
+        "affinity), 0..cores-1 of the CPU file", unit="core", low=0, driver="irq_core",
+    )  # fmt: skip
+    app_core: int = knob(
+        0, int, "core of the sending/receiving application, 0..cores-1 of the CPU file",
+        unit="core", low=0,
+    )  # fmt: skip
+    tx_clean_lock: str = knob(
+        "frozen", str, "TX clean: frozen (meets xmit on the ring indices) or queue (holds "
+        "the TX queue lock while it reaps)", choices=TX_CLEAN_LOCKS, driver="tx_clean_lock",
+    )  # fmt: skip
+    rx_per_irq: int | None = knob(
+        None, int, "frames handed to the stack per interrupt (per-desc, eop, coalesce); "
+        "unset = the strategy's own RX handling", unit="frames", low=1, optional=True,
+        metavar="N", driver="rx_per_irq",
+    )  # fmt: skip
+    linearize: bool = knob(
+        False,
+        bool,
+        "copy fragmented TX frames into one buffer (no scatter-gather)",
+        driver="linearize",
+    )
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
@@ -217,6 +235,20 @@ class Scenario:
             raise ValueError(
                 f"window {self.window} is only used by traffic stream or forward, "
                 f"not {self.traffic}"
+            )
+        from .cpus import load_cpu
+
+        cores = load_cpu(self.cpu).cores
+        for name in ("irq_core", "app_core"):
+            if getattr(self, name) >= cores:
+                raise ValueError(
+                    f"{name} must be 0..{cores - 1} (the CPU {self.cpu} has {cores} "
+                    f"core(s)); got {getattr(self, name)}"
+                )
+        if self.rx_per_irq is not None and self.irq not in ("per-desc", "eop", "coalesce"):
+            raise ValueError(
+                f"rx_per_irq {self.rx_per_irq} needs an IRQ strategy whose handler "
+                f"cleans (per-desc, eop, coalesce), not irq {self.irq!r}"
             )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
@@ -298,6 +330,14 @@ class Scenario:
             + (f", traffic {self.traffic}" if self.traffic != "pktgen" else "")
             + (f" at {self.rate_mbps:g} Mb/s offered" if self.rate_mbps else "")
             + (f", window {self.window_frames}" if self.window_frames else "")
+            + (
+                f", irq core {self.irq_core}, app core {self.app_core}"
+                if self.irq_core or self.app_core
+                else ""
+            )
+            + (f", tx clean lock {self.tx_clean_lock}" if self.tx_clean_lock != "frozen" else "")
+            + (f", rx per irq {self.rx_per_irq}" if self.rx_per_irq is not None else "")
+            + (", linearize" if self.linearize else "")
             + f", on {self.sim}"
         )
 
@@ -505,6 +545,32 @@ def compute_metrics(record: dict) -> dict:
     busy_ns = samples.delta("busy_ns", window)
     spin_ns = samples.delta("spin_ns", window)
     work_ns = busy_ns - spin_ns
+    cores = cpu.get("cores", 1)
+    core_ns = duration_ns * cores
+    per_core = []
+    for core in range(cores):
+        if f"core{core}_busy_ns" in samples.fields:
+            core_spin = samples.delta(f"core{core}_spin_ns", window)
+            core_work = samples.delta(f"core{core}_busy_ns", window) - core_spin
+        else:  # a record from before per-core samples: one core, the CPU's totals
+            core_spin, core_work = spin_ns, work_ns
+        per_core.append(
+            {
+                "core": core,
+                "utilisation": core_work / duration_ns if duration_ns > 0 else 0.0,
+                "spin_utilisation": core_spin / duration_ns if duration_ns > 0 else 0.0,
+            }
+        )
+    locks = {
+        name: {
+            "contentions": samples.delta(f"lock_{name}_contentions", window),
+            "spin_cycles": samples.delta(f"lock_{name}_spin_ns", window) * mhz / 1e3,
+            "contentions_run": run["contentions"],
+            "spin_cycles_run": run["spin_ns"] * mhz / 1e3,
+            "wait_ns_run": run["wait_ns"],
+        }
+        for name, run in record.get("locks", {}).items()
+    }
     irqs = samples.delta("irqs", window)
     window_cycles = duration_ns * scenario.sys_mhz / 1e3
     read_beats, write_beats = (
@@ -526,9 +592,16 @@ def compute_metrics(record: dict) -> dict:
         "cpu": {
             "preset": scenario.cpu,
             "mhz": mhz,
-            # work: every busy cycle except idle spinning (pktgen on a stopped queue)
-            "utilisation": work_ns / duration_ns if duration_ns > 0 else 0.0,
-            "spin_utilisation": spin_ns / duration_ns if duration_ns > 0 else 0.0,
+            "cores": cores,
+            # work: every busy cycle except idle spinning (pktgen on a stopped queue), over
+            # all cores (1.0 = every core busy); a spin on a lock is work
+            "utilisation": work_ns / core_ns if core_ns > 0 else 0.0,
+            "cpu_pct": 100.0 * work_ns / core_ns if core_ns > 0 else 0.0,
+            "spin_utilisation": spin_ns / core_ns if core_ns > 0 else 0.0,
+            "lock_spin_pct": 100.0 * samples.delta("lock_spin_ns", window) / core_ns
+            if core_ns > 0
+            else 0.0,
+            "per_core": per_core,
             "cycles_per_packet": work_ns * mhz / 1e3 / per_packet if packets else None,
             "cycles_by_cost_run": cpu.get("cycles", {}),
             "slice_cycles": cpu.get("slice_cycles"),
@@ -558,9 +631,12 @@ def compute_metrics(record: dict) -> dict:
             "write_pct": 100.0 * write_beats / window_cycles if window_cycles else 0.0,
             "mbytes_per_second": moved / duration_ns * 1e3 if duration_ns > 0 else 0.0,
         },
+        "locks": locks,
         "driver": driver,
         "counters": counters,
     }
+    if "dim" in record:
+        result["dim"] = record["dim"]
     in_window = lambda t: window["start_ns"] <= t < window["end_ns"]  # noqa: E731
     if "tx" in record:
         tx = record["tx"]
@@ -717,6 +793,29 @@ def format_summary(metrics: dict) -> str:
         f"mmio {metrics['mmio_reads_per_packet']:.2f} reads + "
         f"{metrics['mmio_writes_per_packet']:.2f} writes per packet"
     )
+    if cpu.get("cores", 1) > 1:
+        lines.append(
+            f"cpu {cpu['cpu_pct']:.1f}% of {cpu['cores']} cores: "
+            + ", ".join(f"core {c['core']} {100 * c['utilisation']:.1f}%" for c in cpu["per_core"])
+            + f"; lock spinning {cpu['lock_spin_pct']:.1f}%"
+        )
+    # spinlocks a context spun on (the test-and-set NAPI states never spin)
+    contended = {n: v for n, v in metrics.get("locks", {}).items() if v["spin_cycles_run"]}
+    if contended:
+        lines.append(
+            "locks: "
+            + ", ".join(
+                f"{name} {v['contentions_run']} contentions, {v['spin_cycles_run']:,.0f} "
+                "cycles spinning"
+                for name, v in contended.items()
+            )
+        )
+    if "dim" in metrics:
+        dim = metrics["dim"]
+        lines.append(
+            f"dim: {dim['decisions']} decisions, {dim['changes']} profile changes, "
+            f"ending at profile {dim['profile_index']} {tuple(dim['profile'])} (frames, us)"
+        )
     if "tx" in metrics and metrics["tx"]["gap_bytes_min"] is not None:
         lines.append(
             f"tx gaps {metrics['tx']['gap_bytes_min']:g}..{metrics['tx']['gap_bytes_max']:g} "

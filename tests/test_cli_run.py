@@ -318,3 +318,44 @@ def test_whole_periods_make_at_least_two_batches_when_they_can():
 def test_a_short_run_is_flagged():
     window = choose_window([[1000.0 * n for n in range(12)]], 12, [])
     assert not window["ok"] and "frames in the window" in window["reason"]
+
+
+def test_the_core_and_lock_options_reach_the_scenario():
+    scenario = scenario_from_args(
+        parse("--irq", "eop", "--rx-per-irq", "1", "--tx-clean-lock", "queue", "--linearize")
+    )
+    assert (scenario.rx_per_irq, scenario.tx_clean_lock, scenario.linearize) == (1, "queue", True)
+    assert scenario_from_args(parse("--irq", "dim")).irq == "dim"
+    with pytest.raises(ValueError, match="rx_per_irq 1 needs an IRQ strategy whose handler"):
+        scenario_from_args(parse("--irq", "napi", "--rx-per-irq", "1"))
+    with pytest.raises(ValueError, match=r"app_core must be 0\.\.0"):
+        scenario_from_args(parse("--app-core", "1"))
+
+
+def test_per_core_utilisation_cpu_pct_and_locks_come_from_the_same_window():
+    """Two cores: core 0 busy 60% of the time, core 1 20% (10% of it pktgen's idle
+    spinning); a lock spun on 5% of the time with one contention per µs."""
+    record = synthetic_record()
+    record["cpu"]["cores"] = 2
+    samples = record["samples"]
+    samples["fields"] = [
+        *SAMPLE_FIELDS,
+        *("core0_busy_ns", "core0_spin_ns", "core1_busy_ns", "core1_spin_ns"),
+        *("lock_tx_queue_contentions", "lock_tx_queue_spin_ns"),
+    ]
+    for row in samples["rows"]:
+        t = row[0]
+        row[1], row[2] = 0.8 * t, 0.1 * t  # busy and idle spin over both cores
+        row.extend([0.6 * t, 0.0, 0.2 * t, 0.1 * t, t / 1e3, 0.05 * t])
+    record["locks"] = {"tx_queue": {"contentions": 7, "spin_ns": 123.0, "wait_ns": 0.0}}
+    metrics = compute_metrics(record)
+    cpu = metrics["cpu"]
+    assert cpu["cores"] == 2
+    assert cpu["cpu_pct"] == pytest.approx(100 * (0.8 - 0.1) / 2)
+    assert [c["utilisation"] for c in cpu["per_core"]] == pytest.approx([0.6, 0.1])
+    assert cpu["per_core"][1]["spin_utilisation"] == pytest.approx(0.1)
+    lock = metrics["locks"]["tx_queue"]
+    duration = metrics["window"]["duration_ns"]
+    assert lock["contentions"] == pytest.approx(duration / 1e3)
+    assert lock["spin_cycles"] == pytest.approx(0.05 * duration * 66.0 / 1e3)
+    assert (lock["contentions_run"], lock["spin_cycles_run"]) == (7, pytest.approx(123 * 0.066))

@@ -215,13 +215,16 @@ def test_scenario_takes_a_path_and_keeps_it_absolute(tmp_path, monkeypatch):
     assert Scenario(cpu="microblaze-66").cpu == "microblaze-66"
 
 
-def test_scenario_refuses_a_bad_file_and_more_cores_than_modelled(tmp_path):
+def test_scenario_refuses_a_bad_file_and_contexts_on_missing_cores(tmp_path):
     bad = cpu_file(tmp_path, valid_text(clock_mhz=None), "bad.toml")
     with pytest.raises(ValueError, match=rf"cpu: {re.escape(str(bad))}: clock_mhz is missing"):
         Scenario(cpu=str(bad))
     two = cpu_file(tmp_path, valid_text(cores="cores = 2"), "two.toml")
-    with pytest.raises(ValueError, match="cores = 2: the CPU model runs every context on 1 core"):
-        Scenario(cpu=str(two))
+    assert Scenario(cpu=str(two), irq_core=1, app_core=0).irq_core == 1
+    with pytest.raises(ValueError, match=r"app_core must be 0\.\.1 \(the CPU .* has 2 core"):
+        Scenario(cpu=str(two), app_core=2)
+    with pytest.raises(ValueError, match=r"irq_core must be 0\.\.0"):
+        Scenario(cpu="ideal", irq_core=1)
 
 
 def test_run_stops_on_a_bad_cpu_file_before_simulating(tmp_path, capsys, monkeypatch):

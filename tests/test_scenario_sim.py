@@ -131,7 +131,7 @@ def test_microblaze_rx_goodput_is_what_the_cpu_delivers_and_overflow_is_counted(
 # -- (d) every IRQ strategy under line-rate RX with ring exhaustion -----------------------
 
 
-@pytest.mark.parametrize("irq", ["per-desc", "eop", "coalesce", "polling", "napi"])
+@pytest.mark.parametrize("irq", ["per-desc", "eop", "coalesce", "polling", "napi", "dim"])
 def test_every_irq_strategy_survives_rx_ring_exhaustion(sim, irq):
     frames = 24
     metrics = run_scenario(

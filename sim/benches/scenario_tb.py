@@ -46,8 +46,9 @@ def memory_bytes_for(scenario: Scenario) -> int:
 
 class Sampler:
     """Cumulative counters every ``period_ns`` (and at :meth:`take`), so the metrics can
-    cut any window out of the run afterwards: time, CPU busy and spin time, device and
-    timer IRQs, polls, and the AXI beats and bytes host memory saw per direction."""
+    cut any window out of the run afterwards: time, CPU busy and spin time (all cores and
+    per core), device and timer IRQs, polls, the AXI beats and bytes host memory saw per
+    direction, and each driver lock's contentions and spin time."""
 
     FIELDS = (
         "t_ns",
@@ -65,6 +66,17 @@ class Sampler:
     def __init__(self, cpu, driver, memory, period_ns: float):
         self.cpu, self.driver, self.memory = cpu, driver, memory
         self.period_ns = period_ns
+        self.lock_names = sorted(driver.locks)
+        self.fields = [
+            *self.FIELDS,
+            "lock_spin_ns",
+            *(f"core{core}_{what}_ns" for core in range(cpu.cores) for what in ("busy", "spin")),
+            *(
+                f"lock_{name}_{what}"
+                for name in self.lock_names
+                for what in ("contentions", "spin_ns")
+            ),
+        ]
         self.rows: list[list[float]] = []
         self._seen = 0
         self._beats = {True: 0, False: 0}
@@ -78,6 +90,7 @@ class Sampler:
         self._seen = len(bursts)
         totals = self.cpu.totals()
         stats = self.driver.stats
+        locks = self.driver.locks
         self.rows.append(
             [
                 get_sim_time("ns"),
@@ -90,6 +103,19 @@ class Sampler:
                 self._beats[True],
                 self._bytes[False],
                 self._bytes[True],
+                totals["lock_spin_ns"],
+                *(
+                    value
+                    for busy, spin in zip(
+                        totals["core_busy_ns"], totals["core_spin_ns"], strict=True
+                    )
+                    for value in (busy, spin)
+                ),
+                *(
+                    value
+                    for name in self.lock_names
+                    for value in (locks[name].contentions, locks[name].spin_ns)
+                ),
             ]
         )
 
@@ -150,7 +176,7 @@ async def test_scenario(dut):
 
     cpu_spec = load_cpu(scenario.cpu)
     costs = cpu_spec.costs
-    cpu = CpuModel(cpu_spec.clock_mhz, costs)
+    cpu = CpuModel(cpu_spec.clock_mhz, costs, cores=cpu_spec.cores)
     platform = CocotbPlatform(bench, cpu)
     traffic = make_traffic(scenario, bench, platform, costs, log)
     config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)
@@ -206,7 +232,8 @@ async def test_scenario(dut):
         counters=counters,
         bursts=_burst_counts(bench.memory.bursts, rings["TX"], rings["RX"]),
         mmio=mmio,
-        samples={"fields": list(Sampler.FIELDS), "rows": sampler.rows},
+        samples={"fields": sampler.fields, "rows": sampler.rows},
+        locks={name: lock.report() for name, lock in driver.locks.items()},
         periodic_ns=periodic_ns(scenario, config),
         started_ns=started_ns,
         traffic_ns=ended_ns - started_ns,
@@ -214,6 +241,15 @@ async def test_scenario(dut):
         wall_seconds=time.monotonic() - wall_started,
     )
     record.update(traffic.record())
+    if driver.dim is not None:
+        record["dim"] = {
+            "decisions": driver.dim.decisions,
+            "changes": driver.dim.changes,
+            "profile_index": driver.dim.profile_index,
+            "profile": list(driver.dim.profile),
+            "profiles": [list(p) for p in driver.dim.profiles],
+            "history": driver.dim.history,
+        }
     path = os.environ.get(RECORD_ENV)
     if path:
         Path(path).write_text(json.dumps(record))

@@ -257,7 +257,7 @@ class Traffic:
         one): ``socket_recv_per_packet`` in process context. Returns its sequence number."""
         while not self.socket:
             await self.wait_changed()
-        async with self.platform.context("process"):
+        async with self.platform.context("process", core=self.scenario.app_core):
             seq = self.socket.popleft()
             await self.platform.charge(self.costs.socket_recv_per_packet, "socket_recv_per_packet")
         self.deliver(seq)
@@ -266,7 +266,7 @@ class Traffic:
     async def app_send(self, fragments: list[bytes]) -> None:
         """The application sends one datagram: ``socket_send_per_packet`` in process
         context, then xmit (blocking while the queue is stopped)."""
-        async with self.platform.context("process"):
+        async with self.platform.context("process", core=self.scenario.app_core):
             await self.platform.charge(self.costs.socket_send_per_packet, "socket_send_per_packet")
             await self.xmit_blocking(fragments)
 
@@ -344,7 +344,7 @@ class Pktgen(Traffic):
         stopped; each xmit with bottom halves disabled (``local_bh_disable();
         ndo_start_xmit()``), so only a hard IRQ preempts it."""
         started = self.platform.now_ns()
-        async with self.platform.context("process"):
+        async with self.platform.context("process", core=self.scenario.app_core):
             for seq in range(self.frames):
                 await self.pace(started, seq)
                 fragments = self.tx_fragments(seq)
@@ -467,7 +467,8 @@ class Forward(Traffic):
             while not self.qdisc:
                 await self.wait_changed()
             await self.driver.wait_for_wake()
-            async with self.platform.context("softirq"):
+            # net_tx_action runs where the NAPI poll raised it: the IRQ core.
+            async with self.platform.context("softirq", core=self.scenario.irq_core):
                 if self.qdisc and not self.driver.queue_stopped:
                     await self.send_head()
 

@@ -166,3 +166,41 @@ async def test_stores_land_in_order_taking_time_and_the_cpu_reads_its_own(dut):
     await path.idle.wait()
     assert [(t - start, a) for t, a in memory.writes] == [(130, 0x40), (240, 0x4C)]
     assert memory.read(0x40, 16) == b"\x11" * 12 + b"\x22" * 4
+
+
+@cocotb.test()
+async def test_contexts_on_two_cores_run_in_parallel_and_on_one_core_serialise(dut):
+    """Two process contexts of 20 us each: on cores 0 and 1 both end at 20 us and each
+    core is busy 20 us; on one core of a two-core CPU the second waits (ends at 40 us).
+    A core that does not exist is refused, naming it."""
+    cpu, done = CpuModel(100.0, CpuCosts(), cores=2), {}
+
+    async def work(name: str, core: int):
+        async with cpu.context("process", core=core):
+            await cpu.charge(2000, "work")
+        done[name] = now()
+
+    start = now()
+    first = cocotb.start_soon(work("a", 0))
+    second = cocotb.start_soon(work("b", 1))
+    await first
+    await second
+    assert (done["a"] - start, done["b"] - start) == (20_000, 20_000)
+    totals = cpu.totals()
+    assert [round(ns) for ns in totals["core_busy_ns"]] == [20_000, 20_000]
+    assert round(totals["busy_ns"]) == 40_000
+
+    start = now()
+    first = cocotb.start_soon(work("c", 1))
+    second = cocotb.start_soon(work("d", 1))
+    await first
+    await second
+    assert sorted((done["c"] - start, done["d"] - start)) == [20_000, 40_000]
+
+    try:
+        async with cpu.context("process", core=2):
+            pass
+    except ValueError as error:
+        assert "core 2 does not exist: this CPU has cores 0..1" in str(error)
+    else:
+        raise AssertionError("core 2 of a two-core CPU was accepted")
