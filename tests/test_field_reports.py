@@ -21,7 +21,7 @@ from macdma.sim.regress import (
     parse_sweep,
     store,
 )
-from macdma.sim.regress.sweep_file import SWEEP_DIR
+from macdma.sim.regress.sweep_file import DEFAULT_SWEEP, SWEEP_DIR
 
 CI_SWEEP = SWEEP_DIR / "field-reports-ci.toml"
 
@@ -71,6 +71,15 @@ def test_the_ci_profile_runs_one_condition_of_every_report():
         if (report, name) == ("axienet-dim", "static"):
             del full["irqs_per_second"]  # the model's known miss (the CI sweep says why)
         assert figure == full, (report, name)
+
+
+def test_the_default_sweep_opens_with_every_field_report():
+    """make regress (the main job) carries a calibration condition of every report."""
+    default = declared(load_sweep(DEFAULT_SWEEP))
+    assert set(default) == set(REPORTS)
+    for report, conditions in default.items():
+        for name, figure in conditions.items():
+            assert figure and set(figure) <= set(REPORTS[report][name]), (report, name)
 
 
 # -- payload accounting ----------------------------------------------------------------
