@@ -18,18 +18,21 @@ REGRESS_ARGS ?=
 SYSTEM_DEPS := sim/system-deps.sh
 # `make bench BENCH_ARGS="--sim verilator --frames 50"`: `macdma bench` options.
 BENCH_ARGS ?=
+# `make soak SOAK_ARGS="--frames 5000 --seed 1 --faults all"`: `macdma soak` options.
+SOAK_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test sim verilog lint format demo bench formal clean
+.PHONY: help deps venv regress test sim verilog lint format demo bench soak formal clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
 	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
+	@echo "             SOAK_ARGS='--frames N --seed S --faults CLASS,... --json FILE'"
 
 $(INSTALLED): pyproject.toml setup.py
 	@test -x $(PY) || { $(SYSTEM_DEPS) venv && $(PYTHON) -m venv $(VENV); }
@@ -79,6 +82,9 @@ demo: deps $(INSTALLED) ## run the demo scenario (macdma demo)
 
 bench: deps $(INSTALLED) ## simulation speed vs a bare GMII loopback -> build/bench/bench.json
 	$(VENV)/bin/macdma bench $(BENCH_ARGS)
+
+soak: deps $(INSTALLED) ## full-duplex soak, 50,000 frames each way, all checks (docs/reliability.md)
+	$(VENV)/bin/macdma soak $(SOAK_ARGS)
 
 # The synthesis tools (amaranth-boards, yowasp-*) are the optional extra `synth`; the `dev`
 # extra that every target installs includes it (the tests synthesise one board).

@@ -112,6 +112,7 @@ class Descriptor:
     addr: int = _bits(0, 0, 32, "Buffer byte address, any alignment.")
     # Word 1: written back.
     done_length: int = _bits(1, 0, 16, "TX: bytes read. RX: bytes written into this buffer.")
+    rx_csum: int = _bits(1, 16, 16, "RX, good frame EOP: sum from byte 14 (CHECKSUM_COMPLETE).")
     # Word 2: written back; 0 except on the EOP descriptor of an RX frame.
     frame_length: int = _bits(2, 0, 16, "RX, EOP descriptor: frame length without FCS.")
     rx_error: int = _bits(2, 16, 3, "RX, EOP descriptor: RxErrorCause of a bad frame.")

@@ -113,6 +113,13 @@ def _field(value: int, mask: int, shift: int) -> int:
     return (value & mask) >> shift
 
 
+#: Polls of STATUS after a channel reset before giving up (each WAKE_POLL_NS apart).
+RESET_POLL_LIMIT = 10_000
+# STATUS.halted, at the same bit on both channels.
+_STATUS_HALTED_MASK = regs.TX_STATUS_HALTED_MASK
+assert regs.RX_STATUS_HALTED_MASK == _STATUS_HALTED_MASK
+
+
 # -- configuration -------------------------------------------------------------------------
 
 
@@ -390,6 +397,9 @@ class RxFrameMeta:
     rx_error: RxErrorCause
     rx_truncated: bool
     time_ns: float
+    # skb->csum with CHECKSUM_COMPLETE: the EOP write-back's rx_csum (the sum from byte 14;
+    # 0 for a bad frame or hardware without ID_FEATURES.rx_checksum).
+    csum: int = 0
 
 
 @dataclass(frozen=True)
@@ -1041,6 +1051,7 @@ class MacDmaDriver:
             rx_error=RxErrorCause(desc.rx_error),
             rx_truncated=desc.rx_truncated,
             time_ns=self.platform.now_ns(),
+            csum=desc.rx_csum,
         )
         result = self.on_receive(frame, ok, meta)
         if inspect.isawaitable(result):
@@ -1189,6 +1200,7 @@ class MacDmaDriver:
         await self._lock(tx.clean_lock)
         try:
             await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+            await self._wait_reset_done(TX_REGS)
             await self._tx_clean_locked(None)
             while tx.next_to_clean != tx.next_to_use:
                 head = tx.buffers[tx.next_to_clean]
@@ -1211,6 +1223,7 @@ class MacDmaDriver:
         await self._lock(rx.clean_lock)
         try:
             await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
+            await self._wait_reset_done(RX_REGS)
             await self._rx_poll_locked(None, refill=False)
             if rx.partial is not None:
                 self.stats.rx_dropped += 1
@@ -1218,6 +1231,17 @@ class MacDmaDriver:
             await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
         finally:
             rx.clean_lock.release()
+
+    async def _wait_reset_done(self, ch: _ChannelRegs) -> None:
+        """After CTRL.reset of a halted channel: wait until STATUS.halted clears. The reset
+        takes effect only once the channel's AXI movers finished the burst in flight
+        (docs/soc.md); buffers re-posted before then can still receive that burst's data
+        (found by the soak's fault campaign, docs/reliability.md)."""
+        for _ in range(RESET_POLL_LIMIT):
+            if not await self._mmio_read(ch.status) & _STATUS_HALTED_MASK:
+                return
+            await self.platform.sleep_ns(WAKE_POLL_NS)
+        raise TimeoutError(f"{ch.name} channel still halted {RESET_POLL_LIMIT} polls after reset")
 
     # -- the driver's contexts ---------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .mac.counters import RX_COUNTERS, TX_COUNTERS
+from .mac.counters import FLOW_CONTROL_COUNTERS, RX_COUNTERS, TX_COUNTERS
 
 __all__ = [
     "ACCESS_KINDS",
@@ -750,6 +750,137 @@ def _irq_cause_fields(access: Access, doc: str) -> tuple[Field, ...]:
     )
 
 
+def _flow_control_registers() -> tuple[Register, ...]:
+    """802.3x PAUSE: the MAC_ADDR_* and MAC_FC_* registers of the MAC block."""
+    return (
+        _whole(
+            "MAC_ADDR_LO",
+            0x0C,
+            "rw",
+            "Station address, its last four bytes: 02:AA:BB:CC:DD:EE is 0xBBCCDDEE. The "
+            "source of the PAUSE frames sent; the destination checked with "
+            "MAC_FC_CTRL.check_ucast.",
+        ),
+        _whole(
+            "MAC_ADDR_HI",
+            0x10,
+            "rw",
+            "Station address, its first two bytes: 02:AA:BB:CC:DD:EE is 0x02AA.",
+            width=16,
+        ),
+        Register(
+            "MAC_FC_CTRL",
+            0x14,
+            (
+                Field(
+                    "rx_pause",
+                    (0, 1),
+                    "rw",
+                    doc="1: received PAUSE frames (to 01-80-C2-00-00-01, EtherType 0x8808, "
+                    "opcode 0x0001) stop the transmitter for their quanta, at a frame "
+                    "boundary, and leave the RX stream.",
+                ),
+                Field(
+                    "tx_pause",
+                    (1, 1),
+                    "rw",
+                    doc="1: the MAC sends an XOFF when the RX FIFO reaches "
+                    "MAC_FC_WATER.high (and while xoff is 1), refreshed every "
+                    "MAC_FC_QUANTA.refresh quanta, and an XON once it drains below "
+                    "MAC_FC_WATER.low; and a frame that finds no RX buffer posted waits "
+                    "in the RX FIFO for one instead of being dropped (RX_DROPS).",
+                ),
+                Field(
+                    "forward",
+                    (2, 1),
+                    "rw",
+                    doc="1: recognised MAC control frames still go to the RX DMA.",
+                ),
+                Field(
+                    "check_ucast",
+                    (3, 1),
+                    "rw",
+                    doc="1: PAUSE frames sent to the station address (MAC_ADDR_*) count too.",
+                ),
+                Field(
+                    "xoff",
+                    (4, 1),
+                    "rw",
+                    doc="1: ask the peer to pause regardless of the RX FIFO (with tx_pause); "
+                    "writing 0 sends the XON unless the FIFO is still above the low mark.",
+                ),
+            ),
+            "802.3x flow control. Quasi-static: change it while the MAC is idle.",
+        ),
+        Register(
+            "MAC_FC_QUANTA",
+            0x18,
+            (
+                Field(
+                    "quanta",
+                    (0, 16),
+                    "rw",
+                    reset=0xFFFF,
+                    doc="Pause time sent in each XOFF, in quanta of 512 bit times.",
+                ),
+                Field(
+                    "refresh",
+                    (16, 16),
+                    "rw",
+                    reset=0x7FFF,
+                    doc="While the XOFF condition lasts, resend the XOFF every this many "
+                    "quanta (keep it below quanta); 0 = never.",
+                ),
+            ),
+            "PAUSE frames sent.",
+        ),
+        Register(
+            "MAC_FC_WATER",
+            0x1C,
+            (
+                Field(
+                    "high",
+                    (0, 16),
+                    "rw",
+                    reset=1024,
+                    doc="RX FIFO bytes at or above which the MAC sends an XOFF. Leave room "
+                    "for about two full frames above it: the one arriving and the one the "
+                    "peer starts before the XOFF reaches it.",
+                ),
+                Field(
+                    "low",
+                    (16, 16),
+                    "rw",
+                    reset=512,
+                    doc="RX FIFO bytes below which an XOFF in force is revoked by an XON; "
+                    "keep it below high.",
+                ),
+            ),
+            "RX FIFO watermarks for sending PAUSE frames (bytes, rounded down to whole "
+            "AXI data words).",
+        ),
+        Register(
+            "MAC_FC_STATUS",
+            0x20,
+            (
+                Field(
+                    "rx_paused",
+                    (0, 1),
+                    "ro",
+                    doc="A received PAUSE is holding the transmitter (its quanta are running).",
+                ),
+                Field(
+                    "xoff_sent",
+                    (1, 1),
+                    "ro",
+                    doc="The MAC is asking the peer to pause (an XOFF went out, no XON yet).",
+                ),
+            ),
+            "802.3x flow control status.",
+        ),
+    )
+
+
 def _build_register_map() -> RegisterMap:
     tx = _dma_channel_block("TX", 0x100, "TX")
     rx = _dma_channel_block("RX", 0x180, "RX")
@@ -852,6 +983,7 @@ def _build_register_map() -> RegisterMap:
                 reset=1518,
                 valid=range(64, 16384),
             ),
+            *_flow_control_registers(),
         ),
         "Ethernet MAC configuration.",
     )
@@ -924,7 +1056,8 @@ def _build_register_map() -> RegisterMap:
         ),
         "MDIO master for PHY management (IEEE 802.3 clause 22): MDC and MDIO pins of the SoC.",
     )
-    stats_names = [(name.upper(), doc) for name, doc in {**TX_COUNTERS, **RX_COUNTERS}.items()]
+    counters = {**TX_COUNTERS, **RX_COUNTERS, **FLOW_CONTROL_COUNTERS}
+    stats_names = [(name.upper(), doc) for name, doc in counters.items()]
     stats = Block(
         "STATS",
         0x400,
@@ -958,6 +1091,19 @@ def _build_register_map() -> RegisterMap:
                     Field("rx_fifo_log2", (16, 4), "ro", doc="log2 of the RX FIFO depth in bytes."),
                     Field(
                         "max_prefetch", (24, 4), "ro", doc="Largest PREFETCH the hardware honours."
+                    ),
+                    Field(
+                        "flow_control",
+                        (28, 1),
+                        "ro",
+                        doc="1: 802.3x flow control is built in (the MAC_FC_* registers act).",
+                    ),
+                    Field(
+                        "rx_checksum",
+                        (29, 1),
+                        "ro",
+                        doc="1: RX EOP descriptors carry rx_csum, the frame's ones'-complement "
+                        "sum from byte 14 (CHECKSUM_COMPLETE).",
                     ),
                 ),
                 "Build parameters, supplied by the hardware.",

@@ -33,6 +33,8 @@ from .dma.rx_fifo import RxFrameFifo
 from .dma.tx_channel import TxDmaChannel
 from .dma.tx_fifo import TxFrameFifo
 from .flatten import connect_flat, flat_members
+from .mac.counters import FLOW_CONTROL_COUNTERS
+from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PAUSE_OPCODE
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
 from .mac.mdio import MdioMaster
@@ -50,9 +52,13 @@ class SocParams:
     """Build-time parameters; everything a regression sweeps is a register instead."""
 
     data_width: int = 32  # AXI4 master data width: 32 or 64
-    tx_fifo_bytes: int = 4096  # frames up to this size are stored whole before sending
+    # Frames up to this size are stored whole before sending (larger ones go cut-through,
+    # docs/soc.md); the default holds one jumbo frame (MAX_JUMBO_FRAME_BYTES).
+    tx_fifo_bytes: int = 16384
     rx_fifo_bytes: int = 4096
     max_prefetch: int = 8  # most descriptors fetched in one burst (FEATURES.max_prefetch)
+    flow_control: bool = True  # 802.3x PAUSE in the MAC (FEATURES.flow_control, MAC_FC_*)
+    rx_checksum: bool = True  # CHECKSUM_COMPLETE sums in RX EOP descriptors (FEATURES)
 
     def __post_init__(self):
         if self.data_width not in (32, 64):
@@ -63,6 +69,9 @@ class SocParams:
                 raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
         if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
             raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
+        for name in ("flow_control", "rx_checksum"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
 
 class MacDmaSoc(wiring.Component):
@@ -139,8 +148,10 @@ class MacDmaSoc(wiring.Component):
         connect_read_write(m, bus=self.axi, read=read_arbiter.o, write=write_arbiter.o)
 
         m.submodules.tx_fifo = tx_fifo = self._tx_fifo(m, bank, tx_dma)
-        m.submodules.rx_fifo = rx_fifo = RxFrameFifo(width, params.rx_fifo_bytes)
-        m.submodules.mac = mac = EthMac()
+        m.submodules.rx_fifo = rx_fifo = RxFrameFifo(
+            width, params.rx_fifo_bytes, checksum=params.rx_checksum
+        )
+        m.submodules.mac = mac = EthMac(flow_control=params.flow_control)
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
         connect(m, mac.rx, rx_fifo.i)
@@ -148,6 +159,7 @@ class MacDmaSoc(wiring.Component):
         m.d.comb += [
             rx_fifo.i_cause.eq(mac.rx_status.p.error),
             rx_dma.i_cause.eq(rx_fifo.o_cause),
+            rx_dma.i_csum.eq(rx_fifo.o_csum if params.rx_checksum else 0),
             bank.port("RX_FIFO_OVERFLOWS").eq(rx_fifo.overflows),
             bank.port("TX_FIFO_OVERFLOWS").eq(0),
         ]
@@ -159,6 +171,11 @@ class MacDmaSoc(wiring.Component):
         ]
         self._mac_config(m, bank, mac)
         self._mac_statistics(m, bank, mac)
+        if params.flow_control:
+            self._flow_control(m, bank, mac, rx_fifo, rx_dma)
+        else:
+            for name in FLOW_CONTROL_COUNTERS:
+                m.d.comb += bank.port(f"STATS_{name.upper()}").eq(0)
         self._mdio(m, bank)
         return m
 
@@ -190,6 +207,8 @@ class MacDmaSoc(wiring.Component):
             bank.port("ID_FEATURES", "tx_fifo_log2").eq(exact_log2(params.tx_fifo_bytes)),
             bank.port("ID_FEATURES", "rx_fifo_log2").eq(exact_log2(params.rx_fifo_bytes)),
             bank.port("ID_FEATURES", "max_prefetch").eq(params.max_prefetch),
+            bank.port("ID_FEATURES", "flow_control").eq(params.flow_control),
+            bank.port("ID_FEATURES", "rx_checksum").eq(params.rx_checksum),
         ]
 
     @staticmethod
@@ -245,6 +264,100 @@ class MacDmaSoc(wiring.Component):
             for name in counters.signature.members:
                 m.d.comb += bank.port(f"STATS_{name.upper()}").eq(getattr(counters, name))
         m.d.comb += bank.port("TX_DROPS").eq(tx_stats.counters.tx_underruns)
+
+    @staticmethod
+    def _flow_control(m, bank, mac, rx_fifo, rx_dma):
+        """802.3x PAUSE from the MAC_ADDR_* and MAC_FC_* registers. The MAC acts on PAUSE
+        frames to 01-80-C2-00-00-01 (and to the station address with check_ucast) and
+        sends XOFF while the RX FIFO is above its high mark (or MAC_FC_CTRL.xoff is 1),
+        XON once it is below the low mark. Settings are quasi-static, so each is simply
+        synchronised into the PHY domain that uses it."""
+        # Built as a submodule, so the synthesis report can count what flow control costs.
+        soc, m = m, Module()
+        soc.submodules.flow_control = m
+        fc = lambda field: bank.port("MAC_FC_CTRL", field)  # noqa: E731
+        station = Cat(bank.port("MAC_ADDR_LO"), bank.port("MAC_ADDR_HI"))
+        settings = {
+            "rx": [
+                (fc("rx_pause"), mac.rx_lfc_en),
+                (fc("rx_pause"), mac.mcf_rx_config.enable),
+                (fc("rx_pause"), mac.rx_lfc_config.en),
+                (fc("forward"), mac.mcf_rx_config.forward),
+                (fc("check_ucast"), mac.mcf_rx_config.check_eth_dst_ucast),
+                (station, mac.mcf_rx_config.eth_dst_ucast),
+            ],
+            "tx": [
+                (fc("rx_pause"), mac.tx_lfc_pause_en),
+                (fc("tx_pause"), mac.tx_lfc_config.en),
+                (station, mac.tx_lfc_config.eth_src),
+                (bank.port("MAC_FC_QUANTA", "quanta"), mac.tx_lfc_config.quanta),
+                (bank.port("MAC_FC_QUANTA", "refresh"), mac.tx_lfc_config.refresh),
+            ],
+        }
+        for domain, pairs in settings.items():
+            for index, (source, target) in enumerate(pairs):
+                m.submodules[f"{domain}_fc_sync{index}"] = FFSynchronizer(
+                    source, target, o_domain=domain
+                )
+        m.d.comb += [
+            # A frame without a buffer waits in the FIFO, so the FIFO's level is the
+            # driver's backlog and the XOFF pushes back instead of frames being dropped.
+            rx_dma.wait_for_buffers.eq(fc("tx_pause")),
+            mac.mcf_rx_config.eth_dst_mcast.eq(PAUSE_MULTICAST_ADDRESS),
+            mac.mcf_rx_config.check_eth_dst_mcast.eq(1),
+            mac.mcf_rx_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
+            mac.mcf_rx_config.opcode_lfc.eq(PAUSE_OPCODE),
+            mac.mcf_rx_config.check_opcode_lfc.eq(1),
+            mac.rx_lfc_config.opcode.eq(PAUSE_OPCODE),
+            mac.tx_lfc_config.eth_dst.eq(PAUSE_MULTICAST_ADDRESS),
+            mac.tx_lfc_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
+            mac.tx_lfc_config.opcode.eq(PAUSE_OPCODE),
+        ]
+
+        # The XOFF condition, with hysteresis, where the FIFO level is counted (rx clock).
+        high, low, forced = Signal(16), Signal(16), Signal()
+        for index, (source, target) in enumerate(
+            (
+                (bank.port("MAC_FC_WATER", "high"), high),
+                (bank.port("MAC_FC_WATER", "low"), low),
+                (fc("xoff"), forced),
+            )
+        ):
+            m.submodules[f"rx_water_sync{index}"] = FFSynchronizer(source, target, o_domain="rx")
+        above_high = Signal()
+        with m.If(rx_fifo.fill_bytes >= high):
+            m.d.rx += above_high.eq(1)
+        with m.Elif(rx_fifo.fill_bytes < low):
+            m.d.rx += above_high.eq(0)
+        xoff_wanted = Signal()
+        m.d.rx += xoff_wanted.eq(above_high | forced)
+        m.submodules.tx_lfc_req_sync = FFSynchronizer(xoff_wanted, mac.tx_lfc_req, o_domain="tx")
+
+        for field, level in (
+            ("rx_paused", mac.rx_lfc_req),
+            ("xoff_sent", mac.tx_flow_stats.lfc_paused),
+        ):
+            m.submodules[f"fc_{field}_sync"] = FFSynchronizer(
+                level, bank.port("MAC_FC_STATUS", field), o_domain="sync"
+            )
+        # Strobes (one per frame at most) cross as pulses and are counted here.
+        strobes = {
+            "tx_pause_frames": ("tx", mac.tx_flow_stats.lfc_pkt),
+            "tx_xoff": ("tx", mac.tx_flow_stats.lfc_xoff),
+            "tx_xon": ("tx", mac.tx_flow_stats.lfc_xon),
+            "tx_mac_control": ("tx", mac.tx_flow_stats.mcf),
+            "rx_pause_frames": ("rx", mac.rx_flow_stats.lfc_pkt),
+            "rx_xoff": ("rx", mac.rx_flow_stats.lfc_xoff),
+            "rx_xon": ("rx", mac.rx_flow_stats.lfc_xon),
+            "rx_mac_control": ("rx", mac.rx_flow_stats.mcf),
+        }
+        assert strobes.keys() == FLOW_CONTROL_COUNTERS.keys()
+        for name, (domain, strobe) in strobes.items():
+            pulse = m.submodules[f"{name}_cdc"] = PulseSynchronizer(domain, "sync")
+            counter = Signal(32, name=f"{name}_count")
+            m.d.comb += [pulse.i.eq(strobe), bank.port(f"STATS_{name.upper()}").eq(counter)]
+            with m.If(pulse.o):
+                m.d.sync += counter.eq(counter + 1)
 
     def _mdio(self, m, bank):
         """The MDIO master behind MDIO_CTRL/MDIO_CMD/MDIO_STATUS. Every MDIO_CMD write

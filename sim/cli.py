@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_parser
 
     add_bench_parser(commands)
+    from .soak import add_soak_parser
+
+    add_soak_parser(commands)
     return parser
 
 
@@ -281,6 +284,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .bench import run_bench_command
 
         return run_bench_command(args)
+    if args.command == "soak":
+        from .soak import run_soak_command
+
+        return run_soak_command(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -212,7 +212,12 @@ def main(argv=None) -> int:
 
     if args.list:
         for proof in PROOFS:
-            print(f"{proof.name:28} {proof.mode} depth {proof.depth:<4} {proof.component}")
+            ci = proof.for_ci()
+            suite = "" if ci is proof else f"(suite {ci.mode} {ci.depth})"
+            print(
+                f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:16} "
+                f"{proof.component}"
+            )
         return 0
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")

@@ -4,7 +4,7 @@ the metrics computed from the raw record that bench writes (:func:`compute_metri
 
 The bench records raw facts only (wire stamps, xmit and on_receive times, driver and CPU
 counters, AXI bursts); every number a user reads is computed here, from that record, so
-the arithmetic is unit-tested without a simulator (tests/test_cli_run.py).
+the arithmetic is unit-tested without a simulator (tests/test_scenario_metrics.py).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ WINDOWED_TRAFFIC = ("stream", "forward")
 STREAM_WINDOW_SEGMENTS = 64
 #: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
 ACK_FRAME_BYTES = 60
-MIN_FRAME, MAX_FRAME = 60, 1514  # bytes handed to the MAC, FCS excluded; no jumbo support
+MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
 MAX_EXTRA_FRAGMENTS = 16
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
 IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]

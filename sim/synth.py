@@ -197,6 +197,15 @@ _BLOCK_CELLS = {
 # Report rows: a block of the board top and the net-name prefixes that belong to it
 # (flattened names below ``core.``; Amaranth's ``$<n>`` suffixes dropped). First match wins.
 BLOCKS = {
+    "802.3x flow control": (
+        "soc.mac.mcf_rx",
+        "soc.mac.mcf_tx",
+        "soc.mac.pause_rx",
+        "soc.mac.pause_tx",
+        "soc.mac.rx_lfc_req_sync",
+        "soc.mac.tx_pause_ack_sync",
+        "soc.flow_control",
+    ),
     "MAC (TX, RX, RGMII)": ("soc.mac", "rgmii"),
     "TX frame FIFO": ("soc.tx_fifo",),
     "RX frame FIFO": ("soc.rx_fifo",),

@@ -11,14 +11,18 @@ from unittest import mock
 
 from amaranth import *
 from amaranth.lib import wiring
+from amaranth.lib.fifo import AsyncFIFOBuffered
 
+from macdma.hdl.bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
-from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, tx_channel
+from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_channel
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
+from macdma.hdl.dma.irq import IrqController
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
+from macdma.hdl.dma.rx_fifo import RxFrameFifo
 from macdma.hdl.dma.tx_channel import TxDmaChannel
 from macdma.hdl.regmap import port_name
 
@@ -61,6 +65,24 @@ class WriterStrobesEveryLane(AxiBurstWriter):
         return m
 
 
+class ReadArbiterShowsEveryR(Axi4ReadArbiter):
+    """Master 0 sees every R beat, also those of master 1's bursts (a routing error)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i0.rvalid.eq(self.o.rvalid)
+        return m
+
+
+class WriteArbiterSendsMaster0Data(Axi4WriteArbiter):
+    """The W data on the merged port is always master 0's, also in master 1's bursts."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.o.wdata.eq(self.i0.wdata)
+        return m
+
+
 class CsrBankOkayEverywhere(CsrBank):
     """Reads of undefined offsets answer OKAY instead of SLVERR."""
 
@@ -83,6 +105,15 @@ class CsrBankClearsAllStatus(CsrBank):
         return m
 
 
+class IrqIntervalOneUsShort(IrqController):
+    """The rate limit times each interval one µs shorter than IRQ_MIN_INTERVAL."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += m.submodules.rate_limit.us.eq(self.min_interval_us - 1)
+        return m
+
+
 def _binary_encode(value, width):
     return Value.cast(value)[:width]
 
@@ -99,6 +130,31 @@ class FifoWithBinaryPointers(AsyncPrefetchFifo):
             _patched(prefetch_fifo, "gray_encode", _binary_encode),
             _patched(prefetch_fifo, "gray_decode", _binary_decode),
         ):
+            return super().elaborate(platform)
+
+
+class RxFifoWithBinaryCounters(RxFrameFifo):
+    """The RX FIFO's own counters (``taken``, the overflow count) cross in plain binary."""
+
+    def elaborate(self, platform):
+        with (
+            _patched(rx_fifo, "gray_encode", _binary_encode),
+            _patched(rx_fifo, "gray_decode", _binary_decode),
+        ):
+            return super().elaborate(platform)
+
+
+def _half_memory(*, width, depth, **kwargs):
+    """An AsyncFIFOBuffered with half the memory asked for (one more than a power of 2)."""
+    return AsyncFIFOBuffered(width=width, depth=(depth - 1) // 2 + 1, **kwargs)
+
+
+class RxFifoCountsMissingRoom(RxFrameFifo):
+    """The RX FIFO counts room for a memory twice the size of the one it has (the room
+    counting across the crossing over-counts)."""
+
+    def elaborate(self, platform):
+        with _patched(rx_fifo, "AsyncFIFOBuffered", _half_memory):
             return super().elaborate(platform)
 
 
@@ -170,6 +226,18 @@ MUTANTS = [
         "proofs.py",
     ),
     (
+        "axi4_read_arbiter",
+        ReadArbiterShowsEveryR,
+        "an R beat routed to a master it does not belong to",
+        "arbiter_proofs.py",
+    ),
+    (
+        "axi4_write_arbiter",
+        WriteArbiterSendsMaster0Data,
+        "a W beat of one master written into another's burst",
+        "arbiter_proofs.py",
+    ),
+    (
         "axi_lite_csr_slave",
         CsrBankOkayEverywhere,
         "OKAY for an undefined offset",
@@ -177,10 +245,28 @@ MUTANTS = [
     ),
     ("irq_w1c", CsrBankClearsAllStatus, "a write clears IRQ_STATUS bits not written", "proofs.py"),
     (
+        "irq_rate_limit",
+        IrqIntervalOneUsShort,
+        "an interrupt interval one µs short",
+        "irq_proofs.py",
+    ),
+    (
         "fifo_gray_crossing",
         FifoWithBinaryPointers,
         "binary pointers across the clocks",
         "proofs.py",
+    ),
+    (
+        "rx_fifo_crossing",
+        RxFifoWithBinaryCounters,
+        "binary counters across the RX FIFO's clocks",
+        "crossing_proofs.py",
+    ),
+    (
+        "rx_fifo_crossing",
+        RxFifoCountsMissingRoom,
+        "room counted that the RX FIFO's memory does not have",
+        "crossing_proofs.py",
     ),
     (
         "rx_ownership",

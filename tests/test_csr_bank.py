@@ -176,7 +176,7 @@ def test_undefined_offsets_answer_slverr_and_do_not_hang():
     async def bench(ctx, dut, axi):
         await axi.write_ok(A("ID_SCRATCH"), 0x600D)
         # After ID_SCRATCH, the gap at TX +0x24, past the RX block, past STATS, the top.
-        for addr in (0x014, 0x124, 0x1C0, 0x220, 0x440, 0xFFC):
+        for addr in (0x014, 0x124, 0x1C0, 0x220, 0x460, 0xFFC):
             assert await axi.read(addr) == (0, RESP_SLVERR), hex(addr)
             assert await axi.write(addr, 0xFFFF_FFFF) == RESP_SLVERR, hex(addr)
         assert await axi.read_ok(A("ID_SCRATCH")) == 0x600D

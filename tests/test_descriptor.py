@@ -46,6 +46,7 @@ def test_layout_matches_the_documented_positions():
     documented = {
         "addr": (0, 0, 32),
         "done_length": (1, 0, 16),
+        "rx_csum": (1, 16, 16),
         "frame_length": (2, 0, 16),
         "rx_error": (2, 16, 3),
         "rx_truncated": (2, 19, 1),

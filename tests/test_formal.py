@@ -14,6 +14,7 @@ from macdma.sim import formal
 
 @pytest.mark.parametrize("proof", PROOFS, ids=lambda p: p.name)
 def test_proof_passes_with_its_covers(proof, tmp_path):
+    proof = proof.for_ci()
     results = formal.run_proof(proof, tmp_path)
     assert [r.task for r in results] == [proof.mode, "cover"]
     for result in results:
@@ -28,7 +29,7 @@ def test_proof_passes_with_its_covers(proof, tmp_path):
     ids=[entry[1].__name__ for entry in MUTANTS],
 )
 def test_mutant_fails_with_a_counterexample(name, mutant, bug, checker, tmp_path):
-    proof = proof_by_name(name)
+    proof = proof_by_name(name).for_ci()
     (result,) = formal.run_proof(proof, tmp_path, make_dut=mutant, tasks=(proof.mode,))
     assert result.status == "FAIL", f"{bug}: {name} gave {result.status}, not FAIL"
     assert result.traces, f"{bug}: no counterexample trace in {result.workdir}"
@@ -58,6 +59,27 @@ def test_proof_rejects_an_unknown_mode():
             cover_depth=1,
             component="none",
         )
+
+
+def test_proof_rejects_a_ci_depth_beyond_its_depth():
+    with pytest.raises(ValueError, match="ci_depth must be in 1..depth \\(4\\), not 9"):
+        Proof(
+            name="x",
+            harness=object,
+            mode="bmc",
+            depth=4,
+            ci_depth=9,
+            cover_depth=1,
+            component="none",
+        )
+
+
+def test_ci_profile_runs_the_shallower_depth():
+    proof = Proof(
+        name="x", harness=object, mode="bmc", depth=14, ci_depth=10, cover_depth=1, component="-"
+    )
+    assert proof.for_ci().depth == 10
+    assert proof.depth == 14
 
 
 def test_missing_tool_is_named(monkeypatch):

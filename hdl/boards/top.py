@@ -53,7 +53,8 @@ class BoardConfig:
     eth_index: int = 0
     ram_bytes: int = 16384
     uart_baud: int = 115200
-    soc: SocParams = SocParams()
+    # RX checksum is off in the board builds until it has been synthesised and timed there.
+    soc: SocParams = SocParams(rx_checksum=False)
 
     def __post_init__(self):
         if self.link_mbps not in (100, 1000):

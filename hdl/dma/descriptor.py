@@ -43,6 +43,9 @@ class Descriptor(data.Struct):
         addr:         buffer byte address, any alignment (TX fragment or RX buffer).
     Word 1 (DMA writes back):
         done_length:  TX: fragment bytes read; RX: bytes written into this buffer.
+        rx_csum:      RX, EOP descriptor of a good frame, with RX checksum built in: the
+                      16-bit ones'-complement sum of the frame from byte 14 on
+                      (CHECKSUM_COMPLETE, :mod:`macdma.hdl.mac.checksum`); 0 otherwise.
     Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame):
         frame_length: RX: the whole frame's length in bytes, without FCS.
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
@@ -70,7 +73,7 @@ class Descriptor(data.Struct):
     addr: 32
     # Word 1
     done_length: 16
-    reserved_w1_16: 16
+    rx_csum: 16
     # Word 2
     frame_length: 16
     rx_error: RxError

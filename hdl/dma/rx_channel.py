@@ -63,8 +63,15 @@ class RxDmaChannel(wiring.Component):
         BURST_BEATS, passed to both AXI movers.
     prefetch : In(5)
         PREFETCH: descriptors per fetch burst, clamped to 1..max_prefetch.
+    wait_for_buffers : In(1)
+        1: a frame that finds no owned descriptor at its start waits in the RX FIFO for
+        one (a doorbell or poll brings it) instead of being dropped; the FIFO then fills
+        and 802.3x flow control (MAC_FC_CTRL.tx_pause) asks the peer to pause.
     i : In(stream {data, count, last, error, overflow})
         Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``.
+    i_csum : In(16)
+        The frame's CHECKSUM_COMPLETE sum, sampled with the last beat of ``i``; written
+        into the EOP descriptor's ``rx_csum`` (tie to 0 without RX checksum).
     i_cause : In(RxError)
         The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
         NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
@@ -104,7 +111,8 @@ class RxDmaChannel(wiring.Component):
       are ignored) and stops automatic fetching until a doorbell or poll.
     * Frames: a frame starts in the buffer of the next prefetched descriptor. When the set
       is empty, the channel re-reads the ring once; still nothing owned: the whole frame is
-      consumed and dropped (``drops`` + 1), nothing is written. A zero-length frame (a lone
+      consumed and dropped (``drops`` + 1), nothing is written; with ``wait_for_buffers``
+      it waits instead until a descriptor is fetched. A zero-length frame (a lone
       ``count = 0`` marker beat: a frame the FIFO lost whole, already in its overflow count)
       is discarded without using a descriptor.
     * Spill: a full buffer is written back (not EOP) only once the next descriptor is in
@@ -152,8 +160,10 @@ class RxDmaChannel(wiring.Component):
                 "sys_clk_mhz": In(10),
                 "burst_beats": In(9),
                 "prefetch": In(5),
+                "wait_for_buffers": In(1),
                 "i": In(stream.Signature(in_layout)),
                 "i_cause": In(RxError),
+                "i_csum": In(16),
                 "head": Out(12),
                 "running": Out(1),
                 "halted": Out(1),
@@ -497,6 +507,7 @@ class RxDmaChannel(wiring.Component):
         f_err = Signal()
         f_ovf = Signal()
         f_cause = Signal(RxError)
+        f_csum = Signal(16)
         forced_trunc = Signal()
         wb_eop = Signal()
         wb_beat = Signal(range(wb_beats + 1))
@@ -507,7 +518,8 @@ class RxDmaChannel(wiring.Component):
         # Write-back words 1..3.
         eop_status = wb_eop
         status_err = f_err | f_ovf | forced_trunc | (f_cause != RxError.NONE)
-        word1 = Cat((buf_len - buf_left)[:16], Const(0, 16))
+        # The sum only means something for a frame that arrived whole and good.
+        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, f_csum, 0))
         word2 = Mux(
             eop_status,
             Cat(
@@ -544,6 +556,7 @@ class RxDmaChannel(wiring.Component):
                 f_err.eq(self.i.p.error),
                 f_ovf.eq(self.i.p.overflow),
                 f_cause.eq(self.i_cause),
+                f_csum.eq(self.i_csum),
             ]
 
         in_p = self.i.p
@@ -562,6 +575,7 @@ class RxDmaChannel(wiring.Component):
                     f_err.eq(0),
                     f_ovf.eq(0),
                     f_cause.eq(RxError.NONE),
+                    f_csum.eq(0),
                     forced_trunc.eq(0),
                     frame_len.eq(0),
                     sop.eq(1),
@@ -578,7 +592,15 @@ class RxDmaChannel(wiring.Component):
             with core.State("Wait Start"):
                 with core.If(dset.r_rdy):
                     core.next = "Idle"
+                with core.Elif(nothing_found & self.wait_for_buffers):
+                    core.next = "Wait Buffer"
                 with core.Elif(nothing_found):
+                    core.next = "Drop"
+            with core.State("Wait Buffer"):
+                # Flow control holds the frame in the FIFO until the driver posts a buffer.
+                with core.If(dset.r_rdy):
+                    core.next = "Idle"
+                with core.Elif(~self.wait_for_buffers):
                     core.next = "Drop"
             with core.State("Drop"):
                 with core.If(active):

@@ -12,6 +12,7 @@ from amaranth.lib.fifo import AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from ..mac.checksum import PARTIAL_BITS, FrameChecksum, fold_partial
 from ..mac.frame import ByteBeat, RxError
 from .prefetch_fifo import gray_decode, gray_encode
 from .tx_fifo import check_fifo_params, packed_layout
@@ -48,6 +49,13 @@ class RxFrameFifo(wiring.Component):
     overflows : Out(32), ``sync`` domain
         Frames cut short or lost by this FIFO since reset; wraps. Lags the ``rx`` side by
         about 4 ``sync`` cycles.
+    o_csum : Out(16), ``sync`` domain (only with ``checksum=True``)
+        With a last beat of ``o``: the frame's Internet checksum from byte 14 on
+        (:mod:`macdma.hdl.mac.checksum`, CHECKSUM_COMPLETE), summed on the way in.
+    fill_bytes : Out(range(depth_bytes + 2 * W + 1)), ``rx`` domain
+        Bytes of whole words stored and not yet taken by the DMA, as the overflow logic
+        counts them (two rx cycles old): what 802.3x flow
+        control compares with its watermarks.
 
     Packing happens in the ``rx`` domain, so the crossing carries one word per W bytes.
 
@@ -80,8 +88,10 @@ class RxFrameFifo(wiring.Component):
     the first 2 cycles of each clock.
     """
 
-    def __init__(self, data_width: int = 32, depth_bytes: int = 4096):
+    def __init__(self, data_width: int = 32, depth_bytes: int = 4096, *, checksum: bool = False):
         try:
+            if not isinstance(checksum, bool):
+                raise ValueError(f"checksum must be True or False, not {checksum!r}")
             check_fifo_params(data_width, depth_bytes)
         except ValueError:
             # The half-built object would otherwise warn "created but never used" at GC.
@@ -90,13 +100,17 @@ class RxFrameFifo(wiring.Component):
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         self._memory_words = depth_bytes // (data_width // 8)
+        self._checksum = checksum
+        checksum_members = {"o_csum": Out(16)} if checksum else {}
         super().__init__(
             {
+                **checksum_members,
                 "i": In(stream.Signature(ByteBeat, always_ready=True)),
                 "i_cause": In(RxError),
                 "o": Out(stream.Signature(packed_layout(data_width, "error", "overflow"))),
                 "o_cause": Out(RxError),
                 "overflows": Out(32),
+                "fill_bytes": Out(range(depth_bytes + 2 * (data_width // 8) + 1)),
             }
         )
 
@@ -138,8 +152,9 @@ class RxFrameFifo(wiring.Component):
 
         # Each stored word is the packed beat plus the frame's cause (used on last beats).
         cause_bits = RxError.as_shape().width
+        csum_bits = PARTIAL_BITS if self._checksum else 0
         m.submodules.words = words = AsyncFIFOBuffered(
-            width=layout.size + cause_bits,
+            width=layout.size + cause_bits + csum_bits,
             depth=capacity + 1,
             w_domain="rxf",
             r_domain="sync",
@@ -164,10 +179,21 @@ class RxFrameFifo(wiring.Component):
         write = Signal()  # store the word decided in this cycle
         # The word is written into the FIFO a cycle after the decision, so the decision and
         # the FIFO's pointer arithmetic are not one long path.
-        w_next = Signal(len(words.w_data))
+        w_next = Signal(layout.size + cause_bits)
+        w_stored = Signal.like(w_next)
         w_en = Signal()
-        m.d.rxf += [words.w_data.eq(w_next), w_en.eq(write)]
+        m.d.rxf += [w_stored.eq(w_next), w_en.eq(write)]
         m.d.comb += words.w_en.eq(w_en)
+        if self._checksum:
+            # The frame's sum is ready in the cycle its last word is written.
+            m.submodules.checksum = checksum = DomainRenamer("rxf")(FrameChecksum())
+            m.d.comb += [
+                checksum.i.valid.eq(self.i.valid),
+                checksum.i.p.eq(self.i.p),
+                words.w_data.eq(Cat(w_stored, checksum.partial)),
+            ]
+        else:
+            m.d.comb += words.w_data.eq(w_stored)
         # ``used`` can exceed capacity by the output register's word; no room then.
         m.d.comb += used.eq(written - taken_rx)
         # The write decision uses room computed from counts two cycles old (one register
@@ -177,6 +203,7 @@ class RxFrameFifo(wiring.Component):
         used_q = Signal(level_bits)
         wrote_before = Signal()  # w_en one cycle later: a word written two cycles ago
         m.d.rxf += [used_q.eq(used), wrote_before.eq(w_en)]
+        m.d.comb += self.fill_bytes.eq(used_q * beat_bytes)
         # free_ge[k]: at least k + 1 words free (true after a reset: the FIFO is empty).
         free_ge = [Signal(name=f"free_ge{n}", init=1) for n in range(1, 5)]
         m.d.rxf += [flag.eq(used_q + n <= capacity) for n, flag in enumerate(free_ge, 1)]
@@ -292,8 +319,10 @@ class RxFrameFifo(wiring.Component):
             m.d.comb += [
                 self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
                 self.o.payload.eq(fifo_word),
-                self.o_cause.eq(words.r_data[layout.size :]),
+                self.o_cause.eq(words.r_data[layout.size : layout.size + cause_bits]),
             ]
+            if self._checksum:
+                m.d.comb += self.o_csum.eq(fold_partial(words.r_data[layout.size + cause_bits :]))
         pop = words.r_rdy & words.r_en & ~flush
         m.d.comb += words.r_en.eq(flush | (self.o.ready & ~abort_pending))
         with m.If(flush):

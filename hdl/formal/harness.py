@@ -9,7 +9,7 @@ any step) and from registers. The design starts in its reset state (every regist
 from amaranth import *
 from amaranth.hdl import Assume
 
-__all__ = ["Harness"]
+__all__ = ["Harness", "drive_free"]
 
 
 class Harness(Elaboratable):
@@ -67,3 +67,11 @@ class Harness(Elaboratable):
             with m.If(self.started):
                 m.d.comb += Assume(const == previous)
         return m
+
+
+def drive_free(h: Harness, m: Module, bus, names) -> None:
+    """Drive the members ``names`` of ``bus`` (those its partner drives) from free inputs
+    of the harness ``h``."""
+    for name in names:
+        signal = getattr(bus, name)
+        m.d.comb += signal.eq(h.any_seq(len(signal), f"slave_{name}"))

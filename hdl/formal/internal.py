@@ -9,7 +9,7 @@ proven). The HDL stays untouched: the register is found by name in the elaborate
 
 from amaranth.hdl import Fragment, Signal
 
-__all__ = ["elaborated", "internal_signal"]
+__all__ = ["elaborated", "internal_signal", "in_state"]
 
 
 def elaborated(component):
@@ -17,25 +17,49 @@ def elaborated(component):
     return Fragment.get(component, None)
 
 
-def _signals(fragment):
-    for statements in fragment.statements.values():
+def _signals(fragment, domain=None):
+    for statement_domain, statements in fragment.statements.items():
+        if domain is not None and statement_domain != domain:
+            continue
         for statement in statements:
             yield from statement._lhs_signals()
 
 
-def internal_signal(fragment, name: str, within: str | None = None) -> Signal:
+def internal_signal(
+    fragment, name: str, within: str | None = None, domain: str | None = None
+) -> Signal:
     """The one signal called ``name`` driven by ``fragment`` itself (not its submodules),
-    or by its submodule named ``within``. Raises ``LookupError`` naming ``name`` if there
-    is none or more than one, so a renamed register breaks the proof loudly instead of
-    silently weakening it."""
-    if within is not None:
-        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == within]
+    or by its submodule named ``within`` (a dotted path such as ``"words.unbuffered"``
+    reaches a submodule of a submodule); ``domain`` keeps only signals driven in that
+    domain (``"comb"`` or a clock domain's name), for a name used twice. Raises
+    ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
+    register breaks the proof loudly instead of silently weakening it."""
+    for step in within.split(".") if within is not None else ():
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == step]
         if len(subs) != 1:
-            raise LookupError(f"Expected one submodule named {within!r}, found {len(subs)}")
+            raise LookupError(f"Expected one submodule named {step!r}, found {len(subs)}")
         fragment = subs[0]
-    found = {id(s): s for s in _signals(fragment) if s.name == name}
+    found = {
+        id(s): s for s in _signals(fragment, domain) if isinstance(s, Signal) and s.name == name
+    }
     if len(found) != 1:
         raise LookupError(
             f"Expected one internal signal named {name!r} in the component, found {len(found)}"
         )
     return next(iter(found.values()))
+
+
+def in_state(fsm_state: Signal, name: str):
+    """High while the FSM whose state register is ``fsm_state`` (an FSM's ``<name>_state``,
+    found with :func:`internal_signal`) is in state ``name``. Raises ``LookupError`` naming
+    the states if it has none called ``name``."""
+    states = {}
+    for value in range(2 ** len(fsm_state)):
+        try:
+            label = fsm_state.decoder(value)
+        except KeyError:
+            continue
+        states[label.rsplit("/", 1)[0]] = value
+    if name not in states:
+        raise LookupError(f"No FSM state {name!r}; the states are {sorted(states)}")
+    return fsm_state == states[name]

@@ -6,27 +6,29 @@ are small but keep every feature the property is about (docs/formal.md explains 
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from amaranth import *
 from amaranth.hdl import Assert, Assume, Cover
 from amaranth.lib.wiring import In
+from amaranth.utils import exact_log2
 
 from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR, CsrBank
 from ..dma.axi_reader import AxiBurstReader
 from ..dma.axi_writer import AxiBurstWriter
-from ..dma.descriptor import MIN_RX_BUFFER_BYTES
 from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
 from ..dma.prefetch_fifo import AsyncPrefetchFifo
-from ..dma.rx_channel import RxDmaChannel
-from ..dma.tx_channel import TxDmaChannel
 from ..regmap import REGISTER_MAP, port_name
+from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
-from .harness import Harness
-from .internal import elaborated, internal_signal
-from .ownership_properties import RingOwnershipProperties
+from .channel_proofs import RxOwnershipHarness, TxOwnershipHarness
+from .crossing_proofs import RxFifoCrossingHarness
+from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
+from .harness import Harness, drive_free
+from .internal import elaborated, in_state, internal_signal
+from .irq_proofs import IrqSpacingHarness
 from .streams import free_stream_source
 
 __all__ = ["Proof", "PROOFS", "proof_by_name"]
@@ -36,13 +38,6 @@ __all__ = ["Proof", "PROOFS", "proof_by_name"]
 MOVER_DATA_WIDTH = 32
 MOVER_ADDR_WIDTH = 14
 MOVER_MAX_OUTSTANDING = 2
-
-
-def _drive_slave(h: Harness, m: Module, bus, names) -> None:
-    """Connect the slave-driven members ``names`` of ``bus`` to free inputs."""
-    for name in names:
-        signal = getattr(bus, name)
-        m.d.comb += signal.eq(h.any_seq(len(signal), f"slave_{name}"))
 
 
 class AxiReaderHarness(Harness):
@@ -59,24 +54,26 @@ class AxiReaderHarness(Harness):
             addr_width=MOVER_ADDR_WIDTH,
             max_outstanding=MOVER_MAX_OUTSTANDING,
         )
-        m.submodules.dut = dut
+        m.submodules.dut = fragment = elaborated(dut)
         free_stream_source(self, m, dut.cmd, "cmd")
         burst_beats = self.any_const(9, "burst_beats")
         m.d.comb += [
             dut.burst_beats.eq(burst_beats),
             dut.o.ready.eq(self.any_seq(1, "o_ready")),
         ]
-        _drive_slave(self, m, dut.axi, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
-        m.submodules.props = props = Axi4ReadProperties(
+        drive_free(self, m, dut.axi, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
+        props = Axi4ReadProperties(
             dut.axi,
             started=self.started,
             burst_beats=burst_beats,
             max_outstanding=MOVER_MAX_OUTSTANDING,
         )
+        m.submodules.props = elaborated(props)
         axi = dut.axi
         # Every AR's data is accepted before the command ends: no R beat is left orphaned.
         with m.If(dut.cmd.ready):
             m.d.comb += Assert((props.outstanding == 0) & ~axi.arvalid)
+        _reader_linking_invariants(m, fragment, props, axi)
         # Covers: a 256-beat burst; a burst ending on a 4 KiB boundary that the cap did not
         # cut (the split), followed by the next burst starting the new page.
         ends_on_page = (axi.araddr[:12] + ((axi.arlen + 1) << 2)) == 4096
@@ -87,6 +84,53 @@ class AxiReaderHarness(Harness):
             Cover(props.ar_accepted & (axi.arlen == 255)),
             Cover(split & props.ar_accepted & (axi.araddr[:12] == 0)),
         ]
+
+
+def _reader_linking_invariants(m, fragment, props, axi) -> None:
+    """What k-induction needs of the reader: its bursts in flight and beats still to request
+    agree with the checker's queue of outstanding bursts, and the bytes it has still to
+    output agree with the beats still to arrive."""
+    (bursts,) = props.bursts
+    (r_beat,) = props.r_beats
+    state = internal_signal(fragment, "reader_state")
+    in_flight = internal_signal(fragment, "in_flight")
+    beats_left = internal_signal(fragment, "ar_beats_left")
+    out_bytes_left = internal_signal(fragment, "out_bytes_left")
+    start_lane = internal_signal(fragment, "start_lane")
+    have_held = internal_signal(fragment, "have_held")
+    failed = internal_signal(fragment, "failed")
+    beat_bytes = MOVER_DATA_WIDTH // 8
+    # Beats the slave still owes: the rest of the burst in progress, the other bursts
+    # accepted, the AR waiting on the bus, and those not yet requested.
+    owed = Signal(range(2**18), name="beats_owed")
+    queued = [
+        Mux(age < bursts.level, bursts.entry("len", age) + 1, 0) for age in range(bursts.depth)
+    ]
+    next_addr = internal_signal(fragment, "ar_next_addr")
+    states = ("Idle", "Stream Data", "Flush", "Drain", "Report Error")
+    m.d.comb += [
+        owed.eq(sum(queued) - r_beat + Mux(axi.arvalid, axi.arlen + 1, 0) + beats_left),
+        Assert(Cat(in_state(state, name) for name in states).any()),
+        Assert(next_addr[: exact_log2(beat_bytes)] == 0),
+        Assert(bursts.consistent),
+        Assert(in_flight == bursts.level + axi.arvalid),
+        Assert(in_flight <= MOVER_MAX_OUTSTANDING),
+        Assert(Mux(bursts.level == 0, r_beat == 0, r_beat <= bursts.head("len"))),
+    ]
+    with m.If(in_state(state, "Stream Data")):
+        m.d.comb += [
+            Assert(~failed),
+            Assert(out_bytes_left != 0),
+            Assert(
+                owed + have_held == (start_lane + out_bytes_left + (beat_bytes - 1)) // beat_bytes
+            ),
+        ]
+    with m.If(in_state(state, "Flush")):
+        m.d.comb += [Assert(~failed), Assert(owed == 0), Assert(have_held)]
+    with m.If(in_state(state, "Drain")):
+        m.d.comb += Assert(failed)
+    with m.If(in_state(state, "Idle") | in_state(state, "Report Error")):
+        m.d.comb += [Assert(in_flight == 0), Assert((beats_left == 0) | failed)]
 
 
 class AxiWriterHarness(Harness):
@@ -113,7 +157,7 @@ class AxiWriterHarness(Harness):
             dut.burst_beats.eq(burst_beats),
             dut.done.ready.eq(self.any_seq(1, "done_ready")),
         ]
-        _drive_slave(self, m, dut.axi, ["awready", "wready", "bid", "bresp", "bvalid"])
+        drive_free(self, m, dut.axi, ["awready", "wready", "bid", "bresp", "bvalid"])
         m.submodules.props = props = Axi4WriteProperties(
             dut.axi,
             started=self.started,
@@ -366,33 +410,14 @@ class GrayFifoHarness(Elaboratable):
         ]
         produce = internal_signal(fragment, "produce")
         fetch = internal_signal(fragment, "fetch")
-        bits = len(produce)
         for domain, name in (("w", "produce_gray"), ("r", "fetch_gray")):
             gray = internal_signal(fragment, name)
-            previous = Signal(bits, name=f"{name}_previous")
-            m.d[domain] += previous.eq(gray)
-            changed = gray ^ previous
-            # At most one bit differs: changed is zero or a power of two.
-            m.d.comb += Assert((changed & (changed - 1)) == 0)
+            m.d.comb += Assert(one_bit_steps(m, domain, gray, name))
 
         # Linking invariants (for k-induction): each Gray register encodes its binary
         # pointer, and every copy of a pointer on its way through a synchronizer is a value
         # the pointer had: the copies and the pointer are in order, no further apart than
         # the RAM is deep.
-        def gray_of(value):
-            return value ^ (value >> 1)
-
-        def binary_of(gray):
-            return Cat(gray[i:].xor() for i in range(bits))
-
-        def distance(older, newer):
-            return (newer - older)[:bits]
-
-        def in_order(*values):
-            return sum(
-                distance(a, b) for a, b in zip(values, values[1:], strict=False)
-            ) == distance(values[0], values[-1])
-
         m.d.comb += [
             Assert(internal_signal(fragment, "produce_gray") == gray_of(produce)),
             Assert(internal_signal(fragment, "fetch_gray") == gray_of(fetch)),
@@ -422,131 +447,6 @@ class GrayFifoHarness(Elaboratable):
         return m
 
 
-#: RX channel parameters of the ownership proof: 32-bit data, 13-bit addresses (8 KiB: the
-#: ring and the buffers share it, so a stray write can hit either), one descriptor
-#: prefetched, rings of 2..4 entries.
-RX_ADDR_WIDTH = 13
-RX_MAX_RING = 4
-
-
-class RxOwnershipHarness(Harness):
-    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` with memory contents unconstrained
-    (every R beat of a descriptor fetch is free data), any frames on ``i``, any doorbells,
-    and AXI4 slaves free within the protocol: the AXI4 master properties on both of its
-    interfaces and :class:`~.ownership_properties.RingOwnershipProperties`."""
-
-    def __init__(self, make_dut: Callable = RxDmaChannel):
-        super().__init__()
-        self._make_dut = make_dut
-
-    def build(self, m):
-        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=1)
-        m.submodules.dut = dut
-        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(13, "ring_size")
-        burst_beats = self.any_const(9, "burst_beats")
-        m.d.comb += [
-            Assume(ring_base[:4] == 0),
-            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
-            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
-            dut.ring_base.eq(ring_base),
-            dut.ring_size.eq(ring_size),
-            dut.burst_beats.eq(burst_beats),
-            dut.run.eq(1),
-            dut.reset.eq(0),
-            dut.poll_us.eq(0),
-            dut.sys_clk_mhz.eq(1),
-            dut.prefetch.eq(1),
-            dut.tail.eq(self.any_seq(12, "tail")),
-            dut.tail_written.eq(self.any_seq(1, "tail_written")),
-            dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
-        ]
-        free_stream_source(self, m, dut.i, "i")
-        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
-        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
-        # The channel's movers keep up to 4 bursts in flight (their default).
-        m.submodules.read_props = read_props = Axi4ReadProperties(
-            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.write_props = write_props = Axi4WriteProperties(
-            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.ownership = ownership = RingOwnershipProperties(
-            read_props=read_props,
-            write_props=write_props,
-            read_bus=dut.axi_read,
-            write_bus=dut.axi_write,
-            ring_base=ring_base,
-            ring_size=ring_size,
-            min_length=MIN_RX_BUFFER_BYTES,
-            max_ring=RX_MAX_RING,
-        )
-        m.d.comb += [
-            # A frame's data written into an owned buffer; the frame complete, its EOP
-            # descriptor written back and answered OKAY.
-            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
-            Cover(dut.events.frame_done),
-        ]
-
-
-class TxOwnershipHarness(Harness):
-    """:class:`~macdma.hdl.dma.tx_channel.TxDmaChannel` under the same conditions as the RX
-    proof: descriptors and fragments are free data, the TX FIFO side takes data at any
-    pace. The channel's reader serves descriptor fetches and fragment reads; the channel's
-    own ``reading_fragment`` register tells the checker which one an AR or R beat is."""
-
-    def __init__(self, make_dut: Callable = TxDmaChannel):
-        super().__init__()
-        self._make_dut = make_dut
-
-    def build(self, m):
-        dut = self._make_dut(data_width=32, addr_width=RX_ADDR_WIDTH, max_prefetch=2)
-        m.submodules.dut = fragment = elaborated(dut)
-        ring_base = self.any_const(RX_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(len(dut.ring_size), "ring_size")
-        burst_beats = self.any_const(9, "burst_beats")
-        m.d.comb += [
-            Assume(ring_base[:4] == 0),
-            Assume((ring_size >= 2) & (ring_size <= RX_MAX_RING)),
-            Assume(ring_base + ring_size * 16 <= 2**RX_ADDR_WIDTH),
-            dut.ring_base.eq(ring_base),
-            dut.ring_size.eq(ring_size),
-            dut.burst_beats.eq(burst_beats),
-            dut.run.eq(1),
-            dut.reset.eq(0),
-            dut.poll_us.eq(0),
-            dut.sys_clk_mhz.eq(1),
-            dut.prefetch.eq(self.any_const(5, "prefetch")),
-            dut.tail.eq(self.any_seq(len(dut.tail), "tail")),
-            dut.tail_written.eq(self.any_seq(1, "tail_written")),
-            dut.o.ready.eq(self.any_seq(1, "o_ready")),
-        ]
-        _drive_slave(self, m, dut.axi_read, ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"])
-        _drive_slave(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
-        m.submodules.read_props = read_props = Axi4ReadProperties(
-            dut.axi_read, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        m.submodules.write_props = write_props = Axi4WriteProperties(
-            dut.axi_write, started=self.started, burst_beats=burst_beats, max_outstanding=4
-        )
-        reading_fragment = internal_signal(fragment, "reading_fragment")
-        m.submodules.ownership = ownership = RingOwnershipProperties(
-            read_props=read_props,
-            write_props=write_props,
-            read_bus=dut.axi_read,
-            write_bus=dut.axi_write,
-            ring_base=ring_base,
-            ring_size=ring_size,
-            min_length=1,
-            max_ring=RX_MAX_RING,
-            fragment_reads=reading_fragment,
-            buffer_writes=False,
-        )
-        # The fragment read of an owned descriptor (step 11). Its write-back comes later
-        # than the depth this proof can afford (docs/formal.md).
-        m.d.comb += Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0))
-
-
 @dataclass(frozen=True)
 class Proof:
     """One entry of ``make formal``.
@@ -554,6 +454,8 @@ class Proof:
     ``mode`` is ``"prove"`` (k-induction: the property holds in every reachable state) or
     ``"bmc"`` (bounded: no violation within ``depth`` cycles of reset; ``reason`` says why
     induction is not used). ``cover_depth`` bounds the search for each ``Cover``.
+    ``ci_depth``, if set, is the shallower bounded depth the test suite checks (CI's time
+    budget); ``make formal`` always runs ``depth``.
     """
 
     name: str
@@ -564,6 +466,7 @@ class Proof:
     component: str
     reason: str = ""
     options: dict = field(default_factory=dict)
+    ci_depth: int | None = None
 
     def __post_init__(self):
         if self.mode not in ("prove", "bmc"):
@@ -572,11 +475,25 @@ class Proof:
             raise ValueError(
                 f"Proof {self.name}: depth must be a positive integer, not {self.depth!r}"
             )
+        if self.ci_depth is not None and (
+            not isinstance(self.ci_depth, int) or not 1 <= self.ci_depth <= self.depth
+        ):
+            raise ValueError(
+                f"Proof {self.name}: ci_depth must be in 1..depth ({self.depth}), "
+                f"not {self.ci_depth!r}"
+            )
+
+    def for_ci(self) -> "Proof":
+        """This proof as the test suite runs it: at ``ci_depth`` if one is set."""
+        if self.ci_depth is None:
+            return self
+        return replace(self, depth=self.ci_depth)
 
 
 _MOVER_REASON = (
-    "induction needs the checker's burst queue tied to the mover's own counters (in flight, "
-    "beats and bytes left); the depth covers a command, two bursts in flight and a 4 KiB split"
+    "induction needs the checker's burst queue tied to the writer's own FIFO of burst "
+    "lengths, an Amaranth SyncFIFO whose memory the properties cannot read; the depth covers "
+    "a command, two bursts in flight and a 4 KiB split"
 )
 
 _CHANNEL_REASON = (
@@ -589,10 +506,9 @@ PROOFS = [
     Proof(
         name="axi4_read_master",
         harness=AxiReaderHarness,
-        mode="bmc",
-        depth=12,
+        mode="prove",
+        depth=5,
         cover_depth=12,
-        reason=_MOVER_REASON,
         component="hdl/dma/axi_reader.py AxiBurstReader",
     ),
     Proof(
@@ -614,6 +530,29 @@ PROOFS = [
         reason=_MOVER_REASON,
     ),
     Proof(
+        name="axi4_read_arbiter",
+        harness=ReadArbiterHarness,
+        mode="prove",
+        depth=4,
+        cover_depth=12,
+        component="hdl/bus/axi4_arbiter.py Axi4ReadArbiter",
+    ),
+    Proof(
+        name="axi4_write_arbiter",
+        harness=WriteArbiterHarness,
+        mode="bmc",
+        depth=14,
+        ci_depth=10,
+        cover_depth=12,
+        reason=(
+            "induction needs the merged port's bursts tied to the arbiter's FIFO of granted "
+            "masters, whose entries sit in a memory the properties cannot read; depth 14 "
+            "covers both masters' bursts granted, the FIFO full (one entry) and W switching "
+            "masters"
+        ),
+        component="hdl/bus/axi4_arbiter.py Axi4WriteArbiter",
+    ),
+    Proof(
         name="axi_lite_csr_slave",
         harness=CsrBankHarness,
         mode="prove",
@@ -630,12 +569,29 @@ PROOFS = [
         component="hdl/dma/irq.py IrqController + CsrBank",
     ),
     Proof(
+        name="irq_rate_limit",
+        harness=IrqSpacingHarness,
+        mode="prove",
+        depth=4,
+        cover_depth=16,
+        component="hdl/dma/irq.py IrqController",
+    ),
+    Proof(
         name="fifo_gray_crossing",
         harness=GrayFifoHarness,
         mode="prove",
         depth=8,
         cover_depth=30,
         component="hdl/dma/prefetch_fifo.py AsyncPrefetchFifo",
+        options={"multiclock": "on"},
+    ),
+    Proof(
+        name="rx_fifo_crossing",
+        harness=RxFifoCrossingHarness,
+        mode="prove",
+        depth=16,
+        cover_depth=30,
+        component="hdl/dma/rx_fifo.py RxFrameFifo",
         options={"multiclock": "on"},
     ),
     Proof(

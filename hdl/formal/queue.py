@@ -36,8 +36,26 @@ class RecordQueue:
             m.d.sync += self._rd.eq(advance(self._rd))
         m.d.sync += self.level.eq(self.level + self._push - self._pop)
 
+    @property
+    def depth(self) -> int:
+        return self._depth
+
     def head(self, field: str) -> Value:
         return self._fields[field][self._rd]
+
+    @property
+    def consistent(self) -> Value:
+        """High if the pointers are in range and ``level`` records lie between them (true in
+        every reachable state; a linking invariant for k-induction)."""
+        end = self._rd + self.level
+        wrapped = Mux(end >= self._depth, end - self._depth, end)
+        return (self._rd < self._depth) & (self.level <= self._depth) & (self._wr == wrapped)
+
+    def entry(self, field: str, age: int) -> Value:
+        """The ``field`` of the record ``age`` places behind the oldest (0: the oldest); a
+        value only while ``age < level``. For linking invariants between two queues."""
+        index = self._rd + age
+        return self._fields[field][Mux(index >= self._depth, index - self._depth, index)]
 
     def push(self, cond, **values) -> None:
         self._m.d.comb += self._push.eq(cond)

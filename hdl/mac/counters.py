@@ -25,3 +25,16 @@ RX_COUNTERS = {
     "rx_preamble_errors": "Carrier without a start-of-frame delimiter; nothing delivered.",
     "rx_dropped_disabled": "Frames dropped because MAC_CTRL.rx_enable was 0.",
 }
+
+#: 802.3x flow control (builds with ``SocParams.flow_control``; 0 without).
+FLOW_CONTROL_COUNTERS = {
+    "tx_pause_frames": "PAUSE frames sent (XOFF and XON).",
+    "tx_xoff": "XOFF frames sent (PAUSE with MAC_FC_QUANTA.quanta), refreshes included.",
+    "tx_xon": "XON frames sent (PAUSE with quanta 0).",
+    "tx_mac_control": "MAC control frames sent.",
+    "rx_pause_frames": "PAUSE frames received and acted on (MAC_FC_CTRL.rx_pause).",
+    "rx_xoff": "Received PAUSE frames with quanta other than 0.",
+    "rx_xon": "Received PAUSE frames with quanta 0.",
+    "rx_mac_control": "Good MAC control frames recognised (taken out of the RX stream, "
+    "or forwarded with MAC_FC_CTRL.forward).",
+}

@@ -19,6 +19,9 @@ VLAN_TAG_LENGTH = 4
 VLAN_TPID = 0x8100
 DEFAULT_IFG_BYTES = 12
 DEFAULT_MAX_FRAME_LENGTH = 1518
+#: The largest jumbo frame supported end to end, without FCS (as the common 9216-byte
+#: jumbo MTU of switches; MAC_MAX_LEN must then be at least this plus the FCS).
+MAX_JUMBO_FRAME_BYTES = 9216
 
 #: CRC-32 of IEEE 802.3, one byte per step. ``crc`` is sent least significant byte first.
 ETHERNET_CRC = catalog.CRC32_ETHERNET(data_width=8)

@@ -7,8 +7,20 @@ path's domain; the SoC puts async FIFOs between them and its system clock.
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out, connect, flipped
 
+from .flow_control import (
+    McfReceiver,
+    McfRxConfig,
+    McfTransmitter,
+    PauseReceiver,
+    PauseRxConfig,
+    PauseTransmitter,
+    PauseTxConfig,
+    RxFlowStats,
+    TxFlowStats,
+)
 from .frame import ByteBeat, RxError, RxStatus, TxStatus
 from .gmii import GmiiRxSignature, GmiiTxSignature
 from .rx import GmiiRxDecoder, MacRx
@@ -22,6 +34,44 @@ class MacConfig(data.Struct):
     tx_enable: 1
     rx_enable: 1
     rx_max_length: 16  # longest good frame including FCS (default 1518)
+
+
+#: The members every build has.
+_MEMBERS = {
+    "tx": In(stream.Signature(ByteBeat)),
+    "rx": Out(stream.Signature(ByteBeat, always_ready=True)),
+    "gmii_tx": Out(GmiiTxSignature()),
+    "gmii_rx": Out(GmiiRxSignature()),
+    "tx_clk_enable": In(1),
+    "rx_clk_enable": In(1),
+    "tx_mii_select": In(1),
+    "rx_mii_select": In(1),
+    "config": In(MacConfig),
+    "tx_status": Out(stream.Signature(TxStatus, always_ready=True)),
+    "rx_status": Out(stream.Signature(RxStatus, always_ready=True)),
+    "rx_preamble_error": Out(1),
+    "rx_dropped_disabled": Out(1),
+    "tx_error_underflow": Out(1),
+    "rx_error_bad_frame": Out(1),
+    "rx_error_bad_fcs": Out(1),
+}
+
+#: The members a build with flow control adds (docstring of :class:`EthMac`).
+_FLOW_CONTROL_MEMBERS = {
+    "tx_lfc_req": In(1),
+    "tx_lfc_resend": In(1),
+    "tx_lfc_pause_en": In(1),
+    "tx_pause_req": In(1),
+    "tx_pause_ack": Out(1),
+    "rx_lfc_en": In(1),
+    "rx_lfc_ack": In(1),
+    "rx_lfc_req": Out(1),
+    "mcf_rx_config": In(McfRxConfig),
+    "rx_lfc_config": In(PauseRxConfig),
+    "tx_lfc_config": In(PauseTxConfig),
+    "tx_flow_stats": Out(TxFlowStats),
+    "rx_flow_stats": Out(RxFlowStats),
+}
 
 
 class EthMac(wiring.Component):
@@ -48,24 +98,33 @@ class EthMac(wiring.Component):
     tx_error_underflow, rx_error_bad_frame, rx_error_bad_fcs : Out(1)
         Registered one-cycle pulses in their path's domain, one per affected frame.
         ``rx_error_bad_fcs`` comes with ``rx_error_bad_frame`` for an FCS error.
+
+    With ``flow_control=True`` (802.3x PAUSE, :mod:`.flow_control`), also, with the
+    meanings of verilog-ethernet ``eth_mac_1g``'s ports of the same names:
+
+    tx_lfc_req, tx_lfc_resend, tx_lfc_pause_en, tx_pause_req : In(1), ``tx`` domain
+        Ask the peer to pause (XOFF while high, XON when it falls); send the current
+        state again; let received PAUSE frames pause this transmitter; pause it anyway.
+    tx_pause_ack : Out(1), ``tx`` domain
+        The transmitter is paused at a frame boundary.
+    rx_lfc_en, rx_lfc_ack : In(1); rx_lfc_req : Out(1), ``rx`` domain
+        Act on received PAUSE frames; a received PAUSE's timer is running (it counts only
+        while acknowledged: by ``rx_lfc_ack`` or, with ``tx_lfc_pause_en``, by this
+        transmitter's ``tx_pause_ack``).
+    mcf_rx_config : In(McfRxConfig), rx_lfc_config : In(PauseRxConfig), ``rx`` domain
+    tx_lfc_config : In(PauseTxConfig), ``tx`` domain
+    tx_flow_stats : Out(TxFlowStats), ``tx`` domain; rx_flow_stats : Out(RxFlowStats),
+        ``rx`` domain
     """
 
-    tx: In(stream.Signature(ByteBeat))
-    rx: Out(stream.Signature(ByteBeat, always_ready=True))
-    gmii_tx: Out(GmiiTxSignature())
-    gmii_rx: Out(GmiiRxSignature())
-    tx_clk_enable: In(1)
-    rx_clk_enable: In(1)
-    tx_mii_select: In(1)
-    rx_mii_select: In(1)
-    config: In(MacConfig)
-    tx_status: Out(stream.Signature(TxStatus, always_ready=True))
-    rx_status: Out(stream.Signature(RxStatus, always_ready=True))
-    rx_preamble_error: Out(1)
-    rx_dropped_disabled: Out(1)
-    tx_error_underflow: Out(1)
-    rx_error_bad_frame: Out(1)
-    rx_error_bad_fcs: Out(1)
+    def __init__(self, *, flow_control: bool = False):
+        if not isinstance(flow_control, bool):
+            raise TypeError(f"flow_control must be True or False, not {flow_control!r}")
+        self.flow_control = flow_control
+        members = dict(_MEMBERS)
+        if flow_control:
+            members.update(_FLOW_CONTROL_MEMBERS)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -73,7 +132,10 @@ class EthMac(wiring.Component):
         rx_domain = DomainRenamer("rx")
 
         m.submodules.tx_mac = tx_mac = tx_domain(MacTx())
-        connect(m, flipped(self.tx), tx_mac.i)
+        if self.flow_control:
+            self._flow_control_tx(m, tx_mac)
+        else:
+            connect(m, flipped(self.tx), tx_mac.i)
         connect(m, tx_mac.gmii, flipped(self.gmii_tx))
         connect(m, tx_mac.status, flipped(self.tx_status))
         m.d.comb += [
@@ -88,8 +150,12 @@ class EthMac(wiring.Component):
         m.submodules.rx_decoder = rx_decoder = rx_domain(GmiiRxDecoder())
         m.submodules.rx_mac = rx_mac = rx_domain(MacRx())
         connect(m, rx_decoder.gmii, flipped(self.gmii_rx))
-        connect(m, rx_mac.o, flipped(self.rx))
-        connect(m, rx_mac.status, flipped(self.rx_status))
+        if self.flow_control:
+            rx_status = self._flow_control_rx(m, rx_mac)
+        else:
+            connect(m, rx_mac.o, flipped(self.rx))
+            connect(m, rx_mac.status, flipped(self.rx_status))
+            rx_status = rx_mac.status
         m.d.comb += [
             rx_decoder.clk_enable.eq(self.rx_clk_enable),
             rx_decoder.mii_select.eq(self.rx_mii_select),
@@ -99,9 +165,65 @@ class EthMac(wiring.Component):
             self.rx_preamble_error.eq(rx_mac.preamble_error),
             self.rx_dropped_disabled.eq(rx_mac.dropped_disabled),
         ]
+        # The frame-error pulses come from the MAC's own checks, before any control frame
+        # is taken out of the stream.
         rx_status = rx_mac.status
         m.d.rx += [
             self.rx_error_bad_frame.eq(rx_status.valid & (rx_status.p.error != RxError.NONE)),
             self.rx_error_bad_fcs.eq(rx_status.valid & (rx_status.p.error == RxError.FCS)),
         ]
         return m
+
+    def _flow_control_tx(self, m, tx_mac):
+        """Client -> control frame insertion and pause gate -> MacTx; the PAUSE sender."""
+        tx_domain = DomainRenamer("tx")
+        m.submodules.mcf_tx = mcf_tx = tx_domain(McfTransmitter())
+        m.submodules.pause_tx = pause_tx = tx_domain(PauseTransmitter())
+        connect(m, flipped(self.tx), mcf_tx.i)
+        connect(m, mcf_tx.o, tx_mac.i)
+        connect(m, pause_tx.request, mcf_tx.request)
+        # A received PAUSE (rx domain) pauses this transmitter when tx_lfc_pause_en.
+        rx_pause_req = Signal()
+        m.submodules.rx_lfc_req_sync = FFSynchronizer(self.rx_lfc_req, rx_pause_req, o_domain="tx")
+        m.d.comb += [
+            pause_tx.tx_lfc_req.eq(self.tx_lfc_req),
+            pause_tx.tx_lfc_resend.eq(self.tx_lfc_resend),
+            pause_tx.config.eq(self.tx_lfc_config),
+            pause_tx.clk_enable.eq(self.tx_clk_enable),
+            pause_tx.mii_select.eq(self.tx_mii_select),
+            mcf_tx.config.eq(self.tx_lfc_config),
+            mcf_tx.pause_req.eq(self.tx_pause_req | (self.tx_lfc_pause_en & rx_pause_req)),
+            mcf_tx.mac_idle.eq(tx_mac.idle),
+            self.tx_pause_ack.eq(mcf_tx.pause_ack),
+            self.tx_flow_stats.eq(pause_tx.stats),
+            self.tx_flow_stats.mcf.eq(mcf_tx.stat_mcf),
+        ]
+
+    def _flow_control_rx(self, m, rx_mac):
+        """MacRx -> control frame recogniser -> client; the pause timer. Returns the status
+        stream the client sees."""
+        rx_domain = DomainRenamer("rx")
+        m.submodules.mcf_rx = mcf_rx = rx_domain(McfReceiver())
+        m.submodules.pause_rx = pause_rx = rx_domain(PauseReceiver())
+        connect(m, rx_mac.o, mcf_rx.i)
+        connect(m, rx_mac.status, mcf_rx.i_status)
+        connect(m, mcf_rx.o, flipped(self.rx))
+        connect(m, mcf_rx.o_status, flipped(self.rx_status))
+        connect(m, mcf_rx.event, pause_rx.event)
+        # The pause timer runs while the transmitter (tx domain) says it has stopped.
+        tx_paused = Signal()
+        m.submodules.tx_pause_ack_sync = FFSynchronizer(
+            self.tx_pause_ack & self.tx_lfc_pause_en, tx_paused, o_domain="rx"
+        )
+        m.d.comb += [
+            mcf_rx.config.eq(self.mcf_rx_config),
+            pause_rx.config.eq(self.rx_lfc_config),
+            pause_rx.rx_lfc_en.eq(self.rx_lfc_en),
+            pause_rx.rx_lfc_ack.eq(self.rx_lfc_ack | tx_paused),
+            pause_rx.clk_enable.eq(self.rx_clk_enable),
+            pause_rx.mii_select.eq(self.rx_mii_select),
+            self.rx_lfc_req.eq(pause_rx.rx_lfc_req),
+            self.rx_flow_stats.eq(pause_rx.stats),
+            self.rx_flow_stats.mcf.eq(mcf_rx.stat_mcf),
+        ]
+        return rx_mac.status

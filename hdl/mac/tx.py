@@ -45,6 +45,8 @@ class MacTx(wiring.Component):
         Idle byte times between frames; values below 1 count as 1 so frames never merge.
     status : Out(stream TxStatus, always ready)
         One beat per frame, after its last symbol.
+    idle : Out(1)
+        Between frames: not sending and not in the inter-frame gap.
     """
 
     i: In(stream.Signature(ByteBeat))
@@ -54,6 +56,7 @@ class MacTx(wiring.Component):
     cfg_enable: In(1)
     cfg_ifg: In(8)
     status: Out(stream.Signature(TxStatus, always_ready=True))
+    idle: Out(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -170,6 +173,8 @@ class MacTx(wiring.Component):
                     m.d.sync += ifg_left.eq(ifg_left - 1)
                     with m.If(ifg_left == 0):
                         m.next = "Idle"
+
+        m.d.comb += self.idle.eq(fsm.ongoing("Idle"))
 
         # Counted down from the configured gap (0 counts as 1), so no adder or comparison
         # with the configuration sits on the path to the state register.

@@ -108,18 +108,22 @@ class MemoryGuard:
         """Ranges that differ from the baseline."""
         return changed_ranges(self.baseline, self.bench.snapshot())
 
+    def host_wrote(self, address: int, data: bytes) -> None:
+        """The host wrote (or has a store on its way that writes) *data* at *address*: the
+        baseline takes it without reading memory, for stores that land later."""
+        self.baseline[address : address + len(data)] = data
+
     def outside_allowed(self) -> list[tuple[int, int]]:
         """Changed ranges, cut to the bytes no :meth:`allow` covers."""
-        bad: list[tuple[int, int]] = []
-        for start, end in self.changed():
-            for address in range(start, end):
-                if any(lo <= address < hi for lo, hi in self.allowed):
-                    continue
-                if bad and bad[-1][1] == address:
-                    bad[-1] = (bad[-1][0], address + 1)
-                else:
-                    bad.append((address, address + 1))
-        return bad
+        after = bytearray(self.bench.snapshot())
+        for start, end in self.allowed:  # allowed bytes compare equal
+            after[start:end] = self.baseline[start:end]
+        return changed_ranges(self.baseline, after)
+
+    def restart(self) -> None:
+        """Take memory as it is now as the baseline and forget the allowed ranges."""
+        self.baseline = bytearray(self.bench.snapshot())
+        self.allowed = []
 
     def check(self, what: str = "memory guard") -> None:
         """Assert nothing changed outside the allowed ranges, then start afresh."""
@@ -128,8 +132,7 @@ class MemoryGuard:
             f"{what}: the DMA wrote host memory outside posted buffers and descriptor "
             f"write-back words at {format_ranges(bad)}"
         )
-        self.baseline = bytearray(self.bench.snapshot())
-        self.allowed = []
+        self.restart()
 
     def check_untouched(self, what: str = "memory guard") -> None:
         """Assert nothing at all changed since the last check."""

@@ -9,6 +9,7 @@ Timing numbers are taken from the GMII models' per-frame time stamps, never assu
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -17,9 +18,63 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from cocotbext.eth import GmiiFrame
 
 from macdma.hdl.mac.counters import RX_COUNTERS, TX_COUNTERS
+from macdma.hdl.mac.flow_control import (
+    MAC_CONTROL_ETHERTYPE,
+    PAUSE_MULTICAST_ADDRESS,
+    PAUSE_OPCODE,
+)
 from macdma.hdl.mac.frame import DEFAULT_IFG_BYTES, DEFAULT_MAX_FRAME_LENGTH
 
 from .gmii import GMII_1000, GmiiPhy, LinkMode
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """How the bench drives the MAC's 802.3x pins (all off by default, as a MAC that never
+    sees a PAUSE). ``rx_pause``: received PAUSE frames pause the transmitter;
+    ``tx_pause``: the MAC sends PAUSE frames when ``tx_lfc_req`` changes; ``forward``:
+    recognised control frames still reach the client; ``station``: this MAC's address
+    (the PAUSE source; the unicast destination checked when ``check_ucast``)."""
+
+    rx_pause: bool = False
+    tx_pause: bool = False
+    forward: bool = False
+    check_ucast: bool = False
+    station: int = 0x5A5152535455
+    quanta: int = 0xFFFF
+    refresh: int = 0x7FFF
+
+    def pins(self) -> dict[str, int]:
+        """Every flow-control input of ``macdma_eth_mac`` and its value."""
+        rx, tx = int(self.rx_pause), int(self.tx_pause)
+        return {
+            "tx_lfc_req": 0,
+            "tx_lfc_resend": 0,
+            "rx_lfc_en": rx,
+            "rx_lfc_ack": 0,
+            "tx_lfc_pause_en": rx,
+            "tx_pause_req": 0,
+            "cfg_mcf_rx_eth_dst_mcast": PAUSE_MULTICAST_ADDRESS,
+            "cfg_mcf_rx_check_eth_dst_mcast": 1,
+            "cfg_mcf_rx_eth_dst_ucast": self.station,
+            "cfg_mcf_rx_check_eth_dst_ucast": int(self.check_ucast),
+            "cfg_mcf_rx_eth_src": 0,
+            "cfg_mcf_rx_check_eth_src": 0,
+            "cfg_mcf_rx_eth_type": MAC_CONTROL_ETHERTYPE,
+            "cfg_mcf_rx_opcode_lfc": PAUSE_OPCODE,
+            "cfg_mcf_rx_check_opcode_lfc": 1,
+            "cfg_mcf_rx_forward": int(self.forward),
+            "cfg_mcf_rx_enable": rx,
+            "cfg_tx_lfc_eth_dst": PAUSE_MULTICAST_ADDRESS,
+            "cfg_tx_lfc_eth_src": self.station,
+            "cfg_tx_lfc_eth_type": MAC_CONTROL_ETHERTYPE,
+            "cfg_tx_lfc_opcode": PAUSE_OPCODE,
+            "cfg_tx_lfc_en": tx,
+            "cfg_tx_lfc_quanta": self.quanta,
+            "cfg_tx_lfc_refresh": self.refresh,
+            "cfg_rx_lfc_opcode": PAUSE_OPCODE,
+            "cfg_rx_lfc_en": rx,
+        }
 
 
 class MacBench:
@@ -32,8 +87,10 @@ class MacBench:
         *,
         ifg: int = DEFAULT_IFG_BYTES,
         max_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        flow_control: FlowControl = FlowControl(),
     ):
         self.dut = dut
+        self.flow_control = flow_control
         self.mode = mode
         self.ifg = ifg
         self.max_length = max_length
@@ -59,6 +116,7 @@ class MacBench:
         dut.cfg_tx_enable.value = 1
         dut.cfg_rx_enable.value = 1
         dut.cfg_rx_max_length.value = self.max_length
+        self.set_flow_control(self.flow_control)
         for name in self.pulses:
             cocotb.start_soon(self._count_pulses(name))
         cocotb.start_soon(self._stamp_rx_last())
@@ -68,6 +126,12 @@ class MacBench:
         dut.tx_rst.value = 0
         dut.rx_rst.value = 0
         await ClockCycles(dut.tx_clk, 2)
+
+    def set_flow_control(self, flow_control: FlowControl):
+        """Drive every flow-control input (quasi-static: change it between frames)."""
+        self.flow_control = flow_control
+        for name, value in flow_control.pins().items():
+            getattr(self.dut, name).value = value
 
     async def _count_pulses(self, name: str):
         signal = getattr(self.dut, name)

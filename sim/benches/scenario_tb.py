@@ -24,6 +24,7 @@ from cocotb.utils import get_sim_time
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES
 from macdma.firmware.driver import DriverConfig, MacDmaDriver
+from macdma.hdl.mac.frame import DEFAULT_MAX_FRAME_LENGTH, FCS_LENGTH
 from macdma.sim.benches.gmii import GMII_1000, MII_10, MII_100
 from macdma.sim.benches.soc import SocBench
 from macdma.sim.benches.traffic import make_traffic
@@ -182,6 +183,10 @@ async def test_scenario(dut):
     config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)
     driver = MacDmaDriver(platform, config, on_receive=traffic.on_receive, costs=costs)
     traffic.attach(driver)
+    # The MTU, as `ip link set mtu` sets it before the link comes up: jumbo frames need a
+    # MAC_MAX_LEN above the standard 1518 (the driver itself leaves the MAC's default).
+    max_len = max(DEFAULT_MAX_FRAME_LENGTH, scenario.frame_size + FCS_LENGTH)
+    await bench.write_reg(regs.MAC_MAX_LEN, max_len)
     await driver.open()
     cocotb.start_soon(driver.run(platform.spawn))
 

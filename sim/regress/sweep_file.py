@@ -87,9 +87,30 @@ class Sweep:
         return tuple(dict.fromkeys(e.report for e in self.experiments if e.report))
 
 
+def _table(where: str, key: str, value) -> dict:
+    """``value`` (the ``key`` entry) as a TOML table, or a ValueError naming it."""
+    if not isinstance(value, dict):
+        raise declaration_error(where, f"{key} must be a table, got {value!r}")
+    return dict(value)
+
+
+def _names(where: str, key: str, value) -> tuple[str, ...]:
+    """``value`` (the ``key`` entry) as a list of names, or a ValueError naming it."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise declaration_error(where, f"{key} must be a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _text(where: str, key: str, value) -> str:
+    if not isinstance(value, str):
+        raise declaration_error(where, f"{key} must be a string, got {value!r}")
+    return value
+
+
 def _experiment(source: str, index: int, table: dict, defaults: dict) -> Experiment:
     """The ``index``-th ``[[experiment]]`` table of the sweep file ``source``."""
     where = f"{source} experiment {index + 1}"
+    table = _table(where, "an [[experiment]]", table)
     extra = sorted(set(table) - set(EXPERIMENT_KEYS))
     if extra:
         raise declaration_error(
@@ -99,7 +120,8 @@ def _experiment(source: str, index: int, table: dict, defaults: dict) -> Experim
     if not isinstance(exp_name, str) or not exp_name.replace("_", "").isalnum():
         raise declaration_error(where, f"name must be letters, digits and _; got {exp_name!r}")
     where = f"{source} experiment {exp_name!r}"
-    fixed, sweep = dict(table.get("fixed", {})), dict(table.get("sweep", {}))
+    fixed = _table(where, "fixed", table.get("fixed", {}))
+    sweep = _table(where, "sweep", table.get("sweep", {}))
     check_fields(f"{where} fixed", fixed)
     check_fields(f"{where} sweep", sweep)
     for key, values in sweep.items():
@@ -115,22 +137,23 @@ def _experiment(source: str, index: int, table: dict, defaults: dict) -> Experim
             base["cpu"] = checked_cpu(base["cpu"])
     except ValueError as error:
         raise declaration_error(where, str(error)) from None
-    x = table.get("x") or (next(iter(sweep)) if sweep else None)
+    x = _text(where, "x", table["x"]) if "x" in table else None
+    x = x or (next(iter(sweep)) if sweep else None)
     if x is not None and x not in sweep:
         raise declaration_error(
             where, f"x = {x!r} is not a swept field ({', '.join(sweep) or 'none'})"
         )
-    series = tuple(table.get("series", [k for k in sweep if k != x]))
+    series = _names(where, "series", table.get("series", [k for k in sweep if k != x]))
     for key in series:
         if key not in sweep or key == x:
             raise declaration_error(where, f"series field {key!r} must be swept and not the x axis")
-    metrics = tuple(table.get("metrics", ["throughput_mbps"]))
+    metrics = _names(where, "metrics", table.get("metrics", ["throughput_mbps"]))
     for metric in metrics:
         if metric not in METRICS:
             raise declaration_error(
                 where, f"unknown metric {metric!r}; known: {', '.join(METRICS)}"
             )
-    reading = table.get("reading", "generic")
+    reading = _text(where, "reading", table.get("reading", "generic"))
     if reading not in READINGS:
         raise declaration_error(where, f"unknown reading {reading!r}; known: {', '.join(READINGS)}")
     raw = table.get("expect", [])
@@ -143,8 +166,8 @@ def _experiment(source: str, index: int, table: dict, defaults: dict) -> Experim
     report, conditions, calibrations = parse_conditions(where, table, exp_name, sweep, base)
     return Experiment(
         name=exp_name,
-        title=table.get("title", exp_name),
-        description=table.get("description", ""),
+        title=_text(where, "title", table.get("title", exp_name)),
+        description=_text(where, "description", table.get("description", "")),
         fixed=fixed,
         sweep=sweep,
         x=x or "",
@@ -166,7 +189,7 @@ def parse_sweep(data: dict, name: str = "sweep", path: Path | None = None) -> Sw
         raise declaration_error(
             where, f"unknown key(s) {', '.join(extra)}; known: {', '.join(TOP_KEYS)}"
         )
-    defaults = dict(data.get("defaults", {}))
+    defaults = _table(where, "defaults", data.get("defaults", {}))
     check_fields(f"{where} [defaults]", defaults)
     raw = data.get("experiment", [])
     if not isinstance(raw, list) or not raw:

@@ -164,6 +164,8 @@ async def test_reset_values_and_quiet(dut):
         | params.tx_fifo_bytes.bit_length() - 1 << regs.ID_FEATURES_TX_FIFO_LOG2_SHIFT
         | params.rx_fifo_bytes.bit_length() - 1 << regs.ID_FEATURES_RX_FIFO_LOG2_SHIFT
         | params.max_prefetch << regs.ID_FEATURES_MAX_PREFETCH_SHIFT
+        | int(params.flow_control) << regs.ID_FEATURES_FLOW_CONTROL_SHIFT
+        | int(params.rx_checksum) << regs.ID_FEATURES_RX_CHECKSUM_SHIFT
     )
     assert await read_ok(bench, regs.ID) == 0x4D444D41 == regs.ID_RESET_VALUE
     assert await read_ok(bench, regs.ID_VERSION) == regs.ID_VERSION_RESET_VALUE

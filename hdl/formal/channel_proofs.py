@@ -1,0 +1,144 @@
+"""Ownership and memory-safety proofs of the DMA channels (:mod:`macdma.hdl.dma.rx_channel`,
+:mod:`macdma.hdl.dma.tx_channel`): each channel with memory contents unconstrained (every
+R beat of a descriptor fetch is free data), any doorbells, AXI4 slaves free within the
+protocol, under :class:`~.ownership_properties.RingOwnershipProperties`."""
+
+from collections.abc import Callable
+
+from amaranth import *
+from amaranth.hdl import Assume, Cover
+
+from ..dma.descriptor import MIN_RX_BUFFER_BYTES
+from ..dma.rx_channel import RxDmaChannel
+from ..dma.tx_channel import TxDmaChannel
+from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
+from .harness import Harness, drive_free
+from .internal import elaborated, internal_signal
+from .ownership_properties import RingOwnershipProperties
+from .streams import free_stream_source
+
+__all__ = ["RxOwnershipHarness", "TxOwnershipHarness", "CHANNEL_ADDR_WIDTH", "MAX_RING"]
+
+#: Channel parameters of the ownership proofs: 32-bit data, 13-bit addresses (8 KiB: the
+#: ring and the buffers share it, so a stray write can hit either), rings of 2..4 entries.
+CHANNEL_ADDR_WIDTH = 13
+MAX_RING = 4
+#: Bursts each of a channel's movers keeps in flight (their default).
+CHANNEL_MAX_OUTSTANDING = 4
+
+
+class _ChannelHarness(Harness):
+    """What both channel proofs share: the channel's ring (any 16-byte aligned base, 2 to
+    :data:`MAX_RING` entries, inside the address space), held constant with BURST_BEATS; the
+    channel running with polling off; free doorbells; free AXI4 slaves within the protocol,
+    with the AXI4 master properties on both of the channel's interfaces."""
+
+    def __init__(self, make_dut: Callable):
+        super().__init__()
+        self._make_dut = make_dut
+
+    def ring(self, m, dut):
+        """Set ``dut`` up as above; returns ``(ring_base, ring_size, read_props,
+        write_props)``."""
+        ring_base = self.any_const(CHANNEL_ADDR_WIDTH, "ring_base")
+        ring_size = self.any_const(len(dut.ring_size), "ring_size")
+        burst_beats = self.any_const(9, "burst_beats")
+        m.d.comb += [
+            Assume(ring_base[:4] == 0),
+            Assume((ring_size >= 2) & (ring_size <= MAX_RING)),
+            Assume(ring_base + ring_size * 16 <= 2**CHANNEL_ADDR_WIDTH),
+            dut.ring_base.eq(ring_base),
+            dut.ring_size.eq(ring_size),
+            dut.burst_beats.eq(burst_beats),
+            dut.run.eq(1),
+            dut.reset.eq(0),
+            dut.poll_us.eq(0),
+            dut.sys_clk_mhz.eq(1),
+            dut.tail.eq(self.any_seq(len(dut.tail), "tail")),
+            dut.tail_written.eq(self.any_seq(1, "tail_written")),
+        ]
+        read_names = ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"]
+        drive_free(self, m, dut.axi_read, read_names)
+        drive_free(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
+        m.submodules.read_props = read_props = Axi4ReadProperties(
+            dut.axi_read,
+            started=self.started,
+            burst_beats=burst_beats,
+            max_outstanding=CHANNEL_MAX_OUTSTANDING,
+        )
+        m.submodules.write_props = write_props = Axi4WriteProperties(
+            dut.axi_write,
+            started=self.started,
+            burst_beats=burst_beats,
+            max_outstanding=CHANNEL_MAX_OUTSTANDING,
+        )
+        return ring_base, ring_size, read_props, write_props
+
+
+class RxOwnershipHarness(_ChannelHarness):
+    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` (one descriptor prefetched) with
+    any frames on ``i``: it writes only into owned buffers and their write-back words."""
+
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        super().__init__(make_dut)
+
+    def build(self, m):
+        dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=1)
+        m.submodules.dut = dut
+        ring_base, ring_size, read_props, write_props = self.ring(m, dut)
+        m.d.comb += [
+            dut.prefetch.eq(1),
+            dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
+        ]
+        free_stream_source(self, m, dut.i, "i")
+        m.submodules.ownership = ownership = RingOwnershipProperties(
+            read_props=read_props,
+            write_props=write_props,
+            read_bus=dut.axi_read,
+            write_bus=dut.axi_write,
+            ring_base=ring_base,
+            ring_size=ring_size,
+            min_length=MIN_RX_BUFFER_BYTES,
+            max_ring=MAX_RING,
+        )
+        m.d.comb += [
+            # A frame's data written into an owned buffer; the frame complete, its EOP
+            # descriptor written back and answered OKAY.
+            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
+            Cover(dut.events.frame_done),
+        ]
+
+
+class TxOwnershipHarness(_ChannelHarness):
+    """:class:`~macdma.hdl.dma.tx_channel.TxDmaChannel` (two descriptors prefetched, any
+    PREFETCH) with the TX FIFO side taking data at any pace. The channel's reader serves
+    descriptor fetches and fragment reads; the channel's own ``reading_fragment`` register
+    tells the checker which one an AR or R beat is."""
+
+    def __init__(self, make_dut: Callable = TxDmaChannel):
+        super().__init__(make_dut)
+
+    def build(self, m):
+        dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=2)
+        m.submodules.dut = fragment = elaborated(dut)
+        ring_base, ring_size, read_props, write_props = self.ring(m, dut)
+        m.d.comb += [
+            dut.prefetch.eq(self.any_const(5, "prefetch")),
+            dut.o.ready.eq(self.any_seq(1, "o_ready")),
+        ]
+        reading_fragment = internal_signal(fragment, "reading_fragment")
+        m.submodules.ownership = ownership = RingOwnershipProperties(
+            read_props=read_props,
+            write_props=write_props,
+            read_bus=dut.axi_read,
+            write_bus=dut.axi_write,
+            ring_base=ring_base,
+            ring_size=ring_size,
+            min_length=1,
+            max_ring=MAX_RING,
+            fragment_reads=reading_fragment,
+            buffer_writes=False,
+        )
+        # The fragment read of an owned descriptor (step 11). Its write-back comes later
+        # than the depth this proof can afford (docs/formal.md).
+        m.d.comb += Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0))

@@ -1,0 +1,870 @@
+"""cocotb module behind ``macdma soak``: full duplex on ``macdma_soc`` for many frames, with
+everything random that a driver and a bus can vary, and every byte accounted for.
+
+The run is planned from its seed (sim/soak_plan.py) and goes segment by segment: the
+driver model (ideal CPU) opens the device with the segment's settings (rings, RX buffer
+size, burst cap, prefetch, IRQ strategy and coalescing, rate limit), the bench sets host
+memory's latency and back-pressure on all five AXI channels, then a TX generator hands
+the segment's frames to ``xmit`` in random fragment layouts (odd addresses, 4 KiB
+crossings) while an RX generator sends frames of random sizes, with random idle gaps.
+Once both directions have drained, the driver closes the device and the bench checks:
+
+- every TX frame on the wire byte for byte and in order; every RX frame at
+  ``on_receive`` byte for byte and in order, or dropped and counted (RX_DROPS,
+  RX_FIFO_OVERFLOWS): sent = delivered + counted, nothing lost silently or duplicated;
+- host memory: the DMA wrote nothing outside the segment's rings and RX buffers (a
+  :class:`~macdma.sim.benches.guard.MemoryGuard` over all other memory, TX buffers
+  included), and never past the length it reported in an RX buffer (poisoned on post);
+- the STATS and channel counters against the bench's own counts.
+
+One JSON line per segment goes to env ``MACDMA_SOAK_RECORD`` (so a run stopped half-way
+still says what it survived), then a summary line with the coverage bins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import struct
+import time
+
+import cocotb
+from cocotb.triggers import Timer, with_timeout
+from cocotb.utils import get_sim_time
+from cocotbext.eth import GmiiFrame
+
+from macdma.firmware import regs
+from macdma.firmware.descriptor import Descriptor
+from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver, RxRing, TxRing
+from macdma.sim.benches.coverage import SoakCoverage
+from macdma.sim.benches.faults import ArmedError, BusErrors, bad_frame
+from macdma.sim.benches.gmii import GMII_1000
+from macdma.sim.benches.guard import MemoryGuard
+from macdma.sim.benches.soc import SocBench
+from macdma.sim.cpu import CpuModel
+from macdma.sim.cpus import load_cpu
+from macdma.sim.platform_cocotb import CocotbPlatform
+from macdma.sim.progress import PROGRESS_ENV
+from macdma.sim.soak_plan import (
+    AXI_CHANNELS,
+    FAULT_SITES,
+    MAX_RX_BUF_BYTES,
+    MAX_TX_RING,
+    RECORD_ENV,
+    SOAK_ENV,
+    TX_WINDOW_BYTES,
+    WIRE_FAULT_FRAMES,
+    Segment,
+    SoakConfig,
+    TxLayout,
+    frame_sizes,
+    plan_segments,
+    tx_layouts,
+)
+
+ETHERTYPE = 0x88B5  # IEEE local experimental
+# The last byte of the source MAC tells the directions (and the wire faults' frames) apart.
+TX_TAG, RX_TAG, BAD_TAG = 0x01, 0x02, 0x03
+FCS_BYTES = 4
+SYS_CLK_NS = 8.0  # 125 MHz: the SoC's system clock on the boards
+
+# Host memory: the allocator's arena (rings, RX buffers) and the TX fragment windows,
+# with guarded memory below, between and above them.
+MEMORY_BYTES = 4 << 20
+ARENA_BASE, ARENA_END = 0x1000, 0x80000
+TX_WINDOWS_BASE = 0x100000
+assert TX_WINDOWS_BASE + MAX_TX_RING * TX_WINDOW_BYTES < MEMORY_BYTES
+
+#: Back-pressure: a channel is paused for runs of this many ns on average.
+PAUSE_RUN_NS = 400.0
+#: A segment must drain within this much simulated time per frame (plus a fixed margin).
+SEGMENT_NS_PER_FRAME = 200_000
+SEGMENT_MARGIN_NS = 5_000_000
+DETECT_NS = 200_000  # a channel halt must reach the driver's ISR within this
+EXHAUSTION_US = 300  # how long TX_DONE stays masked
+EXHAUSTION_MAX_US = 3000  # the longest the CPU is held waiting for the RX ring to run out
+SHORT_GAP_FRAMES = 8
+#: A count that has not moved for this long has settled: what is missing then is lost.
+SETTLE_NS = 1_000_000
+
+
+def make_frame(tag: int, seq: int, size: int) -> bytes:
+    """*size* bytes: Ethernet header, the sequence number, then bytes derived from both."""
+    header = bytes([0x02, 0, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0, tag])
+    header += struct.pack(">HI", ETHERTYPE, seq)
+    body = random.Random(seq * 4 + tag).randbytes(size - len(header))
+    return header + body
+
+
+def frame_seq(data: bytes) -> int | None:
+    return struct.unpack(">I", data[14:18])[0] if len(data) >= 18 else None
+
+
+class SoakPlatform(CocotbPlatform):
+    """The driver's platform with its allocator confined to the soak's arena, rewound at
+    every segment (the previous segment's rings and buffers are free once it closed)."""
+
+    def __init__(self, bench, cpu: CpuModel) -> None:
+        super().__init__(bench, cpu, dma_base=ARENA_BASE)
+
+    def dma_alloc(self, size: int, align: int = 16) -> int:
+        address = super().dma_alloc(size, align)
+        if address + size > ARENA_END:
+            raise MemoryError(f"soak arena exhausted: {size} bytes at 0x{address:x}")
+        return address
+
+
+class SoakTxRing(TxRing):
+    """TX ring whose fragments sit where the layout says: slot *i*'s window starts at
+    ``TX_WINDOWS_BASE + i * TX_WINDOW_BYTES``, the fragment at its planned offset (odd,
+    across the window's 4 KiB boundary, ...). The host's writes are told to the guard."""
+
+    def __init__(self, platform, size: int, guard: MemoryGuard) -> None:
+        super().__init__(platform, size)
+        self.guard = guard
+        self.offsets: list[int] = []  # of the frame being mapped, consumed in order
+
+    def map_fragment(self, index: int, data: bytes) -> int:
+        address = TX_WINDOWS_BASE + index * TX_WINDOW_BYTES + self.offsets.pop(0)
+        self.platform.mem_write(address, data)
+        self.guard.host_wrote(address, data)
+        return address
+
+
+class SoakRxRing(RxRing):
+    """RX ring whose buffers are poisoned when posted, so that a write past the length the
+    DMA reports (in ``done_length``) shows when the descriptor is reaped."""
+
+    def __init__(self, platform, size: int, buffer_bytes: int, poison: bytes, problems: list):
+        super().__init__(platform, size, buffer_bytes)
+        self.memory = platform.memory
+        self.poison = poison[:buffer_bytes]
+        self.problems = problems
+
+    def post(self, index: int, desc: Descriptor) -> None:
+        # Written straight into memory (not through the CPU's store path): a bench check,
+        # not driver work; the descriptor store that follows lands after it.
+        self.memory.write(self.buffers[index], self.poison)
+        super().post(index, desc)
+
+    def read(self, index: int) -> Descriptor:
+        desc = super().read(index)
+        if not desc.own:
+            start = self.buffers[index] + desc.done_length
+            tail = self.memory.read(start, self.buffer_bytes - desc.done_length)
+            if tail != self.poison[desc.done_length :]:
+                self.problems.append(
+                    f"RX buffer {index} at 0x{self.buffers[index]:x}: the DMA wrote past "
+                    f"the {desc.done_length} bytes it reported"
+                )
+        return desc
+
+
+class BackPressure:
+    """Pauses one AXI channel of host memory for random runs, so that a *fraction* of
+    the time it is stalled (ready or valid held low), toggled by a task per channel."""
+
+    def __init__(self, channel, rng: random.Random):
+        self.channel, self.rng = channel, rng
+        self.task = None
+
+    def start(self, fraction: float) -> None:
+        self.stop()
+        if fraction > 0:
+            self.task = cocotb.start_soon(self._run(fraction))
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        self.channel.pause = False
+
+    async def _run(self, fraction: float) -> None:
+        running_ns = PAUSE_RUN_NS * (1 - fraction) / fraction
+        while True:
+            await Timer(max(8, round(self.rng.expovariate(1 / running_ns))), "ns")
+            self.channel.pause = True
+            await Timer(max(8, round(self.rng.expovariate(1 / PAUSE_RUN_NS))), "ns")
+            self.channel.pause = False
+
+
+def axi_channels(memory) -> dict:
+    """Host memory's five channel models by AXI name."""
+    return {
+        "aw": memory.write_if.aw_channel,
+        "w": memory.write_if.w_channel,
+        "b": memory.write_if.b_channel,
+        "ar": memory.read_if.ar_channel,
+        "r": memory.read_if.r_channel,
+    }
+
+
+class Progress:
+    """Frames done per direction, as JSON lines to env ``MACDMA_PROGRESS`` (``macdma
+    soak`` draws them), about every 0.5% of the run."""
+
+    def __init__(self, total: int):
+        self.path = os.environ.get(PROGRESS_ENV)
+        self.total = total
+        self.step = max(1, total // 200)
+        self.done = {"tx": 0, "rx": 0}
+
+    def count(self, direction: str, frames: int = 1) -> None:
+        before = self.done[direction]
+        self.done[direction] = after = before + frames
+        if self.path and (after // self.step != before // self.step or after == self.total):
+            record = {"direction": direction, "done": after, "total": self.total}
+            with open(self.path, "a") as progress:
+                progress.write(json.dumps({**record, "sim_us": get_sim_time("ns") / 1e3}) + "\n")
+
+
+STATS_NAMES = (
+    "STATS_TX_FRAMES_GOOD",
+    "STATS_TX_BYTES_GOOD",
+    "STATS_TX_FRAMES_BAD",
+    "STATS_TX_UNDERRUNS",
+    "STATS_RX_FRAMES_GOOD",
+    "STATS_RX_BYTES_GOOD",
+    "STATS_RX_FRAMES_BAD",
+    "TX_FRAMES",
+    "TX_DROPS",
+    "RX_FRAMES",
+    "RX_DROPS",
+    "RX_FIFO_OVERFLOWS",
+    "STATS_RX_PREAMBLE_ERRORS",
+)
+DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
+#: Which DmaErrorCode each bus-error site must halt its channel with.
+SITE_ERROR_CODES = {
+    "tx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
+    "tx-data-read": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
+    "tx-writeback": regs.DmaErrorCode.WRITEBACK_BUS_ERROR,
+    "rx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
+    "rx-data-write": regs.DmaErrorCode.DATA_WRITE_BUS_ERROR,
+    "rx-writeback": regs.DmaErrorCode.WRITEBACK_BUS_ERROR,
+}
+
+
+class SegmentRun:
+    """One segment: open the driver with its settings, move its frames both ways (and
+    inject its fault, if it has one), drain, close, check. ``problems`` collects every
+    check that failed (as sentences)."""
+
+    def __init__(self, soak: Soak, segment: Segment):
+        self.soak, self.segment = soak, segment
+        self.bench = soak.bench
+        self.problems: list[str] = []
+        seed = soak.config.seed
+        self.tx_sizes = frame_sizes(seed, segment.index, "tx", segment.tx_frames)
+        self.rx_sizes = frame_sizes(seed, segment.index, "rx", segment.rx_frames)
+        self.layouts = tx_layouts(seed, segment.index, self.tx_sizes)
+        self.tx_first, self.rx_first = soak.tx_sent, soak.rx_sent
+        self.rng = random.Random(f"soak-segment-{seed}-{segment.index}")
+        # TX: frames handed to xmit, seen intact / bad on the wire.
+        self.tx_queued = 0
+        self.tx_good = 0
+        self.tx_bad_wire = 0
+        self.last_tx_seq = self.tx_first - 1
+        # RX: good and bad frames sent (with and without SFD); delivered ok / flagged.
+        self.rx_queued = 0
+        self.bad_sent = 0
+        self.no_sfd_sent = 0
+        self.delivered = 0
+        self.flagged_truncated = 0
+        self.flagged_error = 0
+        self.last_rx_seq = self.rx_first - 1
+        self.tasks: list = []
+        self.fault: dict | None = None
+        self._dropped = 0
+        self._mac_sent = 0
+
+    # -- the driver --------------------------------------------------------------------
+
+    def driver_config(self) -> DriverConfig:
+        s = self.segment
+        strategy = IrqStrategy(
+            name=s.irq,
+            coalesce_frames=s.coalesce_frames,
+            coalesce_us=s.coalesce_us,
+            poll_us=s.poll_us,
+            budget=s.budget,
+        )
+        return DriverConfig(
+            tx_ring=s.tx_ring,
+            rx_ring=s.rx_ring,
+            rx_buf=s.rx_buf,
+            burst_beats=s.burst_beats,
+            prefetch=s.prefetch,
+            strategy=strategy,
+            sys_clk_mhz=round(1000 / SYS_CLK_NS),
+            irq_min_interval_us=s.irq_min_interval_us,
+        )
+
+    async def open(self) -> None:
+        soak = self.soak
+        self.cpu = CpuModel(soak.cpu_spec.clock_mhz, soak.cpu_spec.costs)
+        self.platform = SoakPlatform(self.bench, self.cpu)
+        config = self.driver_config()
+        self.driver = MacDmaDriver(
+            self.platform, config, on_receive=self.on_receive, costs=soak.cpu_spec.costs
+        )
+        self.driver.tx = SoakTxRing(self.platform, config.tx_ring, soak.guard)
+        self.driver.rx = SoakRxRing(
+            self.platform, config.rx_ring, config.rx_buf, soak.poison, self.problems
+        )
+        for start, size in self.platform.allocations:  # rings and RX buffers
+            soak.guard.allow(start, start + size)
+        soak.coverage.sample_segment(self.segment)
+        await self.driver.open()
+        self.tasks.append(cocotb.start_soon(self.driver.run(self._spawn)))
+
+    def _spawn(self, coroutine):
+        task = cocotb.start_soon(coroutine)
+        self.tasks.append(task)
+        return task
+
+    # -- traffic -----------------------------------------------------------------------
+
+    def on_receive(self, data: bytes, ok: bool, meta) -> None:
+        data = bytes(data)
+        seq = frame_seq(data)
+        self.soak.coverage.sample_rx_frame(len(data), meta.buffers)
+        if not ok:
+            self.check_flagged(data, seq, meta)
+            return
+        if len(data) > 11 and data[11] == BAD_TAG:
+            self.problems.append(f"a bad frame ({len(data)} bytes) was delivered as good")
+            return
+        index = None if seq is None else seq - self.rx_first
+        if index is None or not 0 <= index < len(self.rx_sizes):
+            self.problems.append(f"RX frame of {len(data)} bytes with a foreign sequence {seq}")
+            return
+        if seq <= self.last_rx_seq:
+            self.problems.append(f"RX frame {seq} after {self.last_rx_seq}: duplicated or late")
+        self.last_rx_seq = max(self.last_rx_seq, seq)
+        if data != make_frame(RX_TAG, seq, self.rx_sizes[index]):
+            self.problems.append(f"RX frame {seq} damaged ({len(data)} bytes)")
+        self.delivered += 1
+        self.soak.progress.count("rx")
+
+    def check_flagged(self, data: bytes, seq: int | None, meta) -> None:
+        """A frame delivered flagged bad: truncated (the RX FIFO or the ring ran out
+        mid-frame: counted in RX_FIFO_OVERFLOWS or RX_DROPS, docs/descriptors.md), its
+        first bytes intact; or, only where a wire fault sent one, a bad frame's cause."""
+        if meta.rx_truncated and not meta.rx_error:
+            self.flagged_truncated += 1
+            index = None if seq is None else seq - self.rx_first
+            if len(data) > 11 and data[11] == RX_TAG and index is not None:
+                if 0 <= index < len(self.rx_sizes):
+                    expected = make_frame(RX_TAG, seq, self.rx_sizes[index])
+                    if data != expected[: len(data)]:
+                        self.problems.append(f"truncated RX frame {seq}: first bytes damaged")
+            return
+        self.flagged_error += 1
+        if not self.bad_sent:
+            self.problems.append(f"RX frame (seq {seq}) flagged bad on a clean wire: {meta}")
+
+    async def transmit(self) -> None:
+        driver, platform = self.driver, self.platform
+        for n, layout in enumerate(self.layouts):
+            seq = self.tx_first + n
+            frame = make_frame(TX_TAG, seq, self.tx_sizes[n])
+            fragments = split(frame, layout)
+            self.soak.coverage.sample_tx_frame(layout)
+            while True:
+                if driver.queue_stopped:
+                    await driver.wait_for_wake()
+                    continue
+                driver.tx.offsets = list(layout.offsets)
+                async with platform.context("softirq"):
+                    sent = await driver.xmit(fragments)
+                if sent:
+                    break
+            self.tx_queued = n + 1
+
+    async def collect_wire(self) -> None:
+        """Take every frame off the wire (until cancelled): intact and in order, or bad
+        (tx_er or FCS: a frame a reset or an error cut short) and counted."""
+        sink, count = self.bench.tx_sink, len(self.tx_sizes)
+        while True:
+            frame = await sink.recv()
+            payload = bytes(frame.get_payload())
+            if frame.error is not None or not frame.check_fcs():
+                self.tx_bad_wire += 1
+                continue
+            seq = frame_seq(payload)
+            index = None if seq is None else seq - self.tx_first
+            if index is None or not 0 <= index < count:
+                self.problems.append(f"TX frame with a foreign sequence {seq} on the wire")
+                continue
+            if seq <= self.last_tx_seq:
+                self.problems.append(f"TX frame {seq} after {self.last_tx_seq}: duplicated")
+            self.last_tx_seq = max(self.last_tx_seq, seq)
+            if payload != make_frame(TX_TAG, seq, self.tx_sizes[index]):
+                self.problems.append(f"TX frame {seq} damaged on the wire")
+            self.tx_good += 1
+            self.soak.progress.count("tx")
+
+    async def send_rx(self) -> None:
+        source, rng = self.bench.rx_source, self.soak.rng
+        s = self.segment
+        for n, size in enumerate(self.rx_sizes):
+            if s.fault_class == "wire" and n == s.fault_at_frame:
+                await self.send_wire_fault(n)
+            data = make_frame(RX_TAG, self.rx_first + n, size)
+            await source.send(GmiiFrame.from_payload(data))
+            self.rx_queued = n + 1
+            if rng.random() < self.segment.rx_gap_fraction:
+                await source.wait()
+                await Timer(rng.randint(1, 8), "us")
+        await source.wait()
+        source.ifg = self.bench.ifg
+
+    async def send_wire_fault(self, n: int) -> None:
+        """The segment's wire fault, just before RX frame *n*: bad frames, or (short-gap)
+        the next good frames with a short inter-frame gap."""
+        site, source = self.segment.fault_site, self.bench.rx_source
+        self.soak.coverage.sample_fault("wire", site)
+        if site == "short-gap":
+            await source.wait()
+            source.ifg = self.rng.choice((4, 6, 8))
+            self.fault = {"injected": SHORT_GAP_FRAMES, "gap_bytes": source.ifg}
+            cocotb.start_soon(self._restore_gap(n + SHORT_GAP_FRAMES))
+            return
+        for k in range(WIRE_FAULT_FRAMES):
+            size = self.rng.randint(1530, 2000) if site == "oversize" else self.rx_sizes[n]
+            frame, has_sfd = bad_frame(site, make_frame(BAD_TAG, k, size), self.rng)
+            await source.send(frame)
+            if has_sfd:
+                self.bad_sent += 1
+            else:
+                self.no_sfd_sent += 1
+        self.fault = {"injected": WIRE_FAULT_FRAMES}
+
+    async def _restore_gap(self, frame: int) -> None:
+        while self.rx_queued < frame:
+            await Timer(1, "us")
+        await self.bench.rx_source.wait()
+        self.bench.rx_source.ifg = self.bench.ifg
+
+    async def rx_accounted(self) -> None:
+        """Wait until every RX frame sent is delivered or counted as dropped, or nothing
+        has moved for :data:`SETTLE_NS` (what is missing then is lost)."""
+        await settle(lambda: self.rx_unaccounted(self._dropped), self._read_dropped)
+
+    async def _read_dropped(self) -> None:
+        self._dropped = await self.rx_dropped_counted()
+
+    def rx_unaccounted(self, dropped: int) -> int:
+        """RX frames sent (with an SFD) not delivered (intact, or flagged: a MAC cause or
+        truncated) nor counted as dropped (RX_DROPS, RX_FIFO_OVERFLOWS, the driver's
+        discarded partial frames). A frame the RX FIFO cut is both delivered flagged and
+        in RX_FIFO_OVERFLOWS; one cut because the ring ran out mid-frame is only
+        delivered flagged (docs/descriptors.md), so every flagged delivery counts here."""
+        sent = self.segment.rx_frames + self.bad_sent
+        delivered = self.delivered + self.flagged_error + self.flagged_truncated
+        return sent - delivered - dropped - self.driver.stats.rx_dropped
+
+    async def rx_dropped_counted(self) -> int:
+        counts = await self.bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS")
+        before = self.stats_before
+        return sum(counts[name] - before[name] for name in counts)
+
+    def tx_accounted(self) -> bool:
+        stats = self.driver.stats
+        return stats.tx_packets + stats.tx_dropped >= self.segment.tx_frames
+
+    async def tx_drained(self) -> None:
+        """Wait until every TX frame is on the wire (intact or cut, as the MAC counted it,
+        and taken by the bench) or dropped by the driver, or nothing has moved for
+        :data:`SETTLE_NS` (what is missing then is lost). A frame is reaped once the DMA
+        has read it, well before it has left the MAC, so reaping alone is not the end."""
+
+        def left() -> int:
+            sent, dropped = self._mac_sent, self.driver.stats.tx_dropped
+            behind = sent - self.tx_good - self.tx_bad_wire  # the bench still receiving
+            return max(self.segment.tx_frames - sent - dropped, 0) + max(behind, 0)
+
+        await settle(left, self._read_mac_sent)
+
+    async def _read_mac_sent(self) -> None:
+        counts = await self.bench.read_regs("STATS_TX_FRAMES_GOOD", "STATS_TX_FRAMES_BAD")
+        self._mac_sent = sum((counts[k] - self.stats_before[k]) % (1 << 32) for k in counts)
+
+    # -- faults ------------------------------------------------------------------------
+
+    async def inject(self) -> None:
+        """The segment's fault (not the wire's, sent by :meth:`send_rx`): at its frame,
+        arm it, then wait for the outcome the class defines (docs/reliability.md)."""
+        s, soak = self.segment, self.soak
+        tx_side = s.fault_site.startswith("tx")
+        while (self.tx_queued if tx_side else self.rx_queued) < s.fault_at_frame:
+            await Timer(1, "us")
+        soak.coverage.sample_fault(s.fault_class, s.fault_site)
+        if s.fault_class in ("axi-slverr", "axi-decerr"):
+            await self.inject_bus_error()
+        elif s.fault_class == "reset":
+            await self.inject_reset()
+        elif s.fault_class == "exhaustion":
+            await self.inject_exhaustion()
+
+    def _site_window(self, site: str) -> tuple[int, int, str]:
+        """The address window of a bus-error site: the next ring slot the DMA will use
+        after those it already has (a descriptor, its TX fragment window or RX buffer)."""
+        tx, rx = self.driver.tx, self.driver.rx
+        if site.startswith("tx"):
+            slot = (tx.next_to_use + 1) % tx.size
+            desc = tx.desc_addr(slot)
+            if site == "tx-data-read":
+                start = TX_WINDOWS_BASE + slot * TX_WINDOW_BYTES
+                return start, start + TX_WINDOW_BYTES, "r"
+            return desc, desc + 16, "r" if site == "tx-desc-fetch" else "w"
+        slot = rx.next_to_use  # the one slot not posted: posted at the next refill
+        desc = rx.desc_addr(slot)
+        if site == "rx-data-write":
+            return rx.buffers[slot], rx.buffers[slot] + rx.buffer_bytes, "w"
+        return desc, desc + 16, "r" if site == "rx-desc-fetch" else "w"
+
+    async def inject_bus_error(self) -> None:
+        s, driver = self.segment, self.driver
+        start, end, kind = self._site_window(s.fault_site)
+        decode = s.fault_class == "axi-decerr"
+        armed = self.soak.bus_errors.arm(ArmedError(start, end, kind, decode, s.fault_site))
+        self.fault = {"injected": 0, "window": [start, end, kind]}
+        errors_before = len(driver.errors)
+        while armed.fired_ns is None and not self.tx_accounted_and_rx_sent():
+            await Timer(1, "us")
+        self.soak.bus_errors.disarm()
+        if armed.fired_ns is None:
+            self.fault["outcome"] = "not injected: the DMA never reached the window"
+            return
+        self.fault["injected"] = 1
+        channel = s.fault_site[:2]
+        expected = SITE_ERROR_CODES[s.fault_site]
+        waited_ns = 0
+        while waited_ns < DETECT_NS:
+            records = [e for e in driver.errors[errors_before:] if e.channel == channel]
+            if records:
+                code = records[0].code
+                self.fault["detected"] = code == expected
+                self.fault["code"] = code.name
+                if code != expected:
+                    self.problems.append(
+                        f"{s.fault_site} {'DECERR' if decode else 'SLVERR'}: the channel "
+                        f"halted with {code.name}, not {expected.name}"
+                    )
+                return
+            await Timer(1, "us")
+            waited_ns += 1000
+        self.problems.append(f"{s.fault_site}: an AXI error response went unnoticed")
+
+    def tx_accounted_and_rx_sent(self) -> bool:
+        return self.tx_accounted() and self.rx_queued >= self.segment.rx_frames
+
+    async def inject_reset(self) -> None:
+        """A channel reset mid-frame, as a driver's tx_timeout / reset task does: the
+        recovery path the ISR runs on a channel error."""
+        site = self.segment.fault_site
+        recover = self.driver._recover_tx if site == "tx-channel" else self.driver._recover_rx
+        async with self.platform.context("softirq"):
+            await recover()
+        self.fault = {"injected": 1, "detected": True}
+
+    async def inject_exhaustion(self) -> None:
+        """rx-no-buffers: the CPU is held (no interrupt, no poll) until the RX ring has run
+        out and a frame was dropped (at most EXHAUSTION_MAX_US); tx-irq-masked: TX_DONE
+        masked for EXHAUSTION_US, so completions wait unreaped and the TX ring fills.
+        Then everything must resume."""
+        site, driver = self.segment.fault_site, self.driver
+        drops_before = await self.rx_dropped_counted()
+        stops_before = driver.stats.queue_stops
+        if site == "rx-no-buffers":
+            async with self.platform.context("hardirq"):
+                held_us = 0
+                while held_us < EXHAUSTION_MAX_US:
+                    await self.platform.spin_ns(5_000, "soak_stall")
+                    held_us += 5
+                    if await self.rx_dropped_counted() > drops_before:
+                        break
+            self.fault = {"injected": 1, "detected": await self.rx_dropped_counted() > drops_before}
+            return
+        enable = driver.strategy.irq_enable
+        await self.bench.write_reg(regs.IRQ_ENABLE, enable & ~regs.IRQ_STATUS_TX_DONE_MASK)
+        await Timer(EXHAUSTION_US, "us")
+        full = driver.queue_stopped or driver.stats.queue_stops > stops_before
+        await self.bench.write_reg(regs.IRQ_ENABLE, driver.strategy.irq_enable)
+        self.fault = {"injected": 1, "detected": full}
+
+    # -- the segment -------------------------------------------------------------------
+
+    async def run(self) -> dict:
+        soak, segment = self.soak, self.segment
+        started_ns, started_wall = get_sim_time("ns"), time.monotonic()
+        self.bench.memory.latency_cycles = segment.mem_latency_cycles
+        for name in AXI_CHANNELS:
+            soak.pausers[name].start(segment.pause_fraction.get(name, 0.0))
+        await self.open()
+        self.stats_before = await self.bench.read_regs(*STATS_NAMES)
+        wire = cocotb.start_soon(self.collect_wire())
+        cocotb.start_soon(self.transmit())
+        rx = cocotb.start_soon(self.send_rx())
+        injector = None
+        if segment.fault_class and segment.fault_class != "wire":
+            injector = cocotb.start_soon(self.inject())
+        limit_ns = (segment.tx_frames + segment.rx_frames) * SEGMENT_NS_PER_FRAME
+        limit_ns += SEGMENT_MARGIN_NS
+        drained = True
+        try:
+            await with_timeout(rx, limit_ns, "ns")
+            await with_timeout(cocotb.start_soon(self.rx_accounted()), limit_ns, "ns")
+            await with_timeout(cocotb.start_soon(self.tx_drained()), limit_ns, "ns")
+            if injector is not None:
+                await with_timeout(injector, limit_ns, "ns")
+        except TimeoutError:
+            drained = False
+            self.problems.append(
+                f"segment {segment.index} did not drain within {limit_ns / 1e6:.1f} ms: "
+                f"TX {self.tx_good} on the wire, RX {self.delivered} delivered"
+            )
+        wire.cancel()
+        await self.driver.close()
+        await Timer(2, "us")  # an ISR already entered finishes its MMIO
+        for task in self.tasks:
+            task.cancel()
+        for pauser in soak.pausers.values():
+            pauser.stop()
+        stats = await self.check_counters()
+        soak.guard_check(self.problems, f"segment {segment.index}")
+        soak.tx_sent += segment.tx_frames
+        soak.rx_sent += segment.rx_frames
+        driver = dataclasses.asdict(self.driver.stats)
+        dropped = stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"]
+        record = {
+            "segment": dataclasses.asdict(segment),
+            "tx_frames": segment.tx_frames,
+            "rx_frames": segment.rx_frames,
+            "tx_on_wire": self.tx_good,
+            "tx_bad_on_wire": self.tx_bad_wire,
+            "tx_dropped_counted": self.driver.stats.tx_dropped,
+            "rx_delivered": self.delivered,
+            "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
+            "rx_truncated_delivered": self.flagged_truncated,
+            "rx_bad_sent": self.bad_sent + self.no_sfd_sent,
+            "rx_bad_flagged": self.flagged_error,
+            "tx_bytes": sum(self.tx_sizes),
+            "rx_bytes": sum(self.rx_sizes),
+            "stats": stats,
+            "driver": {k: driver[k] for k in DRIVER_FIELDS},
+            "dma_errors": [(e.channel, e.code.name) for e in self.driver.errors],
+            "sim_ns": get_sim_time("ns") - started_ns,
+            "wall_seconds": time.monotonic() - started_wall,
+            "problems": self.problems[:20],
+            "problem_count": len(self.problems),
+        }
+        if segment.fault_class:
+            record["fault"] = self.fault_record(record, drained)
+        return record
+
+    def fault_record(self, record: dict, drained: bool) -> dict:
+        """The fault table's row for this segment's fault."""
+        s, fault = self.segment, self.fault or {"injected": 0}
+        lost = max(0, self.tx_lost()) + max(0, self.rx_lost)
+        recovered = drained and fault.get("injected", 0) > 0 and not self.problems
+        outcome = []
+        if record["dma_errors"]:
+            outcome.append("halt " + ", ".join(f"{c} {code}" for c, code in record["dma_errors"]))
+        if record["tx_dropped_counted"]:
+            outcome.append(f"{record['tx_dropped_counted']} TX dropped (driver)")
+        if record["tx_bad_on_wire"]:
+            outcome.append(f"{record['tx_bad_on_wire']} TX cut on the wire (tx_er)")
+        if record["rx_dropped_counted"]:
+            outcome.append(f"{record['rx_dropped_counted']} RX dropped, counted")
+        if record["rx_bad_flagged"]:
+            outcome.append(f"{record['rx_bad_flagged']} RX flagged bad")
+        if self.no_sfd_sent:
+            outcome.append(f"{self.no_sfd_sent} counted in rx_preamble_errors")
+        if fault.get("outcome"):
+            outcome.append(fault["outcome"])
+        return {
+            "kind": "fault",
+            "class": s.fault_class,
+            "site": s.fault_site,
+            "segment": s.index,
+            "injected": fault.get("injected", 0),
+            # A wire fault's detection is read from the counters by sim/soak.py.
+            "detected": bool(fault.get("detected", False)),
+            "recovered": recovered,
+            "frames_lost": lost,
+            "frames_dropped_counted": record["tx_dropped_counted"]
+            + record["rx_dropped_counted"]
+            + record["rx_bad_flagged"],
+            "outcome": "; ".join(outcome) or "no effect seen",
+        }
+
+    def tx_lost(self) -> int:
+        """TX frames neither on the wire intact, nor dropped by the driver, nor cut on the
+        wire (tx_er: counted by STATS_TX_FRAMES_BAD, checked against the wire)."""
+        dropped = self.driver.stats.tx_dropped
+        return self.segment.tx_frames - self.tx_good - dropped - self.tx_bad_wire
+
+    async def check_counters(self) -> dict:
+        """The counters' segment deltas against the bench's own counts."""
+        after = await self.bench.read_regs(*STATS_NAMES)
+        delta = {name: (after[name] - self.stats_before[name]) % (1 << 32) for name in after}
+        s = self.segment
+        dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"]
+        self.rx_lost = self.rx_unaccounted(dropped)
+        faulty = bool(s.fault_class)
+        expected = {
+            "STATS_TX_FRAMES_GOOD": self.tx_good,
+            "STATS_TX_FRAMES_BAD": self.tx_bad_wire,
+            "STATS_RX_FRAMES_GOOD": s.rx_frames,
+            "STATS_RX_FRAMES_BAD": self.bad_sent,
+            "STATS_RX_PREAMBLE_ERRORS": self.no_sfd_sent,
+        }
+        if not faulty:
+            expected.update(
+                {
+                    "STATS_TX_FRAMES_GOOD": s.tx_frames,
+                    "STATS_TX_BYTES_GOOD": sum(self.tx_sizes) + FCS_BYTES * s.tx_frames,
+                    "STATS_RX_BYTES_GOOD": sum(self.rx_sizes) + FCS_BYTES * s.rx_frames,
+                    "TX_FRAMES": s.tx_frames,
+                    "TX_DROPS": 0,
+                    # Truncated frames are completed (and counted as overflows or drops).
+                    "RX_FRAMES": self.delivered + self.flagged_truncated,
+                }
+            )
+        for name, value in expected.items():
+            if delta[name] != value:
+                self.problems.append(
+                    f"segment {s.index}: {name} moved by {delta[name]}, the bench counted {value}"
+                )
+        if self.rx_lost > 0:
+            self.problems.append(
+                f"segment {s.index}: {self.rx_lost} RX frames neither delivered nor counted "
+                f"({s.rx_frames} + {self.bad_sent} bad sent, {self.delivered} delivered, "
+                f"{self.flagged_error} flagged, {self.flagged_truncated} truncated, {dropped} "
+                "counted by the DMA, "
+                f"{self.driver.stats.rx_dropped} by the driver)"
+            )
+        # Counted twice beyond what the RX FIFO's cuts explain (delivered and counted).
+        overlap = min(self.flagged_truncated, delta["RX_FIFO_OVERFLOWS"])
+        if -self.rx_lost > overlap:
+            self.problems.append(
+                f"segment {s.index}: {-self.rx_lost} RX frames more delivered or counted than "
+                f"sent, beyond the {overlap} the RX FIFO's cuts explain"
+            )
+        if self.tx_lost() > 0:
+            self.problems.append(
+                f"segment {s.index}: {self.tx_lost()} TX frames neither on the wire nor "
+                f"counted as dropped ({self.tx_good} on the wire, {self.tx_bad_wire} cut on "
+                f"the wire, {self.driver.stats.tx_dropped} dropped by the driver)"
+            )
+        return delta
+
+
+async def settle(left, refresh=None) -> None:
+    """Wait until ``left()`` is 0 or less, or has not changed for :data:`SETTLE_NS`;
+    ``refresh()`` (a coroutine function) updates what ``left`` reads, before each look."""
+    unchanged_since, seen = get_sim_time("ns"), None
+    while True:
+        if refresh is not None:
+            await refresh()
+        now_left = left()
+        if now_left <= 0:
+            return
+        if now_left != seen:
+            seen, unchanged_since = now_left, get_sim_time("ns")
+        elif get_sim_time("ns") - unchanged_since >= SETTLE_NS:
+            return
+        await Timer(5, "us")
+
+
+def split(frame: bytes, layout: TxLayout) -> list[bytes]:
+    parts, offset = [], 0
+    for length in layout.lengths:
+        parts.append(frame[offset : offset + length])
+        offset += length
+    return parts
+
+
+class Soak:
+    """The whole run: the bench, the guard, the back-pressure tasks and the counts."""
+
+    def __init__(self, dut, config: SoakConfig):
+        self.config = config
+        self.rng = random.Random(f"soak-bench-{config.seed}")
+        self.bench = SocBench(dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES)
+        self.cpu_spec = load_cpu("ideal")
+        self.progress = Progress(config.frames)
+        self.coverage = SoakCoverage()
+        self.poison = random.Random(f"soak-poison-{config.seed}").randbytes(MAX_RX_BUF_BYTES)
+        self.tx_sent = self.rx_sent = 0
+        self.record_path = os.environ.get(RECORD_ENV)
+
+    async def start(self) -> None:
+        await self.bench.start()
+        # Every byte of host memory starts as a pattern, so a stray write of any value shows.
+        pattern = random.Random(f"soak-memory-{self.config.seed}").randbytes(MEMORY_BYTES)
+        self.bench.memory.write(0, pattern)
+        self.guard = MemoryGuard(self.bench)
+        channels = axi_channels(self.bench.memory)
+        self.bus_errors = BusErrors(self.bench.memory)
+        for fault_class in self.config.faults:
+            self.coverage.fault_sites(fault_class, list(FAULT_SITES[fault_class]))
+        self.pausers = {
+            name: BackPressure(channels[name], random.Random(f"soak-pause-{name}"))
+            for name in AXI_CHANNELS
+        }
+
+    def guard_check(self, problems: list[str], what: str) -> None:
+        bad = self.guard.outside_allowed()
+        if bad:
+            from macdma.sim.benches.guard import format_ranges
+
+            problems.append(
+                f"{what}: the DMA wrote host memory outside the rings and posted RX buffers "
+                f"at {format_ranges(bad)}"
+            )
+        self.guard.restart()
+
+    def write_record(self, record: dict) -> None:
+        if self.record_path:
+            with open(self.record_path, "a") as out:
+                out.write(json.dumps(record) + "\n")
+
+
+@cocotb.test()
+async def test_soak(dut):
+    """Run the planned segments; fail on any frame damaged, reordered, duplicated or lost
+    without being counted, any stray DMA write or any counter that disagrees."""
+    text = os.environ.get(SOAK_ENV)
+    if not text:
+        raise RuntimeError(f"env {SOAK_ENV} is not set: run through macdma soak")
+    config = SoakConfig.from_json(text)
+    soak = Soak(dut, config)
+    await soak.start()
+    problems: list[str] = []
+    for segment in plan_segments(config):
+        dut._log.info(segment.describe())
+        result = await SegmentRun(soak, segment).run()
+        soak.write_record({"kind": "segment", **result})
+        if "fault" in result:
+            soak.write_record(result["fault"])
+        problems += result["problems"]
+        if result["problem_count"] and not config.faults:
+            break  # the first failing segment is the one to replay
+    soak.write_record(
+        {
+            "kind": "summary",
+            "tx_frames": soak.tx_sent,
+            "rx_frames": soak.rx_sent,
+            "coverage": soak.coverage.report(),
+            "sim_ns": get_sim_time("ns"),
+        }
+    )
+    for line in problems[:20]:
+        dut._log.error(line)
+    assert not problems, f"{len(problems)} problem(s); first: {problems[0]}"

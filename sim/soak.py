@@ -1,0 +1,366 @@
+"""``macdma soak``: many full-duplex frames through ``macdma_soc`` with everything random,
+checked byte for byte (sim/benches/soak_tb.py), and optionally faults injected by class.
+
+    macdma soak [--frames N] [--seed S] [--sim verilator|icarus] [--json FILE]
+                [--faults CLASS[,CLASS...]] [-v]
+
+The seed is printed first, so a failure can be replayed exactly (``--seed S`` with the
+same ``--frames``). A progress bar per direction (frames, ETA) runs meanwhile; at the end
+a table per segment class, the totals, the coverage (empty bins named) and, with
+``--faults``, the fault table. ``--json FILE`` writes all of it. docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from .soak_plan import (
+    FAULT_CLASSES,
+    FAULT_SEGMENT_FRAMES,
+    RECORD_ENV,
+    SOAK_ENV,
+    SoakConfig,
+    plan_segments,
+)
+
+SOAK_TOP = "macdma_soc"
+SOAK_MODULE = "macdma.sim.benches.soak_tb"
+DEFAULT_FRAMES = 50_000
+
+
+def _frames(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"needs at least 1 frame per direction, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is 0 or more, got {value}")
+    return value
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    """``CLASS[,CLASS...]`` (or ``all``) as a tuple of fault classes; a clear error for an
+    unknown one."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if names == ["all"]:
+        return FAULT_CLASSES
+    unknown = [name for name in names if name not in FAULT_CLASSES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown fault class {', '.join(unknown) or repr(text)}: choose from "
+            f"{', '.join(FAULT_CLASSES)} or all"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def add_soak_parser(commands) -> None:
+    """Register ``macdma soak`` on the CLI's subcommands."""
+    from .simulators import SIMULATORS
+
+    soak = commands.add_parser(
+        "soak", help="full-duplex soak with random sizes, layouts and bus stalls; faults"
+    )
+    add = soak.add_argument
+    add("--frames", type=_frames, default=DEFAULT_FRAMES, help="frames per direction (50000)")
+    add("--seed", type=_seed, default=None, help="replay this seed (default: a random one)")
+    add("--sim", choices=SIMULATORS, default="verilator", help="default: verilator")
+    add("--json", type=Path, help="write the segments, totals, coverage and faults here")
+    add(
+        "--faults",
+        type=parse_faults,
+        default=(),
+        help=f"inject these fault classes ({', '.join(FAULT_CLASSES)}, or all)",
+    )
+    add("-v", "--verbose", action="store_true", help="stream the simulator's output too")
+    soak.set_defaults(soak_parser=soak)
+
+
+def read_records(path: Path) -> list[dict]:
+    """The bench's JSON lines (a half-written last line is left out)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> dict:
+    """Totals over the segments the bench recorded, the coverage and the fault table."""
+    segments = [r for r in records if r["kind"] == "segment"]
+    summary = next((r for r in records if r["kind"] == "summary"), None)
+    by_index = {seg["segment"]["index"]: seg for seg in segments}
+    faults = [
+        {**r, "detected": wire_fault_detected(by_index[r["segment"]])}
+        if r["class"] == "wire" and r["segment"] in by_index
+        else r
+        for r in records
+        if r["kind"] == "fault"
+    ]
+    totals = Counter(
+        {key: 0 for key in ("tx_frames", "rx_frames", "tx_bytes", "rx_bytes", "tx_on_wire")}
+    )
+    totals.update({"rx_delivered": 0, "rx_dropped_counted": 0, "tx_dropped_counted": 0})
+    for seg in segments:
+        for key in ("tx_frames", "rx_frames", "rx_delivered", "rx_dropped_counted"):
+            totals[key] += seg[key]
+        totals["tx_on_wire"] += seg.get("tx_on_wire", seg["tx_frames"])
+        totals["tx_dropped_counted"] += seg.get("tx_dropped_counted", 0)
+        totals["tx_dropped_counted"] += seg.get("tx_bad_on_wire", 0)
+        totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
+        for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
+            totals[key] += seg[key]
+    coverage = summary["coverage"] if summary else {}
+    return {
+        "seed": config.seed,
+        "frames_per_direction": config.frames,
+        "faults_requested": list(config.faults),
+        "finished": summary is not None,
+        "segments_run": len(segments),
+        "segments_planned": len(plan_segments(config)),
+        "totals": dict(totals),
+        "wall_seconds": wall_seconds,
+        "coverage": coverage_summary(coverage),
+        "fault_table": fault_table(faults),
+        "problems": [p for seg in segments for p in seg["problems"]][:20],
+        "segments": segments,
+        "faults": faults,
+    }
+
+
+def wire_fault_detected(segment: dict) -> bool:
+    """Whether the MAC saw a segment's wire fault: every bad frame counted in
+    STATS_RX_FRAMES_BAD or (without an SFD) STATS_RX_PREAMBLE_ERRORS; for short gaps,
+    every frame delivered or counted as dropped."""
+    stats = segment["stats"]
+    if segment["segment"]["fault_site"] == "short-gap":
+        accounted = segment["rx_delivered"] + segment["rx_dropped_counted"]
+        return accounted + segment.get("rx_bad_flagged", 0) >= segment["rx_frames"]
+    bad = stats["STATS_RX_FRAMES_BAD"] + stats.get("STATS_RX_PREAMBLE_ERRORS", 0)
+    return segment["rx_bad_sent"] > 0 and bad == segment["rx_bad_sent"]
+
+
+def coverage_summary(coverage: dict[str, dict[str, int]]) -> dict:
+    """Percent of bins hit, per cover point and overall, and the empty bins by name."""
+    points = {}
+    hit = total = 0
+    empty = []
+    for name, bins in sorted(coverage.items()):
+        covered = sum(1 for hits in bins.values() if hits > 0)
+        points[name] = {"bins": len(bins), "covered": covered, "hits": bins}
+        hit += covered
+        total += len(bins)
+        empty += [f"{name}[{label}]" for label, hits in bins.items() if hits == 0]
+    return {
+        "percent": 100.0 * hit / total if total else 0.0,
+        "bins": total,
+        "covered": hit,
+        "empty": empty,
+        "points": points,
+    }
+
+
+def fault_table(faults: list[dict]) -> list[dict]:
+    """One row per fault class and site: injected, detected, recovered, frames lost."""
+    rows: dict[tuple[str, str], Counter] = {}
+    outcomes: dict[tuple[str, str], str] = {}
+    for fault in faults:
+        key = (fault["class"], fault["site"])
+        row = rows.setdefault(key, Counter())
+        row["injected"] += fault["injected"]
+        row["detected"] += bool(fault["detected"])
+        row["recovered"] += bool(fault["recovered"])
+        row["frames_lost"] += fault["frames_lost"]
+        row["frames_dropped_counted"] += fault["frames_dropped_counted"]
+        outcomes[key] = fault["outcome"]
+    return [
+        {"class": c, "site": s, **rows[(c, s)], "outcome": outcomes[(c, s)]}
+        for c, s in sorted(rows)
+    ]
+
+
+def format_report(report: dict) -> str:
+    """The summary printed at the end of ``macdma soak``."""
+    t = report["totals"]
+    lines = [
+        f"seed {report['seed']}: {report['segments_run']} of {report['segments_planned']} "
+        f"segments, {'finished' if report['finished'] else 'NOT finished'}",
+        "",
+        f"{'direction':<10}{'frames':>9}{'bytes':>13}{'delivered':>11}{'dropped+counted':>17}"
+        f"{'lost':>6}",
+        _direction_row("tx", t, "tx_on_wire", "tx_dropped_counted"),
+        _direction_row("rx", t, "rx_delivered", "rx_dropped_counted"),
+        "",
+        f"simulated {t.get('sim_ns', 0) / 1e6:,.1f} ms in {report['wall_seconds']:,.0f} s wall; "
+        f"problems: {t.get('problem_count', 0)}",
+    ]
+    by_irq = Counter(seg["segment"]["irq"] for seg in report["segments"])
+    lines.append(
+        "segments by IRQ strategy: " + ", ".join(f"{k} {v}" for k, v in sorted(by_irq.items()))
+    )
+    cov = report["coverage"]
+    lines.append(
+        f"coverage: {cov['percent']:.1f}% ({cov['covered']} of {cov['bins']} bins)"
+        + (f"; empty: {', '.join(cov['empty'])}" if cov["empty"] else "; no empty bin")
+    )
+    if report["fault_table"]:
+        lines += ["", format_fault_table(report["fault_table"])]
+    for problem in report["problems"][:10]:
+        lines.append(f"problem: {problem}")
+    return "\n".join(lines)
+
+
+def _direction_row(name: str, totals: dict, delivered_key: str, counted_key: str) -> str:
+    frames, size = totals[f"{name}_frames"], totals[f"{name}_bytes"]
+    delivered, counted = totals[delivered_key], totals[counted_key]
+    lost = max(0, frames - delivered - counted)
+    return f"{name:<10}{frames:>9,}{size:>13,}{delivered:>11,}{counted:>17,}{lost:>6}"
+
+
+def format_fault_table(rows: list[dict]) -> str:
+    """The fault table as Markdown (also what the README shows)."""
+    out = [
+        "| class | site | injected | detected | recovered | dropped, counted | lost silently "
+        "| outcome |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['class']} | {r['site']} | {r['injected']} | {r['detected']} | "
+            f"{r['recovered']} | {r['frames_dropped_counted']} | {r['frames_lost']} | "
+            f"{r['outcome']} |"
+        )
+    return "\n".join(out)
+
+
+def soak_config(frames: int, seed: int, faults: tuple[str, ...] = ()) -> SoakConfig:
+    """The run's config: with faults, shorter segments (one fault each)."""
+    if faults:
+        return SoakConfig(frames, seed, FAULT_SEGMENT_FRAMES, faults)
+    return SoakConfig(frames, seed)
+
+
+def soak_paths() -> tuple[Path, Path]:
+    """A new run's log and record files: build/logs/soak-<time>-<pid>.log and
+    build/soak/soak-<time>-<pid>.jsonl (kept, so an interrupted run keeps its segments)."""
+    from .verilog import build_dir
+
+    name = f"soak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    return build_dir() / "logs" / f"{name}.log", build_dir() / "soak" / f"{name}.jsonl"
+
+
+def run_soak(
+    config: SoakConfig,
+    *,
+    sim: str = "verilator",
+    log_path: Path | None = None,
+    record_path: Path | None = None,
+    echo_log: bool = False,
+    on_progress=None,
+) -> dict:
+    """Run the soak on *sim*; return the report (:func:`summarise`). The bench appends a
+    JSON line per segment to *record_path* (default: a scratch file). Raises
+    :class:`macdma.sim.runner.CocotbTestFailure` when a check failed; its ``report``
+    attribute then holds what the bench recorded up to the failure."""
+    from .progress import PROGRESS_ENV, ProgressFollower
+    from .runner import CocotbTestFailure, run_cocotb
+
+    with tempfile.TemporaryDirectory() as scratch:
+        if record_path is None:
+            record_path = Path(scratch) / "soak.jsonl"
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        record_path.unlink(missing_ok=True)
+        env = {SOAK_ENV: config.to_json(), RECORD_ENV: str(record_path), "PYTHONUNBUFFERED": "1"}
+        follower = None
+        if on_progress is not None:
+            env[PROGRESS_ENV] = str(Path(scratch) / "progress.jsonl")
+            follower = ProgressFollower(Path(env[PROGRESS_ENV]), on_progress)
+            follower.start()
+        started = time.monotonic()
+        try:
+            result = run_cocotb(
+                top=SOAK_TOP,
+                test_module=SOAK_MODULE,
+                sim=sim,
+                extra_env=env,
+                log_path=log_path,
+                echo_log=echo_log,
+            )
+            wall = time.monotonic() - started - result.build_seconds
+        except CocotbTestFailure as error:
+            error.report = summarise(config, read_records(record_path), time.monotonic() - started)
+            raise
+        finally:
+            if follower is not None:
+                follower.stop()
+        return summarise(config, read_records(record_path), wall)
+
+
+def run_soak_command(args: argparse.Namespace) -> int:
+    """``macdma soak``: print the seed, run with a progress bar, print the summary."""
+    from .progress import RunProgress
+    from .runner import CocotbTestFailure
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    config = soak_config(args.frames, seed, args.faults)
+    log_path, record_path = soak_paths()
+    faults = f", faults {','.join(config.faults)}" if config.faults else ""
+    print(
+        f"macdma soak: {config.frames:,} frames per direction on {args.sim}, "
+        f"seed {seed}{faults} (replay: --frames {config.frames} --seed {seed})",
+        flush=True,
+    )
+    print(f"log: {log_path}", flush=True)
+    failed = interrupted = None
+    started = time.monotonic()
+    try:
+        with RunProgress(plain=args.verbose) as progress:
+            report = run_soak(
+                config,
+                sim=args.sim,
+                log_path=log_path,
+                record_path=record_path,
+                echo_log=args.verbose,
+                on_progress=progress.update,
+            )
+    except CocotbTestFailure as error:
+        failed, report = error, getattr(error, "report", None)
+    except KeyboardInterrupt:
+        # The simulator is gone (subprocess.run kills it); keep the segments it finished.
+        interrupted = True
+        report = summarise(config, read_records(record_path), time.monotonic() - started)
+    if report is not None:
+        print()
+        print(format_report(report))
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+            print(f"report written to {args.json}")
+    print(f"segments: {record_path}")
+    if interrupted:
+        print("macdma soak: interrupted", file=sys.stderr)
+        return 130
+    if failed is not None:
+        print(f"macdma soak failed: {failed.summary}\nlog: {log_path}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,7 @@
+"""Jumbo frames through ``macdma_soc`` (tests/cocotb/soc_jumbo_tb.py) on each simulator."""
+
+from cocotb_cases import run_cocotb_cases
+
+
+def test_soc_jumbo(cocotb_run, sim, subtests):
+    run_cocotb_cases(cocotb_run, subtests, top="macdma_soc", test_module="soc_jumbo_tb", sim=sim)
