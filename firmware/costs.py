@@ -8,7 +8,7 @@ accesses (added by the platform) takes any time.
 
 The clock is not part of the table: a CPU is a clock, cores and this table, described in
 a CPU file (``sim/cpus/<name>.toml``, docs/cpus.md); the shipped ones are calibrated
-against the field reports. Pure Python: no cocotb, no asyncio.
+against the field reports (docs/field-reports.md). Pure Python: no cocotb, no asyncio.
 """
 
 from __future__ import annotations

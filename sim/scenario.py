@@ -48,6 +48,11 @@ LINK_SPEEDS = (10, 100, 1000)
 TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
 #: Models that move frames both ways by themselves (their --direction stays "both").
 TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
+#: Models a window limits: stream (always, STREAM_WINDOW_SEGMENTS unless given) and forward
+#: (only when given: a TCP-like sender clocked by the frames coming back out).
+WINDOWED_TRAFFIC = ("stream", "forward")
+#: stream's window when --window is not given (segments in flight).
+STREAM_WINDOW_SEGMENTS = 64
 #: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
 ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
@@ -168,9 +173,11 @@ class Scenario:
         0.0, float, "offered rate of frame bytes (FCS excluded), TX and RX, 0 = as fast as "
         "possible (TX) / line rate (RX)", unit="Mb/s", low=0, high=max(LINK_SPEEDS),
     )  # fmt: skip
-    window: int = knob(
-        64, int, "stream: segments the sender keeps in flight", unit="segments", low=1,
-        high=4096,
+    window: int | None = knob(
+        None, int, "stream: segments the sender keeps in flight (none = "
+        f"{STREAM_WINDOW_SEGMENTS}); forward: frames the far end keeps in the router (none "
+        "= offered at line rate or --rate-mbps)", unit="frames", low=1, high=4096,
+        optional=True,
     )  # fmt: skip
     irq_core: int = knob(
         0, int, "core of the IRQ handler, NAPI poll, timers and polling loop (IRQ "
@@ -224,9 +231,10 @@ class Scenario:
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
             )
-        if self.traffic != "stream" and self.window != Scenario.window:
+        if self.traffic not in WINDOWED_TRAFFIC and self.window is not None:
             raise ValueError(
-                f"window {self.window} is only used by traffic stream, not {self.traffic}"
+                f"window {self.window} is only used by traffic stream or forward, "
+                f"not {self.traffic}"
             )
         from .cpus import load_cpu
 
@@ -285,6 +293,14 @@ class Scenario:
         """The far end offers the scenario's frames to the SoC's RX."""
         return self.traffic in TWO_WAY_TRAFFIC or self.direction in ("rx", "both")
 
+    @property
+    def window_frames(self) -> int | None:
+        """The window in force: stream's (``window`` or STREAM_WINDOW_SEGMENTS), forward's
+        when given, else None (no window)."""
+        if self.traffic == "stream":
+            return self.window or STREAM_WINDOW_SEGMENTS
+        return self.window if self.traffic == "forward" else None
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
@@ -313,7 +329,7 @@ class Scenario:
             )
             + (f", traffic {self.traffic}" if self.traffic != "pktgen" else "")
             + (f" at {self.rate_mbps:g} Mb/s offered" if self.rate_mbps else "")
-            + (f", window {self.window}" if self.traffic == "stream" else "")
+            + (f", window {self.window_frames}" if self.window_frames else "")
             + (
                 f", irq core {self.irq_core}, app core {self.app_core}"
                 if self.irq_core or self.app_core

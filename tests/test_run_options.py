@@ -127,7 +127,7 @@ def test_scenario_json_round_trip_and_unknown_fields():
 
 
 def test_presets_are_cost_tables_with_their_clock():
-    assert set(CPU_PRESETS) == {"ideal", "microblaze-66", "mips-router", "armv7-noncoherent"}
+    assert {"ideal", "microblaze-66", "mips-router", "armv7-noncoherent"} <= set(CPU_PRESETS)
     for name, spec in CPU_PRESETS.items():
         assert isinstance(spec.costs, CpuCosts) and cpu_preset(name) == (spec.clock_mhz, spec.costs)
     assert all(value == 0 for value in dataclasses.astuple(cpu_preset("ideal")[1]))

@@ -15,10 +15,10 @@ from macdma.sim.scenario import ACK_FRAME_BYTES, Scenario, compute_metrics
         ({"traffic": "tcp"}, "traffic must be one of pktgen, udp, stream, forward, rr; got 'tcp'"),
         ({"traffic": "stream", "direction": "rx"}, "traffic stream moves frames both ways"),
         ({"traffic": "forward", "frags": 1}, "traffic forward sends single-buffer frames"),
-        ({"traffic": "udp", "window": 8}, "window 8 is only used by traffic stream, not udp"),
+        ({"traffic": "udp", "window": 8}, "window 8 is only used by traffic stream or forward"),
         ({"rate_mbps": 200, "link_mbps": 100}, "rate_mbps 200 is above the link's 100 Mb/s"),
         ({"rate_mbps": -1.0}, "rate_mbps must be 0..1000 Mb/s"),
-        ({"window": 0, "traffic": "stream"}, "window must be 1..4096 segments; got 0"),
+        ({"window": 0, "traffic": "stream"}, "window must be 1..4096 frames; got 0"),
     ],
 )
 def test_bad_traffic_settings_are_refused_with_the_value(values, message):
@@ -29,7 +29,7 @@ def test_bad_traffic_settings_are_refused_with_the_value(values, message):
 def test_traffic_options_reach_the_scenario(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--traffic", "stream", "--window", "0"])
-    assert "--window: must be 1..4096 segments; got 0" in capsys.readouterr().err
+    assert "--window: must be 1..4096 frames; got 0" in capsys.readouterr().err
     scenario = Scenario(traffic="stream", window=8, rate_mbps=500)
     assert scenario.sends_rx and not scenario.sends_tx, "stream: data in, ACKs out"
     assert "traffic stream at 500 Mb/s offered, window 8" in scenario.describe()
@@ -91,3 +91,12 @@ def test_stream_ack_rate_is_counted_in_ack_bytes_and_goodput_in_segments():
     assert goodput == pytest.approx(1500 * 8 / segment_ns * 1e3, rel=0.01)
     assert metrics["tx"]["mbps"] == pytest.approx(60 * 8 / (2 * segment_ns) * 1e3, rel=0.01)
     assert metrics["tx"]["frame_bytes"] == ACK_FRAME_BYTES
+
+
+def test_a_window_is_stream_s_default_and_forward_s_choice():
+    assert Scenario(traffic="stream").window_frames == 64
+    assert Scenario(traffic="stream", window=8).window_frames == 8
+    assert Scenario(traffic="forward").window_frames is None  # open loop
+    forward = Scenario(traffic="forward", window=4)
+    assert forward.window_frames == 4 and "traffic forward, window 4" in forward.describe()
+    assert Scenario(traffic="pktgen").window_frames is None

@@ -392,7 +392,13 @@ class Udp(Pktgen):
 class Forward(Traffic):
     """A router: each received frame is forwarded in the NAPI poll (``forward_per_packet``,
     routing and NAT) and sent back out; while the queue is stopped frames wait in the
-    qdisc (QDISC_PACKETS, then dropped). Throughput is what leaves."""
+    qdisc (QDISC_PACKETS, then dropped). Throughput is what leaves.
+
+    The far end offers frames at line rate or ``rate_mbps`` (open loop, a UDP flood), or,
+    with ``window``, keeps at most that many frames inside the router: a frame coming back
+    out (or lost and counted) lets the next one in, as a TCP sender's ACK clock does
+    through a bottleneck router (no congestion control; a lost frame's slot is freed as
+    stream frees a lost segment's)."""
 
     name = "forward"
 
@@ -401,6 +407,37 @@ class Forward(Traffic):
         self.qdisc: deque = deque()
         self.forwarded = 0
         self.last_forwarded = -1
+        self.window = self.scenario.window_frames
+        self.returned = 0  # frames back out at the far end, or lost and counted
+        self.losses_seen = 0
+        self.returned_event = Event()
+
+    async def offer_rx(self) -> None:
+        if self.window is None:
+            await super().offer_rx()
+            return
+        started = get_sim_time("ns")
+        interval = self.interval_ns
+        for seq in range(self.frames):
+            while seq - self.returned >= self.window:
+                self.returned_event.clear()
+                timeout = Timer(round(STREAM_LOSS_CHECK_NS), "ns")
+                await First(self.returned_event.wait(), timeout)
+                if not self.returned_event.is_set():
+                    await self.count_lost()
+            if interval is not None:
+                due = started + seq * interval - get_sim_time("ns")
+                if due > 0:
+                    await Timer(round(due * 1000), "ps")
+            self.send_rx(seq)
+
+    async def count_lost(self) -> None:
+        """Nothing came back for STREAM_LOSS_CHECK_NS: frames lost since the last look
+        (counted by the hardware, flagged bad, or dropped by the qdisc) free their slots."""
+        lost = await self.hw_drops() + len(self.errored) + sum(self.drops.values())
+        if lost > self.losses_seen:
+            self.returned += lost - self.losses_seen
+            self.losses_seen = lost
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
         seq = self.check_rx(data, ok)
@@ -446,6 +483,8 @@ class Forward(Traffic):
                 self.last_forwarded = seq
             self.tx_wire.append(_wire_stamp(frame))
             self.tx_progress.tick(len(self.tx_wire))
+            self.returned += 1
+            self.returned_event.set()
             self.changed.set()
 
     async def finished(self) -> None:
@@ -466,6 +505,7 @@ class Forward(Traffic):
     def record(self) -> dict:
         record = super().record()
         record["tx"]["offered"] = len(self.received)  # the frames the router had to send
+        record["traffic"]["window_frames"] = self.window
         return record
 
 
@@ -537,7 +577,7 @@ class Stream(Traffic):
         self.acking = False
         self.ack_event = Event()
         # TCP's flow control: never more in flight than the receiver's socket can hold
-        self.window = min(self.scenario.window, self.socket_packets)
+        self.window = min(self.scenario.window_frames, self.socket_packets)
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
         seq = self.check_rx(data, ok)

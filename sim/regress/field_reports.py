@@ -40,7 +40,10 @@ ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 class Condition:
     """One condition of a field report: the point ``at`` selects in ``experiment``;
     ``figure`` maps :data:`FIGURE_KEYS` to the report's numbers (empty: a prediction);
-    ``mbps_metric`` is the metric reported as ``mbps``."""
+    ``mbps_metric`` is the metric reported as ``mbps``; ``payload_bytes`` (None: the whole
+    frame) the bytes of each ``frame_size``-byte frame the report's tool counts, e.g. 1448
+    of a 1514-byte TCP segment for iperf, so ``mbps`` is ``mbps_metric`` x payload_bytes /
+    frame_size."""
 
     report: str
     name: str
@@ -48,6 +51,15 @@ class Condition:
     at: dict
     figure: dict
     mbps_metric: str = "throughput_mbps"
+    payload_bytes: int | None = None
+    frame_size: int | None = None
+
+    @property
+    def payload_share(self) -> float:
+        """What share of the frame bytes ``mbps`` counts (1.0 without ``payload_bytes``)."""
+        if self.payload_bytes is None:
+            return 1.0
+        return self.payload_bytes / self.frame_size
 
     @property
     def calibration(self) -> bool:
@@ -73,10 +85,12 @@ def parse_conditions(
     report = table.get("report")
     raw = table.get("condition", [])
     mbps_metric = table.get("mbps_metric", "throughput_mbps")
+    payload_bytes = table.get("payload_bytes")
     if report is None:
-        if raw or "mbps_metric" in table:
-            key = "condition" if raw else "mbps_metric"
-            raise declaration_error(where, f'{key} needs report = "<field report id>"')
+        misplaced = ["condition"] if raw else []
+        misplaced += [key for key in ("mbps_metric", "payload_bytes") if key in table]
+        if misplaced:
+            raise declaration_error(where, f'{misplaced[0]} needs report = "<field report id>"')
         return None, (), ()
     if not isinstance(report, str) or not ID_PATTERN.match(report):
         raise declaration_error(
@@ -87,6 +101,19 @@ def parse_conditions(
             f"{where} mbps_metric",
             f"must be one of {', '.join(MBPS_METRICS)}, got {mbps_metric!r}",
         )
+    frame_size = base.get("frame_size")
+    if payload_bytes is not None:
+        if "frame_size" in sweep or frame_size is None:
+            raise declaration_error(
+                f"{where} payload_bytes", "needs frame_size fixed in the experiment (not swept)"
+            )
+        whole = isinstance(payload_bytes, int) and not isinstance(payload_bytes, bool)
+        if not whole or not 1 <= payload_bytes <= frame_size:
+            raise declaration_error(
+                f"{where} payload_bytes",
+                f"must be a whole number of bytes 1..frame_size ({frame_size}), "
+                f"got {payload_bytes!r}",
+            )
     if not isinstance(raw, list) or not raw:
         raise declaration_error(where, "report needs at least one [[experiment.condition]]")
     conditions, expectations, names = [], [], set()
@@ -131,7 +158,9 @@ def parse_conditions(
                 raise declaration_error(
                     f"{here} figure.{key}", f"must be a number > 0{allowed}, got {value!r}"
                 )
-        condition = Condition(report, name, experiment, at, dict(figure), mbps_metric)
+        condition = Condition(
+            report, name, experiment, at, dict(figure), mbps_metric, payload_bytes, frame_size
+        )
         conditions.append(condition)
         for key, value in figure.items():
             context = f"{report} {name} (calibration)"
@@ -147,6 +176,17 @@ def parse_conditions(
                 # depends on the frame size and the link).
                 expectation = Within(
                     **common, metric=MBPS_METRICS[mbps_metric], value=100.0, shown="line rate"
+                )
+            elif key == "mbps" and payload_bytes is not None:
+                # The report counts payload; the metric counts frame bytes: compare the
+                # figure converted to frame bytes.
+                frames = float(value) / condition.payload_share
+                shown = (
+                    f"{frames:,.1f} Mb/s of {frame_size}-byte frames "
+                    f"(the report's {value:,g} Mb/s of {payload_bytes}-byte payload)"
+                )
+                expectation = Within(
+                    **common, metric=condition.metric(key), value=frames, shown=shown
                 )
             else:
                 expectation = Within(**common, metric=condition.metric(key), value=float(value))
@@ -170,7 +210,10 @@ class FieldReportRow:
             return None
         if key == "cpu_pct":
             return cpu_pct(self.result["metrics"])[0]
-        return self.result["summary"].get(self.condition.metric(key))
+        value = self.result["summary"].get(self.condition.metric(key))
+        if key == "mbps" and value is not None:
+            value *= self.condition.payload_share
+        return value
 
     def cpu_pct_source(self) -> str | None:
         return cpu_pct(self.result["metrics"])[1] if self.ok else None
