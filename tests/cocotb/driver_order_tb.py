@@ -21,8 +21,8 @@ from cocotb.triggers import with_timeout
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig, MacDmaDriver
 from macdma.sim.benches.gmii import GMII_1000
-from macdma.sim.benches.scenario_tb import TX_SOURCE, make_frame
 from macdma.sim.benches.soc import SocBench
+from macdma.sim.benches.traffic import TX_SOURCE, make_frame
 from macdma.sim.cpu import CpuModel
 from macdma.sim.platform_cocotb import CocotbPlatform
 
