@@ -24,7 +24,7 @@ from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
 from macdma.hdl.dma.rx_fifo import RxFrameFifo
 from macdma.hdl.dma.tx_channel import TxDmaChannel
-from macdma.hdl.regmap import port_name
+from macdma.hdl.regmodel import port_name
 
 
 @contextmanager

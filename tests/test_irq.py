@@ -28,7 +28,8 @@ from macdma.hdl.dma.irq import (
     connect_csr_bank,
     irq_causes_layout,
 )
-from macdma.hdl.regmap import IRQ_MODE, REGISTER_MAP, Block, Field, Register, RegisterMap
+from macdma.hdl.regmap import IRQ_MODE, REGISTER_MAP
+from macdma.hdl.regmodel import Block, Field, Register, RegisterMap
 
 STROBES = ("desc_done", "desc_ioc", "frame_done", "error")
 A = REGISTER_MAP.address

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from macdma.firmware.driver import MAX_IRQ_MIN_INTERVAL_US
-from macdma.hdl import regmap_gen
-from macdma.hdl.regmap import (
-    REGISTER_MAP,
+from macdma.hdl.regmap import REGISTER_MAP
+from macdma.hdl.regmodel import (
     Block,
     Enumeration,
     EnumValue,
@@ -20,6 +19,7 @@ from macdma.hdl.regmap import (
     RegisterMap,
     cfg_error_register,
 )
+from macdma.sim import regmap_gen
 from macdma.sim.scenario import IRQ_MIN_INTERVAL_MAX_US
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,7 +199,7 @@ def test_driver_and_scenario_accept_the_intervals_the_hardware_accepts():
 
 def test_generated_files_are_up_to_date():
     result = subprocess.run(
-        [sys.executable, "-m", "macdma.hdl.regmap_gen", "--check", "--root", str(ROOT)],
+        [sys.executable, "-m", "macdma.sim.regmap_gen", "--check", "--root", str(ROOT)],
         capture_output=True,
         text=True,
     )
@@ -248,7 +248,7 @@ def test_c_header_compiles_and_agrees_with_the_map(tmp_path):
 
 def test_python_constants_agree_with_the_map():
     from macdma.firmware import regs
-    from macdma.hdl.regmap import field_key, register_key
+    from macdma.hdl.regmodel import field_key, register_key
 
     for block, reg in REGISTER_MAP.iter_registers():
         key = register_key(block, reg)
@@ -275,7 +275,7 @@ def test_driver_constants_and_generator_import_without_amaranth():
     # A None entry in sys.modules makes any `import amaranth` raise ImportError.
     code = (
         "import sys; sys.modules['amaranth'] = None\n"
-        "import macdma.firmware.regs as r, macdma.hdl.regmap_gen as g\n"
+        "import macdma.firmware.regs as r, macdma.sim.regmap_gen as g\n"
         "assert r.TX_TAIL == 0x110 and g.outputs()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -293,7 +293,7 @@ def test_generated_python_is_ruff_clean():
 def test_docs_list_every_register_and_the_cfg_error_bits():
     text = (ROOT / regmap_gen.DOCS_OUTPUT).read_text()
     for block, reg in REGISTER_MAP.iter_registers():
-        from macdma.hdl.regmap import register_key
+        from macdma.hdl.regmodel import register_key
 
         assert f"| 0x{block.base + reg.offset:03X} | **{register_key(block, reg)}** |" in text
     assert "- bit 1: `tx_ring_size`" in text

@@ -7,12 +7,12 @@ flattens the interface as ``s_axil_<member>`` matches cocotbext-axi's
 ``AxiLiteBus.from_prefix(dut, "s_axil")``.
 
 :class:`CsrBank` is a ``wiring.Component`` built from a
-:class:`~macdma.hdl.regmap.RegisterMap` (by default :data:`~macdma.hdl.regmap.REGISTER_MAP`).
+:class:`~macdma.hdl.regmodel.RegisterMap` (by default :data:`~macdma.hdl.regmap.REGISTER_MAP`).
 
 Ports
 -----
 ``bus``: ``In(AxiLiteSignature(addr_width, 32))``. Then one flat port per field, named by
-:func:`macdma.hdl.regmap.port_name`: the lower-case ``<block>_<register>_<field>``, where the
+:func:`macdma.hdl.regmodel.port_name`: the lower-case ``<block>_<register>_<field>``, where the
 block prefix is not repeated if the register name starts with it, and the field part is
 dropped when the field is named like its register. Examples::
 
@@ -69,7 +69,8 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..regmap import REGISTER_BITS, REGISTER_MAP, Field, RegisterMap, port_name
+from ..regmap import REGISTER_MAP
+from ..regmodel import REGISTER_BITS, Field, RegisterMap, port_name
 
 __all__ = ["RESP_OKAY", "RESP_SLVERR", "AxiLiteSignature", "CsrBank"]
 
@@ -176,7 +177,7 @@ class CsrBank(wiring.Component):
     behaviour. Use :meth:`port` to look a field's port up by register key.
 
     Parameters:
-        regmap:     the :class:`~macdma.hdl.regmap.RegisterMap` to implement.
+        regmap:     the :class:`~macdma.hdl.regmodel.RegisterMap` to implement.
         addr_width: AXI4-Lite byte address width; the map's window must fit. Addresses
                     beyond the window are undefined offsets (SLVERR).
     """

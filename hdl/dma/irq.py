@@ -41,7 +41,8 @@ from amaranth import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..regmap import REGISTER_MAP, RegisterMap, port_name
+from ..regmap import REGISTER_MAP
+from ..regmodel import RegisterMap, port_name
 
 __all__ = [
     "IrqMode",

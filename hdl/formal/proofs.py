@@ -19,7 +19,8 @@ from ..dma.axi_reader import AxiBurstReader
 from ..dma.axi_writer import AxiBurstWriter
 from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
 from ..dma.prefetch_fifo import AsyncPrefetchFifo
-from ..regmap import REGISTER_MAP, port_name
+from ..regmap import REGISTER_MAP
+from ..regmodel import port_name
 from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties

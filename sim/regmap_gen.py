@@ -8,18 +8,18 @@ Outputs (paths relative to the repository root):
 
 Usage::
 
-    python -m macdma.hdl.regmap_gen            # (re)write the outputs
-    python -m macdma.hdl.regmap_gen --check    # exit 1 if any output is stale
+    python -m macdma.sim.regmap_gen            # (re)write the outputs
+    python -m macdma.sim.regmap_gen --check    # exit 1 if any output is stale
 
 Constant names (Python without, C with the ``MACDMA_`` prefix), using the register and
-field keys of :mod:`macdma.hdl.regmap`:
+field keys of :mod:`macdma.hdl.regmodel`:
 
 * ``<BLOCK>_BASE``: block base address; ``<REG>``: register byte address;
   ``<REG>_RESET_VALUE``: the register word after reset (omitted when every field is
   supplied by the hardware);
 * ``<FIELD>_SHIFT``, ``<FIELD>_WIDTH``, ``<FIELD>_MASK`` (in place) and
   ``<FIELD>_RESET_VALUE`` (not shifted; omitted for hardware-supplied fields);
-* enumerations: a Python ``IntEnum`` per :class:`~macdma.hdl.regmap.Enumeration`, and
+* enumerations: a Python ``IntEnum`` per :class:`~macdma.hdl.regmodel.Enumeration`, and
   ``MACDMA_<ENUM>_<VALUE>`` in C (``MACDMA_DMA_ERROR_CODE_ZERO_LENGTH_DESC``).
 
 This module is pure Python: it imports the map, never Amaranth.
@@ -33,8 +33,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .regmap import (
-    REGISTER_MAP,
+from macdma.hdl.regmap import REGISTER_MAP
+from macdma.hdl.regmodel import (
     Block,
     Enumeration,
     Field,
@@ -55,7 +55,7 @@ __all__ = [
     "main",
 ]
 
-GENERATOR = "python -m macdma.hdl.regmap_gen"
+GENERATOR = "python -m macdma.sim.regmap_gen"
 SOURCE = "hdl/regmap.py"
 PYTHON_OUTPUT = Path("firmware/regs.py")
 C_OUTPUT = Path("firmware/include/macdma_regs.h")
