@@ -8,6 +8,7 @@ import pytest
 from amaranth import *
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+from unbuilt import rejected
 
 from macdma.hdl.dma.rx_fifo import RxFrameFifo
 from macdma.hdl.mac.frame import RxError
@@ -362,7 +363,7 @@ def test_rx_reset_ends_a_partly_delivered_frame():
     ],
 )
 def test_bad_parameters(kwargs):
-    with pytest.raises(ValueError, match=str(next(iter(kwargs.values())))):
+    with rejected(ValueError, str(next(iter(kwargs.values())))):
         RxFrameFifo(**kwargs)
 
 

@@ -122,14 +122,9 @@ def _route_response(m, inputs, o, prefix, id_width_in, names):
 
 class _ArbiterBase(wiring.Component):
     def __init__(self, signature_cls, n, addr_width, data_width, id_width_in, extra=None):
-        try:
-            _check_params(type(self), n, addr_width, data_width, id_width_in)
-            if extra is not None:
-                extra()
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
+        _check_params(type(self), n, addr_width, data_width, id_width_in)
+        if extra is not None:
+            extra()
         self._n = n
         self._addr_width = addr_width
         self._data_width = data_width

@@ -34,12 +34,7 @@ class AxiMover(wiring.Component):
     stream and its AXI half in :meth:`data_members`, called once the parameters passed."""
 
     def __init__(self, data_width: int, addr_width: int, max_outstanding: int):
-        try:
-            check_mover_params(data_width, addr_width, max_outstanding)
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
+        check_mover_params(data_width, addr_width, max_outstanding)
         self._data_width = data_width
         self._addr_width = addr_width
         self._max_outstanding = max_outstanding

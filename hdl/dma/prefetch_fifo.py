@@ -66,7 +66,6 @@ class AsyncPrefetchFifo(wiring.Component):
 
     def __init__(self, width: int, depth: int, *, w_domain: str, r_domain: str):
         if not isinstance(depth, int) or depth < 4 or depth & (depth - 1):
-            self._MustUse__silence = True  # no "created but never used" warning at GC
             raise ValueError(f"depth must be a power of two of at least 4, not {depth!r}")
         self._width = width
         self._depth = depth

@@ -89,14 +89,9 @@ class RxFrameFifo(wiring.Component):
     """
 
     def __init__(self, data_width: int = 32, depth_bytes: int = 4096, *, checksum: bool = False):
-        try:
-            if not isinstance(checksum, bool):
-                raise ValueError(f"checksum must be True or False, not {checksum!r}")
-            check_fifo_params(data_width, depth_bytes)
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
+        if not isinstance(checksum, bool):
+            raise ValueError(f"checksum must be True or False, not {checksum!r}")
+        check_fifo_params(data_width, depth_bytes)
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         self._memory_words = depth_bytes // (data_width // 8)
