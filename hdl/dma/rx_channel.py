@@ -121,8 +121,8 @@ class RxDmaChannel(wiring.Component):
     * Out of descriptors mid-frame (after one re-read of the ring): the channel stops writing,
       writes the current (full) buffer back as EOP with ``error`` = 1 and ``rx_truncated``
       = 1 (``frame_length`` = bytes written), then consumes and discards the rest of the
-      frame. NOTE: this deliberately differs from the "wait for the next descriptor"
-      wording of docs/descriptors.md: waiting would jam the FIFO for every later frame.
+      frame (docs/descriptors.md): waiting for a descriptor instead would jam the FIFO for
+      every later frame.
     * Buffers shorter than 64 bytes halt with RX_BUFFER_TOO_SMALL when their descriptor comes
       up for use; queued writes still drain (HEAD ends at that descriptor).
     * AXI errors: descriptor fetch -> DESC_FETCH_BUS_ERROR, frame data write ->
