@@ -55,6 +55,7 @@ __all__ = [
     "MDIO_POLL_NS",
     "DriverConfig",
     "DriverStats",
+    "FlowControlUnsupportedError",
     "IrqStrategy",
     "MacDmaDriver",
     "MdioTimeoutError",
@@ -99,6 +100,19 @@ MAX_IRQ_MIN_INTERVAL_US = 10_000
 #: PREFETCH's valid values are 1..this (the register map; tests/test_knobs.py checks the
 #: two agree). A larger value than FEATURES.max_prefetch is accepted and clamped by the DMA.
 MAX_PREFETCH = 16
+
+
+#: 802.3x flow control as open() programs it (DriverConfig.flow_control): the register
+#: map's reset values, written anyway so a re-open does not inherit another setting.
+#: XOFF quanta 65535 (33.6 ms at 1 Gb/s; e1000/igb send the same 0xFFFF), refreshed every
+#: 32767 quanta while the RX FIFO stays full; XOFF at 1024 bytes in the RX FIFO, XON
+#: below 512: with the 4 KiB RX FIFO of the default build that leaves room for the two
+#: full frames that can still arrive after the XOFF (docs/registers.md, MAC_FC_WATER).
+FC_QUANTA_VALUE = regs.MAC_FC_QUANTA_RESET_VALUE
+FC_WATER_VALUE = regs.MAC_FC_WATER_RESET_VALUE
+#: Both directions, as ``ethtool -A <dev> rx on tx on``: honour received PAUSE frames,
+#: send them when the RX FIFO backs up (and hold a frame without a buffer in the FIFO).
+FC_CTRL_VALUE = regs.MAC_FC_CTRL_RX_PAUSE_MASK | regs.MAC_FC_CTRL_TX_PAUSE_MASK
 
 
 def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) -> None:
@@ -279,6 +293,11 @@ class DriverConfig:
         linearize: copy a fragmented TX frame into one buffer before xmit (a device
             without scatter-gather: skb_linearize, charged ``per_byte_linearize``) and
             post it as one descriptor; False = one descriptor per fragment.
+        flow_control: 802.3x PAUSE both ways at open (MAC_FC_CTRL rx_pause and tx_pause,
+            with FC_QUANTA_VALUE and FC_WATER_VALUE); open raises
+            :class:`FlowControlUnsupportedError` on a build without
+            ID_FEATURES.flow_control. False leaves the MAC_FC_* registers alone (reset:
+            off).
     """
 
     tx_ring: int = 256
@@ -299,6 +318,7 @@ class DriverConfig:
     tx_clean_lock: str = "frozen"
     rx_per_irq: int | None = None
     linearize: bool = False
+    flow_control: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -344,6 +364,8 @@ class DriverConfig:
                 )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
+        if not isinstance(self.flow_control, bool):
+            raise ValueError(f"DriverConfig.flow_control = {self.flow_control!r} must be a bool")
 
 
 @dataclass
@@ -616,6 +638,10 @@ OnReceive = Callable[[bytes, bool, RxFrameMeta], Any]
 Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
+class FlowControlUnsupportedError(RuntimeError):
+    """DriverConfig.flow_control asked for on hardware built without it (-EOPNOTSUPP)."""
+
+
 class MdioTimeoutError(TimeoutError):
     """MDIO_STATUS.busy stayed set for :data:`MDIO_POLL_LIMIT` polls (-ETIMEDOUT)."""
 
@@ -775,6 +801,8 @@ class MacDmaDriver:
         await self._mmio_write(regs.IRQ_RX_COALESCE, coalesce)
         await self._mmio_write(regs.IRQ_SYS_CLK_MHZ, cfg.sys_clk_mhz)
         await self._mmio_write(regs.IRQ_MIN_INTERVAL, cfg.irq_min_interval_us)
+        if cfg.flow_control:
+            await self._configure_flow_control()  # quasi-static: before the MAC runs
         mac_ctrl = regs.MAC_CTRL_TX_ENABLE_MASK | regs.MAC_CTRL_RX_ENABLE_MASK
         if cfg.mii:
             mac_ctrl |= regs.MAC_CTRL_MII_SELECT_MASK
@@ -787,6 +815,20 @@ class MacDmaDriver:
         await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RUN_MASK)
         await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RUN_MASK)
         self.is_open = True
+
+    async def _configure_flow_control(self) -> None:
+        """802.3x PAUSE both ways (DriverConfig.flow_control), after checking the build
+        has it (ID_FEATURES.flow_control)."""
+        features = await self._mmio_read(regs.ID_FEATURES)
+        if not features & regs.ID_FEATURES_FLOW_CONTROL_MASK:
+            raise FlowControlUnsupportedError(
+                "flow control asked for, but this macdma build has none "
+                f"(ID_FEATURES = 0x{features:08x}, flow_control bit clear): build the SoC "
+                "with SocParams(flow_control=True) or open with flow_control off"
+            )
+        await self._mmio_write(regs.MAC_FC_QUANTA, FC_QUANTA_VALUE)
+        await self._mmio_write(regs.MAC_FC_WATER, FC_WATER_VALUE)
+        await self._mmio_write(regs.MAC_FC_CTRL, FC_CTRL_VALUE)
 
     @staticmethod
     def _rx_coalesce_value(frames: int, us: int) -> int:

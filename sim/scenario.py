@@ -25,6 +25,7 @@ from .knobs import driver_settings, knob, knobs_of, register_range
 
 __all__ = [
     "DIRECTIONS",
+    "FLOW_CONTROL_SETTINGS",
     "IRQ_MIN_INTERVAL_MAX_US",
     "IRQ_STRATEGIES",
     "LINK_SPEEDS",
@@ -44,6 +45,8 @@ DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
 TX_CLEAN_LOCKS = ("queue", "frozen")
 LINK_SPEEDS = (10, 100, 1000)
+#: flow_control: 802.3x PAUSE off, or on both ways (DriverConfig.flow_control).
+FLOW_CONTROL_SETTINGS = ("off", "on")
 #: The traffic models (docs/traffic.md; the bench's sim/benches/traffic.py).
 TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
 #: Models that move frames both ways by themselves (their --direction stays "both").
@@ -202,6 +205,11 @@ class Scenario:
         "copy fragmented TX frames into one buffer (no scatter-gather)",
         driver="linearize",
     )
+    flow_control: str = knob(
+        "off", str, "802.3x PAUSE both ways (the driver's MAC_FC_*; the far end honours the "
+        "SoC's PAUSE frames); needs a build with ID_FEATURES.flow_control",
+        choices=FLOW_CONTROL_SETTINGS, driver="flow_control", to_driver=lambda fc: fc == "on",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
@@ -338,6 +346,7 @@ class Scenario:
             + (f", tx clean lock {self.tx_clean_lock}" if self.tx_clean_lock != "frozen" else "")
             + (f", rx per irq {self.rx_per_irq}" if self.rx_per_irq is not None else "")
             + (", linearize" if self.linearize else "")
+            + (", flow control on" if self.flow_control == "on" else "")
             + f", on {self.sim}"
         )
 
@@ -696,7 +705,52 @@ def compute_metrics(record: dict) -> dict:
             "wire": wire,
         }
     result["traffic"] = _traffic_metrics(scenario, record, result, window)
+    result["flow_control"] = _flow_control_metrics(scenario, record, window)
     return result
+
+
+def paused_intervals_ns(pauses: list, quantum_ps: float) -> list[tuple[float, float]]:
+    """When the far end was paused, as (start ns, end ns) intervals: each PAUSE frame
+    (end ps, quanta) holds it from its last byte for its quanta, or until the next PAUSE
+    replaces its time (an XON, 0 quanta, ends the pause there; a refresh restarts it)."""
+    intervals = []
+    for index, (end_ps, quanta) in enumerate(pauses):
+        until_ps = end_ps + quanta * quantum_ps
+        if index + 1 < len(pauses):
+            until_ps = min(until_ps, pauses[index + 1][0])
+        if until_ps > end_ps:
+            intervals.append((end_ps / 1e3, until_ps / 1e3))
+    return intervals
+
+
+def _flow_control_metrics(scenario: Scenario, record: dict, window: dict) -> dict:
+    """802.3x (docs/driver-model.md): the PAUSE frames the SoC sent (its STATS_TX_XOFF /
+    STATS_TX_XON counters, whole run) and how long they held the far end, over the run
+    and as a share of the measurement window."""
+    counters = record.get("counters", {})
+    peer = record.get("peer")
+    xoff, xon = counters.get("STATS_TX_XOFF", 0), counters.get("STATS_TX_XON", 0)
+    metrics: dict = {
+        "enabled": scenario.flow_control == "on",
+        "xoff_sent": xoff,
+        "xon_sent": xon,
+        "pause_frames_sent": xoff + xon,
+        "partner_paused_us": 0.0,
+        "partner_paused_pct": 0.0,
+        "partner_stalled_us": 0.0,
+    }
+    if peer is None:
+        return metrics
+    intervals = paused_intervals_ns(peer["pauses"], peer["quantum_ps"])
+    start, end = window["start_ns"], window["end_ns"]
+    inside = sum(max(0.0, min(b, end) - max(a, start)) for a, b in intervals)
+    metrics.update(
+        pause_frames_seen=len(peer["pauses"]),
+        partner_paused_us=sum(b - a for a, b in intervals) / 1e3,
+        partner_paused_pct=100.0 * inside / (end - start) if end > start else 0.0,
+        partner_stalled_us=peer["stalled_ps"] / 1e6,
+    )
+    return metrics
 
 
 def _slot_share(scenario: Scenario, frame_bytes: int) -> float:
@@ -835,6 +889,13 @@ def format_summary(metrics: dict) -> str:
         drops = ", ".join(f"{n} {c}" for n, c in sorted(traffic.get("drops", {}).items()))
         parts.append(f"software drops: {drops or 'none'}")
         lines.append("; ".join(parts))
+    flow = metrics.get("flow_control", {})
+    if flow.get("enabled"):
+        lines.append(
+            f"flow control: {flow['xoff_sent']} XOFF + {flow['xon_sent']} XON sent; far end "
+            f"paused {flow['partner_paused_us']:,.1f} us ({flow['partner_paused_pct']:.1f}% "
+            f"of the window), held a ready frame {flow['partner_stalled_us']:,.1f} us"
+        )
     rate = metrics.get("sim_ns_per_wall_second")
     lines.append(
         f"{metrics['sim_ns'] or 0:,.0f} simulated ns in {metrics['wall_seconds'] or 0:.1f} s "

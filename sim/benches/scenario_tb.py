@@ -217,7 +217,14 @@ async def test_scenario(dut):
 
     counters = {
         name: await bench.read_reg(getattr(regs, name))
-        for name in ("RX_DROPS", "RX_FIFO_OVERFLOWS", "TX_DROPS", "STATS_TX_UNDERRUNS")
+        for name in (
+            "RX_DROPS",
+            "RX_FIFO_OVERFLOWS",
+            "TX_DROPS",
+            "STATS_TX_UNDERRUNS",
+            "STATS_TX_XOFF",  # 802.3x PAUSE frames the SoC sent
+            "STATS_TX_XON",
+        )
     }
     rings = {}
     for channel in ("TX", "RX"):

@@ -12,6 +12,11 @@ one CPU context (``process``; the stack's own work, in the driver's NAPI poll, i
 A model exposes ``on_receive`` (the driver's stack callback), :meth:`Traffic.start`
 (the tasks the bench waits for) and :meth:`Traffic.record` (the raw facts for
 :func:`macdma.sim.scenario.compute_metrics`).
+
+With ``flow_control`` on, the far end's MAC honours 802.3x PAUSE
+(:class:`~macdma.sim.benches.pausing_peer.PausingPeer`): its RX frames go out one at a
+time, held at a frame boundary while a PAUSE from the SoC is in force, and the SoC's
+PAUSE frames are taken off the TX wire before the models read it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
+from macdma.sim.benches.pausing_peer import PausingPeer
 from macdma.sim.progress import PROGRESS_ENV
 from macdma.sim.scenario import ACK_FRAME_BYTES, Scenario
 
@@ -138,6 +144,11 @@ class Traffic:
         self.socket: deque = deque()
         truesize = scenario.rx_buf_bytes + SKB_TRUESIZE_BYTES
         self.socket_packets = max(1, SOCKET_RCVBUF_BYTES // truesize)
+        # the far end's 802.3x MAC control, when the scenario turns flow control on
+        self.peer: PausingPeer | None = None
+        if scenario.flow_control == "on":
+            self.peer = PausingPeer(bench.rx_source, bench.tx_sink, scenario.byte_time_ns)
+            self.peer.start()
 
     def attach(self, driver) -> None:
         self.driver = driver
@@ -162,8 +173,16 @@ class Traffic:
             }
 
         data = make_frame(RX_SOURCE, seq, self.scenario.frame_size)
-        self.bench.rx_source.send_nowait(GmiiFrame.from_payload(data, tx_complete=done))
+        frame = GmiiFrame.from_payload(data, tx_complete=done)
+        (self.peer or self.bench.rx_source).send_nowait(frame)
         self.rx_sent += 1
+
+    async def recv_tx(self):
+        """The next frame the SoC put on its TX wire (a PAUSE frame is the far end's MAC
+        control's, never a model's)."""
+        if self.peer is not None:
+            return await self.peer.recv_tx()
+        return await self.bench.tx_sink.recv()
 
     async def offer_rx(self) -> None:
         """Every RX frame at ``rate_mbps`` offered (all at once for line rate)."""
@@ -185,7 +204,7 @@ class Traffic:
         """Every RX frame offered is delivered, flagged, or counted as dropped somewhere."""
         while self.rx_sent < self.frames:
             await Timer(5, "us")
-        await self.bench.rx_source.wait()
+        await (self.peer or self.bench.rx_source).wait()
         while True:
             accounted = len(self.received) + len(self.errored) + sum(self.drops.values())
             if accounted >= self.frames or accounted + await self.hw_drops() >= self.frames:
@@ -296,6 +315,12 @@ class Traffic:
                 "received": self.received,
                 "errored": len(self.errored),
             }
+        if self.peer is not None:
+            record["peer"] = {
+                "pauses": self.peer.pauses,  # (end ps, quanta) of each PAUSE the SoC sent
+                "quantum_ps": self.peer.quantum_ps,
+                "stalled_ps": self.peer.stalled_ps,
+            }
         return record
 
 
@@ -327,7 +352,7 @@ class Pktgen(Traffic):
 
     async def collect_tx(self) -> None:
         for seq in range(self.frames):
-            frame = await self.bench.tx_sink.recv()
+            frame = await self.recv_tx()
             self.check_tx(frame, TX_SOURCE, seq, self.scenario.frame_size)
             self.tx_wire.append(_wire_stamp(frame))
             self.tx_progress.tick(seq + 1)
@@ -474,7 +499,7 @@ class Forward(Traffic):
 
     async def collect_tx(self) -> None:
         while True:
-            frame = await self.bench.tx_sink.recv()
+            frame = await self.recv_tx()
             seq = frame_seq(bytes(frame.get_payload()))
             if seq is None or seq <= self.last_forwarded:
                 self.errors.append(f"forwarded frame {seq} after {self.last_forwarded}: reordered")
@@ -536,7 +561,7 @@ class RequestResponse(Traffic):
         for seq in range(self.frames):
             self.send_rx(seq)
             self.tx_offered += 1
-            frame = await self.bench.tx_sink.recv()
+            frame = await self.recv_tx()
             self.check_tx(frame, TX_SOURCE, seq, self.scenario.frame_size)
             stamp = _wire_stamp(frame)
             self.tx_wire.append(stamp)
@@ -598,7 +623,7 @@ class Stream(Traffic):
 
     async def acks(self) -> None:
         while True:
-            frame = await self.bench.tx_sink.recv()
+            frame = await self.recv_tx()
             ack = frame_seq(bytes(frame.get_payload()))
             if ack is None or ack <= self.last_ack:
                 self.errors.append(f"stream: ACK {ack} after {self.last_ack}: out of order")

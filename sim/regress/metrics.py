@@ -27,6 +27,8 @@ METRICS = {
         Metric("rx_mbps", "RX throughput", "Mb/s"),
         Metric("rx_line_rate_pct", "RX line rate", "%"),
         Metric("frames_dropped", "frames dropped", "frames"),
+        Metric("pause_frames", "PAUSE frames sent (XOFF + XON)", "frames"),
+        Metric("partner_paused_pct", "far end paused by PAUSE", "%"),
         Metric("irqs_per_packet", "IRQs per packet", "IRQs/packet"),
         Metric("irqs_per_second", "IRQ rate", "IRQs/s"),
         Metric("cycles_per_packet", "CPU cycles per packet", "cycles"),
@@ -77,6 +79,7 @@ def summarise(metrics: dict) -> dict:
     cpu_hz = cpu["mhz"] * 1e6
     cycles = cpu["cycles_per_packet"]
     bus = metrics["bus"]
+    flow = metrics.get("flow_control", {})  # absent from runs recorded before 802.3x
     return {
         "throughput_mbps": main["mbps"] if main else 0.0,
         "throughput_ci_mbps": main["mbps_ci"] if main else None,
@@ -86,6 +89,8 @@ def summarise(metrics: dict) -> dict:
         "rx_mbps": rx["mbps"] if rx else None,
         "rx_line_rate_pct": rx["percent_of_line_rate"] if rx else None,
         "frames_dropped": sum(d["frames_dropped"] for d in (tx, rx) if d is not None),
+        "pause_frames": flow.get("pause_frames_sent"),
+        "partner_paused_pct": flow.get("partner_paused_pct"),
         "irqs_per_packet": metrics["irqs_per_packet"],
         "irqs_per_second": metrics["irqs_per_second"],
         "cycles_per_packet": cycles,

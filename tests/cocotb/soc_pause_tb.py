@@ -10,21 +10,16 @@ the partner and every frame arrives.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 
 import cocotb
-from cocotb.triggers import ClockCycles, Timer, with_timeout
+from cocotb.triggers import Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
-from macdma.hdl.mac.flow_control import (
-    MAC_CONTROL_ETHERTYPE,
-    PAUSE_MULTICAST_ADDRESS,
-    QUANTUM_BIT_TIMES,
-)
 from macdma.sim.benches.gmii import GMII_1000
+from macdma.sim.benches.pausing_peer import PausingPeer
 from macdma.sim.benches.soc import SocBench
 
 RX_RING = 0x2000
@@ -42,44 +37,6 @@ STATION = 0x02AABBCCDDEE
 def payload(length: int, seed: int) -> bytes:
     rng = random.Random(seed * 7919 + length)
     return bytes(rng.getrandbits(8) for _ in range(length))
-
-
-@dataclass
-class PausingPeer:
-    """The link partner: a GMII source that honours PAUSE frames from the SoC's TX wire."""
-
-    bench: SocBench
-    byte_time_ns: int
-    paused_until_ps: int = 0
-    pauses: list[tuple[int, int]] = field(default_factory=list)  # (time ps, quanta)
-    paused_ps: int = 0  # time spent waiting to start a frame
-
-    def start(self):
-        cocotb.start_soon(self._watch_pause_frames())
-
-    async def _watch_pause_frames(self):
-        while True:
-            frame = await self.bench.tx_sink.recv()
-            data = frame.get_payload()
-            assert frame.check_fcs(), "bad FCS on a frame the SoC sent"
-            assert data[:6] == PAUSE_MULTICAST_ADDRESS.to_bytes(6, "big"), data.hex()
-            assert data[6:12] == STATION.to_bytes(6, "big"), "PAUSE source is not MAC_ADDR"
-            assert data[12:16] == bytes([*MAC_CONTROL_ETHERTYPE.to_bytes(2, "big"), 0, 1])
-            quanta = int.from_bytes(data[16:18], "big")
-            self.pauses.append((frame.sim_time_end, quanta))
-            quantum_ps = QUANTUM_BIT_TIMES * self.byte_time_ns * 1000 // 8
-            self.paused_until_ps = frame.sim_time_end + quanta * quantum_ps
-
-    async def send(self, frames: list[bytes]):
-        for data in frames:
-            waited_from = get_sim_time("ps")
-            while get_sim_time("ps") < self.paused_until_ps:
-                await Timer(100, "ns")
-            self.paused_ps += get_sim_time("ps") - waited_from
-            sent = []
-            await self.bench.rx_source.send(GmiiFrame.from_payload(data, tx_complete=sent.append))
-            while not sent:
-                await ClockCycles(self.bench.dut.rx_clk, 4)
 
 
 async def slow_host(bench: SocBench, ring, received: list[bytes]):
@@ -106,13 +63,15 @@ async def overload(dut, flow_control: bool) -> dict:
         ring.post(Descriptor.rx(RX_DATA + index * BUFFER_BYTES, BUFFER_BYTES))
     await ring.doorbell()
 
-    peer = PausingPeer(bench, GMII_1000.byte_time_ns)
+    peer = PausingPeer(bench.rx_source, bench.tx_sink, GMII_1000.byte_time_ns, STATION)
     peer.start()
     received: list[bytes] = []
     host = cocotb.start_soon(slow_host(bench, ring, received))
     frames = [payload(FRAME_BYTES, n) for n in range(FRAMES)]
     started_ps = get_sim_time("ps")
-    await with_timeout(peer.send(frames), 100, "ms")
+    for data in frames:
+        peer.send_nowait(GmiiFrame.from_payload(data))
+    await with_timeout(peer.wait(), 100, "ms")
     await Timer(5, "us")  # the last frame through the MAC and into the FIFO
     counts = await bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS", "STATS_RX_FRAMES_GOOD")
     assert counts["STATS_RX_FRAMES_GOOD"] == FRAMES, "the MAC did not see every frame"
@@ -134,7 +93,8 @@ async def overload(dut, flow_control: bool) -> dict:
     result = {
         **final,
         "pause_frames_seen": len(peer.pauses),
-        "peer_paused_us": peer.paused_ps / 1e6,
+        "other_tx_frames": peer.tx_frames_unread,
+        "peer_paused_us": peer.stalled_ps / 1e6,
         "goodput_mbps": len(received) * FRAME_BYTES * 8 / (elapsed_ps / 1e6),
         "xoff": final["STATS_TX_XOFF"],
         "xon": final["STATS_TX_XON"],
@@ -178,4 +138,5 @@ async def test_overload_with_flow_control_pauses_instead(dut):
     assert result["received"] == result["frames"], "frames lost or reordered"
     assert result["xoff"] >= 1 and result["xon"] >= 1, "no XOFF/XON pair was sent"
     assert result["pause_frames_seen"] == result["xoff"] + result["xon"]
+    assert result["other_tx_frames"] == 0, "the SoC sent a frame that is not a PAUSE"
     assert result["peer_paused_us"] > 0, "the partner never had to wait"
