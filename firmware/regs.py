@@ -266,6 +266,16 @@ TX_FIFO_OVERFLOWS_SHIFT = 0
 TX_FIFO_OVERFLOWS_WIDTH = 32
 TX_FIFO_OVERFLOWS_MASK = 0xFFFFFFFF
 
+# TX_RESET_DISCARDS (0x140)
+# Frames a CTRL.reset discarded from the TX FIFO after their EOP descriptor was written back
+# (the driver counts them sent) and before the MAC took their first byte; a frame the MAC was
+# sending ends with tx_er and is counted in DROPS instead. 16-bit counter, wraps; cleared by
+# reset only (CTRL.reset does not clear it).
+TX_RESET_DISCARDS = 0x140
+TX_RESET_DISCARDS_SHIFT = 0
+TX_RESET_DISCARDS_WIDTH = 16
+TX_RESET_DISCARDS_MASK = 0x0000FFFF
+
 # RX block
 # RX DMA channel.
 RX_BASE = 0x180
@@ -400,6 +410,16 @@ RX_FIFO_OVERFLOWS = 0x1BC
 RX_FIFO_OVERFLOWS_SHIFT = 0
 RX_FIFO_OVERFLOWS_WIDTH = 32
 RX_FIFO_OVERFLOWS_MASK = 0xFFFFFFFF
+
+# RX_RESET_DISCARDS (0x1C0)
+# Frames a CTRL.reset discarded after the channel took their first beat from the RX FIFO and
+# before any of their descriptors was written back (the driver never sees them); a frame with a
+# descriptor already written back is left to the driver (an SOP without its EOP). 16-bit
+# counter, wraps; cleared by reset only (CTRL.reset does not clear it).
+RX_RESET_DISCARDS = 0x1C0
+RX_RESET_DISCARDS_SHIFT = 0
+RX_RESET_DISCARDS_WIDTH = 16
+RX_RESET_DISCARDS_MASK = 0x0000FFFF
 
 # IRQ block
 # Interrupt status, enables and moderation.
@@ -892,6 +912,7 @@ REGISTER_NAMES: dict[int, str] = {
     0x134: "TX_FRAMES",
     0x138: "TX_DROPS",
     0x13C: "TX_FIFO_OVERFLOWS",
+    0x140: "TX_RESET_DISCARDS",
     0x180: "RX_CTRL",
     0x184: "RX_STATUS",
     0x188: "RX_RING_BASE",
@@ -907,6 +928,7 @@ REGISTER_NAMES: dict[int, str] = {
     0x1B4: "RX_FRAMES",
     0x1B8: "RX_DROPS",
     0x1BC: "RX_FIFO_OVERFLOWS",
+    0x1C0: "RX_RESET_DISCARDS",
     0x200: "IRQ_STATUS",
     0x204: "IRQ_ENABLE",
     0x208: "IRQ_MODE",

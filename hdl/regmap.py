@@ -81,6 +81,16 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
         else "RX frames dropped because no descriptor was owned by the DMA."
     )
     overflow_doc = "Always 0 on TX." if tx else "RX frames dropped because the RX FIFO overflowed."
+    discards_doc = (
+        "Frames a CTRL.reset discarded from the TX FIFO after their EOP descriptor was "
+        "written back (the driver counts them sent) and before the MAC took their first "
+        "byte; a frame the MAC was sending ends with tx_er and is counted in DROPS instead."
+        if tx
+        else "Frames a CTRL.reset discarded after the channel took their first beat from the "
+        "RX FIFO and before any of their descriptors was written back (the driver never "
+        "sees them); a frame with a descriptor already written back is left to the driver "
+        "(an SOP without its EOP)."
+    )
     registers = (
         Register(
             "CTRL",
@@ -188,6 +198,14 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
         _whole("FRAMES", 0x34, "ro", f"Frames completed. {_COUNTER_DOC}"),
         _whole("DROPS", 0x38, "ro", f"{drops_doc} {_COUNTER_DOC}"),
         _whole("FIFO_OVERFLOWS", 0x3C, "ro", f"{overflow_doc} {_COUNTER_DOC}"),
+        _whole(
+            "RESET_DISCARDS",
+            0x40,
+            "ro",
+            f"{discards_doc} 16-bit counter, wraps; cleared by reset only "
+            "(CTRL.reset does not clear it).",
+            width=16,
+        ),
     )
     return Block(name, base, registers, f"{direction} DMA channel.")
 

@@ -154,6 +154,7 @@ class MacDmaSoc(wiring.Component):
         m.submodules.mac = mac = EthMac(flow_control=params.flow_control)
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
+        self._tx_reset_discards(m, bank, tx_fifo, tx_dma)
         connect(m, mac.rx, rx_fifo.i)
         connect(m, rx_fifo.o, rx_dma.i)
         m.d.comb += [
@@ -199,6 +200,24 @@ class MacDmaSoc(wiring.Component):
         ]
         fifo = TxFrameFifo(self.params.data_width, self.params.tx_fifo_bytes)
         return DomainRenamer({"sync": "tx_fifo_sys"})(fifo)
+
+    @staticmethod
+    def _tx_reset_discards(m, bank, tx_fifo, tx_dma):
+        """TX_RESET_DISCARDS: the channel counts frames written back and flushed from the
+        TX FIFO before the MAC started them; it learns of each start (the MAC taking a
+        frame's first byte, in the ``tx`` domain) through a pulse synchronizer."""
+        mac_in_frame = Signal()
+        started = Signal()
+        with m.If(tx_fifo.o.valid & tx_fifo.o.ready):
+            m.d.tx += mac_in_frame.eq(~tx_fifo.o.p.last)
+            m.d.comb += started.eq(~mac_in_frame)
+        m.submodules.tx_frame_started_cdc = pulse = PulseSynchronizer("tx", "sync")
+        m.d.comb += [
+            pulse.i.eq(started),
+            tx_dma.frame_started.eq(pulse.o),
+            tx_dma.fifo_flushing.eq(ResetSignal("tx_fifo_sys")),
+            bank.port("TX_RESET_DISCARDS").eq(tx_dma.reset_discards),
+        ]
 
     def _features(self, m, bank):
         params = self.params
@@ -388,7 +407,11 @@ def _connect_channel(m, bank, name, channel):
     if name == "RX":
         # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
         # MAC's underruns (MacDmaSoc._mac_statistics).
-        m.d.comb += [channel.run.eq(reg("CTRL", "run")), reg("DROPS").eq(channel.drops)]
+        m.d.comb += [
+            channel.run.eq(reg("CTRL", "run")),
+            reg("DROPS").eq(channel.drops),
+            reg("RESET_DISCARDS").eq(channel.reset_discards),
+        ]
     m.d.comb += [
         channel.reset.eq(reg("CTRL", "reset")),
         channel.ring_base.eq(reg("RING_BASE")),

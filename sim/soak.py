@@ -128,6 +128,7 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         totals["tx_on_wire"] += seg.get("tx_on_wire", seg["tx_frames"])
         totals["tx_dropped_counted"] += seg.get("tx_dropped_counted", 0)
         totals["tx_dropped_counted"] += seg.get("tx_bad_on_wire", 0)
+        totals["tx_dropped_counted"] += seg.get("tx_reset_discards", 0)
         totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
         for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
             totals[key] += seg[key]
@@ -317,6 +318,22 @@ def run_soak(
         return summarise(config, read_records(record_path), wall)
 
 
+#: How long an interrupted soak waits for its killed simulator to be gone.
+REAP_TIMEOUT_S = 10.0
+
+
+def reap_children(timeout_s: float = REAP_TIMEOUT_S) -> None:
+    """Wait for this process's exited (or just killed) children, for at most *timeout_s*."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            time.sleep(0.05)  # a child is still dying
+
+
 def run_soak_command(args: argparse.Namespace) -> int:
     """``macdma soak``: print the seed, run with a progress bar, print the summary."""
     from .progress import RunProgress
@@ -347,7 +364,10 @@ def run_soak_command(args: argparse.Namespace) -> int:
     except CocotbTestFailure as error:
         failed, report = error, getattr(error, "report", None)
     except KeyboardInterrupt:
-        # The simulator is gone (subprocess.run kills it); keep the segments it finished.
+        # subprocess.run has killed the simulator but, on Ctrl-C, does not wait for it:
+        # reap it here, so that it never outlives the run, not even as a zombie. Then keep
+        # the segments it finished.
+        reap_children()
         interrupted = True
         report = summarise(config, read_records(record_path), time.monotonic() - started)
     if report is not None:

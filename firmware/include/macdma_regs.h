@@ -263,6 +263,16 @@
 #define MACDMA_TX_FIFO_OVERFLOWS_WIDTH 32u
 #define MACDMA_TX_FIFO_OVERFLOWS_MASK 0xFFFFFFFFu
 
+/* TX_RESET_DISCARDS (0x140)
+ * Frames a CTRL.reset discarded from the TX FIFO after their EOP descriptor was written back
+ * (the driver counts them sent) and before the MAC took their first byte; a frame the MAC was
+ * sending ends with tx_er and is counted in DROPS instead. 16-bit counter, wraps; cleared by
+ * reset only (CTRL.reset does not clear it). */
+#define MACDMA_TX_RESET_DISCARDS 0x140u
+#define MACDMA_TX_RESET_DISCARDS_SHIFT 0u
+#define MACDMA_TX_RESET_DISCARDS_WIDTH 16u
+#define MACDMA_TX_RESET_DISCARDS_MASK 0x0000FFFFu
+
 /* RX block
  * RX DMA channel. */
 #define MACDMA_RX_BASE 0x180u
@@ -397,6 +407,16 @@
 #define MACDMA_RX_FIFO_OVERFLOWS_SHIFT 0u
 #define MACDMA_RX_FIFO_OVERFLOWS_WIDTH 32u
 #define MACDMA_RX_FIFO_OVERFLOWS_MASK 0xFFFFFFFFu
+
+/* RX_RESET_DISCARDS (0x1C0)
+ * Frames a CTRL.reset discarded after the channel took their first beat from the RX FIFO and
+ * before any of their descriptors was written back (the driver never sees them); a frame with a
+ * descriptor already written back is left to the driver (an SOP without its EOP). 16-bit
+ * counter, wraps; cleared by reset only (CTRL.reset does not clear it). */
+#define MACDMA_RX_RESET_DISCARDS 0x1C0u
+#define MACDMA_RX_RESET_DISCARDS_SHIFT 0u
+#define MACDMA_RX_RESET_DISCARDS_WIDTH 16u
+#define MACDMA_RX_RESET_DISCARDS_MASK 0x0000FFFFu
 
 /* IRQ block
  * Interrupt status, enables and moderation. */

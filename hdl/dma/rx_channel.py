@@ -86,6 +86,12 @@ class RxDmaChannel(wiring.Component):
         descriptors read from the ring (owned or not); AXI write bursts (AW handshakes) of
         frame data; frame bytes written (after OKAY); frames completed (EOP write-back
         OKAY); frames dropped whole because no owned descriptor was available.
+    reset_discards : Out(16)
+        Frames a CTRL.reset discarded: their first beat was taken from ``i`` (a lone
+        ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
+        their descriptors had been written back and they had not been dropped (``drops``).
+        A frame with a descriptor written back is the driver's to drop (an SOP without its
+        EOP). Wraps; kept across CTRL.reset.
     events : Out(IrqEventSignature())
         desc_done / desc_ioc / frame_done with each write-back's OKAY; error when halting.
     bad_tail : Out(1)
@@ -173,6 +179,7 @@ class RxDmaChannel(wiring.Component):
                 "bytes": Out(32),
                 "frames": Out(32),
                 "drops": Out(32),
+                "reset_discards": Out(16),
                 "events": Out(IrqEventSignature()),
                 "bad_tail": Out(1),
                 "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
@@ -240,6 +247,8 @@ class RxDmaChannel(wiring.Component):
         inc_frame = Signal()
         inc_drop = Signal()
         add_bytes = Signal(16)
+        frame_taken = Signal()  # the first beat of a frame entered the core
+        first_wb_done = Signal()  # the first (SOP) write-back of a frame landed OKAY
         m.d.sync += [
             self.desc_fetched.eq(self.desc_fetched + inc_fetched),
             self.bursts.eq(self.bursts + inc_burst),
@@ -247,6 +256,18 @@ class RxDmaChannel(wiring.Component):
             self.drops.eq(self.drops + inc_drop),
             self.bytes.eq(self.bytes + add_bytes),
         ]
+
+        # Frames taken and not yet visible to the driver (no write-back landed) nor dropped
+        # whole: what a channel reset discards. At most the frames whose writes fit the
+        # command queue, plus the one being taken.
+        unseen = Signal(range(2 * CMD_QUEUE_DEPTH + 2))
+        m.d.comb += frame_taken.eq(
+            ci_valid & ci_ready & ~i_mid & ~(self.i.p.last & (self.i.p.count == 0))
+        )
+        with m.If(chan_rst):
+            m.d.sync += [self.reset_discards.eq(self.reset_discards + unseen), unseen.eq(0)]
+        with m.Else():
+            m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - inc_drop)
 
         # ---- core --------------------------------------------------------------------------
         core.submodules.reader = reader = AxiBurstReader(DW, self._addr_width)
@@ -440,7 +461,7 @@ class RxDmaChannel(wiring.Component):
         # ---- write command queue -> AXI writer --------------------------------------------
         KIND_DATA, KIND_WB = 0, 1
         cmd_layout = data.StructLayout(
-            {"addr": self._addr_width, "length": 16, "kind": 1, "eop": 1, "ioc": 1}
+            {"addr": self._addr_width, "length": 16, "kind": 1, "eop": 1, "ioc": 1, "sop": 1}
         )
         core.submodules.cmdq = cmdq = fifo.SyncFIFO(width=cmd_layout.size, depth=CMD_QUEUE_DEPTH)
         cmdq_in = cmd_layout(cmdq.w_data)
@@ -487,6 +508,7 @@ class RxDmaChannel(wiring.Component):
                     self.events.desc_ioc.eq(cur.ioc),
                     self.events.frame_done.eq(cur.eop),
                     inc_frame.eq(cur.eop),
+                    first_wb_done.eq(cur.sop),
                 ]
             with core.Else():
                 core.d.comb += add_bytes.eq(cur.length)
@@ -718,6 +740,7 @@ class RxDmaChannel(wiring.Component):
                         cmdq_in.kind.eq(KIND_WB),
                         cmdq_in.eop.eq(wb_eop),
                         cmdq_in.ioc.eq(buf_ioc),
+                        cmdq_in.sop.eq(sop),
                     ]
                     with core.If(cmdq.w_rdy):
                         core.d.sync += sop.eq(0)

@@ -51,6 +51,22 @@ class TxDmaChannel(wiring.Component):
     1), burst_beats, prefetch : In
     head, running, halted, error_code, bad_tail, desc_fetched, bursts, bytes, frames : Out
 
+    Reset discards
+    --------------
+    frame_started : In(1)
+        Strobe: the MAC took the first byte of a frame from the TX FIFO (synchronized into
+        ``sync``: it may lag the MAC by a few cycles).
+    fifo_flushing : In(1)
+        1 while a channel reset holds the TX FIFO empty (longer than ``frame_started``
+        lags); its falling edge is when the count is taken.
+    reset_discards : Out(16)
+        Frames a reset discarded from the TX FIFO: frames whose EOP write-back landed OKAY
+        (the driver counts them sent), including one that lands only after the reset, and
+        whose first byte the MAC had not taken when the FIFO was flushed. A frame the MAC
+        had started ends with tx_er (counted by the MAC as an underrun) and is not counted
+        here. Frames land and start in ring order, so the frames landed and not started
+        are ``landed - started`` since the last flush. Wraps; kept across ``reset``.
+
     Other members
     -------------
     events : Out(IrqEventSignature), registered one-cycle strobes.
@@ -116,6 +132,9 @@ class TxDmaChannel(wiring.Component):
                 "bursts": Out(32),
                 "bytes": Out(32),
                 "frames": Out(32),
+                "frame_started": In(1),
+                "fifo_flushing": In(1),
+                "reset_discards": Out(16),
                 "events": Out(IrqEventSignature()),
                 "o": Out(stream.Signature(packed_layout(data_width, "error"))),
                 "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
@@ -276,6 +295,36 @@ class TxDmaChannel(wiring.Component):
                         with m.If(wb_eop):
                             m.d.sync += self.frames.eq(self.frames + 1)
         m.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
+
+        # ---- frames a reset discards from the TX FIFO -------------------------------------
+        # pending: EOP write-backs landed minus frames the MAC started, since the last flush.
+        # Negative when the MAC started frames ahead of their write-back: a write-back
+        # finishing after the reset then belongs to a frame already on the wire.
+        landed = wb_ok & wb_eop
+        late = wb_busy & writer.done.valid & ~writer.done.p.error & wb_eop & (wb_abort | self.reset)
+        flushing_q = Signal()
+        m.d.sync += flushing_q.eq(self.fifo_flushing)
+        window = self.reset | self.fifo_flushing | flushing_q
+        sample = flushing_q & ~self.fifo_flushing
+        pending = Signal(signed(12))
+        late_started = Signal()
+        pending_next = Signal(signed(12))
+        m.d.comb += pending_next.eq(pending + landed + (late & window) - self.frame_started)
+        with m.If(sample):
+            m.d.sync += [
+                self.reset_discards.eq(
+                    self.reset_discards + Mux(pending_next > 0, pending_next[:11], 0)
+                ),
+                late_started.eq(pending_next < 0),
+                pending.eq(0),
+            ]
+        with m.Else():
+            m.d.sync += pending.eq(pending_next)
+        with m.If(late & ~window):
+            m.d.sync += [
+                self.reset_discards.eq(self.reset_discards + ~late_started),
+                late_started.eq(0),
+            ]
 
         # ---- main FSM -----------------------------------------------------------------------
         pending_code = Signal(4)

@@ -234,7 +234,11 @@ STATS_NAMES = (
     "RX_DROPS",
     "RX_FIFO_OVERFLOWS",
     "STATS_RX_PREAMBLE_ERRORS",
+    "TX_RESET_DISCARDS",
+    "RX_RESET_DISCARDS",
 )
+#: Counters of frames a channel reset discarded (docs/descriptors.md): 16 bits wide.
+RESET_DISCARDS_BITS = 16
 DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
 #: Which DmaErrorCode each bus-error site must halt its channel with.
 SITE_ERROR_CODES = {
@@ -279,6 +283,7 @@ class SegmentRun:
         self.fault: dict | None = None
         self._dropped = 0
         self._mac_sent = 0
+        self.tx_discards = 0  # TX_RESET_DISCARDS moved by this much in the segment
 
     # -- the driver --------------------------------------------------------------------
 
@@ -460,7 +465,8 @@ class SegmentRun:
     def rx_unaccounted(self, dropped: int) -> int:
         """RX frames sent (with an SFD) not delivered (intact, or flagged: a MAC cause or
         truncated) nor counted as dropped (RX_DROPS, RX_FIFO_OVERFLOWS, the driver's
-        discarded partial frames). A frame the RX FIFO cut is both delivered flagged and
+        discarded partial frames, RX_RESET_DISCARDS). A frame the RX FIFO cut is both
+        delivered flagged and
         in RX_FIFO_OVERFLOWS; one cut because the ring ran out mid-frame is only
         delivered flagged (docs/descriptors.md), so every flagged delivery counts here."""
         sent = self.segment.rx_frames + self.bad_sent
@@ -468,9 +474,13 @@ class SegmentRun:
         return sent - delivered - dropped - self.driver.stats.rx_dropped
 
     async def rx_dropped_counted(self) -> int:
-        counts = await self.bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS")
-        before = self.stats_before
-        return sum(counts[name] - before[name] for name in counts)
+        counts = await self.bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS", "RX_RESET_DISCARDS")
+        return sum(self._delta(name, value) for name, value in counts.items())
+
+    def _delta(self, name: str, value: int) -> int:
+        """A counter's move since the segment began (it wraps at its width)."""
+        bits = RESET_DISCARDS_BITS if name.endswith("RESET_DISCARDS") else 32
+        return (value - self.stats_before[name]) % (1 << bits)
 
     def tx_accounted(self) -> bool:
         stats = self.driver.stats
@@ -483,7 +493,7 @@ class SegmentRun:
         has read it, well before it has left the MAC, so reaping alone is not the end."""
 
         def left() -> int:
-            sent, dropped = self._mac_sent, self.driver.stats.tx_dropped
+            sent, dropped = self._mac_sent, self.driver.stats.tx_dropped + self.tx_discards
             behind = sent - self.tx_good - self.tx_bad_wire  # the bench still receiving
             return max(self.segment.tx_frames - sent - dropped, 0) + max(behind, 0)
 
@@ -491,7 +501,9 @@ class SegmentRun:
 
     async def _read_mac_sent(self) -> None:
         counts = await self.bench.read_regs("STATS_TX_FRAMES_GOOD", "STATS_TX_FRAMES_BAD")
-        self._mac_sent = sum((counts[k] - self.stats_before[k]) % (1 << 32) for k in counts)
+        self._mac_sent = sum(self._delta(k, v) for k, v in counts.items())
+        discards = await self.bench.read_reg(regs.TX_RESET_DISCARDS)
+        self.tx_discards = self._delta("TX_RESET_DISCARDS", discards)
 
     # -- faults ------------------------------------------------------------------------
 
@@ -640,7 +652,7 @@ class SegmentRun:
         soak.tx_sent += segment.tx_frames
         soak.rx_sent += segment.rx_frames
         driver = dataclasses.asdict(self.driver.stats)
-        dropped = stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"]
+        dropped = stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"] + stats["RX_RESET_DISCARDS"]
         record = {
             "segment": dataclasses.asdict(segment),
             "tx_frames": segment.tx_frames,
@@ -648,6 +660,8 @@ class SegmentRun:
             "tx_on_wire": self.tx_good,
             "tx_bad_on_wire": self.tx_bad_wire,
             "tx_dropped_counted": self.driver.stats.tx_dropped,
+            "tx_reset_discards": stats["TX_RESET_DISCARDS"],
+            "rx_reset_discards": stats["RX_RESET_DISCARDS"],
             "rx_delivered": self.delivered,
             "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
             "rx_truncated_delivered": self.flagged_truncated,
@@ -679,6 +693,10 @@ class SegmentRun:
             outcome.append(f"{record['tx_dropped_counted']} TX dropped (driver)")
         if record["tx_bad_on_wire"]:
             outcome.append(f"{record['tx_bad_on_wire']} TX cut on the wire (tx_er)")
+        if record["tx_reset_discards"]:
+            outcome.append(f"{record['tx_reset_discards']} TX in TX_RESET_DISCARDS")
+        if record["rx_reset_discards"]:
+            outcome.append(f"{record['rx_reset_discards']} RX in RX_RESET_DISCARDS")
         if record["rx_dropped_counted"]:
             outcome.append(f"{record['rx_dropped_counted']} RX dropped, counted")
         if record["rx_bad_flagged"]:
@@ -698,6 +716,7 @@ class SegmentRun:
             "recovered": recovered,
             "frames_lost": lost,
             "frames_dropped_counted": record["tx_dropped_counted"]
+            + record["tx_reset_discards"]
             + record["rx_dropped_counted"]
             + record["rx_bad_flagged"],
             "outcome": "; ".join(outcome) or "no effect seen",
@@ -705,16 +724,18 @@ class SegmentRun:
 
     def tx_lost(self) -> int:
         """TX frames neither on the wire intact, nor dropped by the driver, nor cut on the
-        wire (tx_er: counted by STATS_TX_FRAMES_BAD, checked against the wire)."""
-        dropped = self.driver.stats.tx_dropped
+        wire (tx_er: counted by STATS_TX_FRAMES_BAD, checked against the wire), nor
+        discarded by a channel reset after their write-back (TX_RESET_DISCARDS)."""
+        dropped = self.driver.stats.tx_dropped + self.tx_discards
         return self.segment.tx_frames - self.tx_good - dropped - self.tx_bad_wire
 
     async def check_counters(self) -> dict:
         """The counters' segment deltas against the bench's own counts."""
         after = await self.bench.read_regs(*STATS_NAMES)
-        delta = {name: (after[name] - self.stats_before[name]) % (1 << 32) for name in after}
+        delta = {name: self._delta(name, value) for name, value in after.items()}
+        self.tx_discards = delta["TX_RESET_DISCARDS"]
         s = self.segment
-        dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"]
+        dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"] + delta["RX_RESET_DISCARDS"]
         self.rx_lost = self.rx_unaccounted(dropped)
         faulty = bool(s.fault_class)
         expected = {
@@ -732,6 +753,8 @@ class SegmentRun:
                     "STATS_RX_BYTES_GOOD": sum(self.rx_sizes) + FCS_BYTES * s.rx_frames,
                     "TX_FRAMES": s.tx_frames,
                     "TX_DROPS": 0,
+                    "TX_RESET_DISCARDS": 0,
+                    "RX_RESET_DISCARDS": 0,
                     # Truncated frames are completed (and counted as overflows or drops).
                     "RX_FRAMES": self.delivered + self.flagged_truncated,
                 }
@@ -760,7 +783,8 @@ class SegmentRun:
             self.problems.append(
                 f"segment {s.index}: {self.tx_lost()} TX frames neither on the wire nor "
                 f"counted as dropped ({self.tx_good} on the wire, {self.tx_bad_wire} cut on "
-                f"the wire, {self.driver.stats.tx_dropped} dropped by the driver)"
+                f"the wire, {self.driver.stats.tx_dropped} dropped by the driver, "
+                f"{self.tx_discards} in TX_RESET_DISCARDS)"
             )
         return delta
 
