@@ -160,8 +160,17 @@ class IrqStrategy:
       samples interrupts, RX packets and bytes and may program another (frames, µs)
       profile into IRQ_RX_COALESCE. TX keeps ``coalesce_frames``/``coalesce_us``.
 
+    TX interrupt moderation of its own (every strategy but ``polling``): with
+    ``tx_coalesce_frames`` or ``tx_coalesce_us`` set, the TX channel gets IRQ_MODE tx_mode
+    COALESCE and IRQ_TX_COALESCE from them (a member left unset takes ``coalesce_frames`` /
+    ``coalesce_us``), whatever RX gets; like an AXI DMA's TX channel, whose threshold and
+    delay the Linux axienet driver programs apart from RX's. Where the TX completions are
+    cleaned does not change (the ISR, or the NAPI poll with both done causes masked). Both
+    unset (the default): TX is programmed as RX.
+
     Members: ``coalesce_frames`` (1..255), ``coalesce_us`` (0..65535), ``poll_us`` (µs
-    between polls, >= 1 for polling), ``budget`` (NAPI / poll budget in packets, >= 1).
+    between polls, >= 1 for polling), ``budget`` (NAPI / poll budget in packets, >= 1),
+    ``tx_coalesce_frames`` (1..255 or None), ``tx_coalesce_us`` (0..65535 or None).
     """
 
     name: str = "napi"
@@ -169,6 +178,8 @@ class IrqStrategy:
     coalesce_us: int = 0
     poll_us: int = 10
     budget: int = DEFAULT_BUDGET
+    tx_coalesce_frames: int | None = None
+    tx_coalesce_us: int | None = None
 
     def __post_init__(self) -> None:
         if self.name not in IRQ_STRATEGIES:
@@ -179,6 +190,16 @@ class IrqStrategy:
         _check_int("IrqStrategy", "coalesce_us", self.coalesce_us, 0, 0xFFFF)
         _check_int("IrqStrategy", "poll_us", self.poll_us, 1 if self.name == "polling" else 0, None)
         _check_int("IrqStrategy", "budget", self.budget, 1, None)
+        if self.tx_coalesce_frames is not None:
+            _check_int("IrqStrategy", "tx_coalesce_frames", self.tx_coalesce_frames, 1, 255)
+        if self.tx_coalesce_us is not None:
+            _check_int("IrqStrategy", "tx_coalesce_us", self.tx_coalesce_us, 0, 0xFFFF)
+        if self.name == "polling" and self.tx_moderated:
+            raise ValueError(
+                f"IRQ strategy polling takes no TX interrupts; tx_coalesce_frames "
+                f"{self.tx_coalesce_frames} / tx_coalesce_us {self.tx_coalesce_us} need a "
+                "strategy that uses them"
+            )
 
     @classmethod
     def parse(cls, text: str | IrqStrategy, **overrides: int) -> IrqStrategy:
@@ -200,6 +221,8 @@ class IrqStrategy:
         aliases = {
             "frames": "coalesce_frames",
             "us": "poll_us" if name == "polling" else "coalesce_us",
+            "tx_frames": "tx_coalesce_frames",
+            "tx_us": "tx_coalesce_us",
         }
         known = {f.name for f in fields(cls)} - {"name"}
         values: dict[str, int] = {}
@@ -222,7 +245,7 @@ class IrqStrategy:
 
     @property
     def irq_mode(self) -> regs.IrqMode:
-        """The IRQ_MODE both channels get."""
+        """The IRQ_MODE rx_mode (and tx_mode unless :attr:`tx_moderated`)."""
         if self.name == "per-desc":
             return regs.IrqMode.PER_DESC
         if self.name == "eop":
@@ -237,6 +260,26 @@ class IrqStrategy:
         if self.coalesce_frames > 1 or self.coalesce_us > 0:
             return regs.IrqMode.COALESCE
         return regs.IrqMode.EOP
+
+    @property
+    def tx_moderated(self) -> bool:
+        """TX has an interrupt moderation of its own (``tx_coalesce_*`` set)."""
+        return self.tx_coalesce_frames is not None or self.tx_coalesce_us is not None
+
+    @property
+    def tx_irq_mode(self) -> regs.IrqMode:
+        """The IRQ_MODE tx_mode: COALESCE when :attr:`tx_moderated`, else :attr:`irq_mode`."""
+        return regs.IrqMode.COALESCE if self.tx_moderated else self.irq_mode
+
+    @property
+    def tx_coalesce(self) -> tuple[int, int]:
+        """(frames, µs) for IRQ_TX_COALESCE: ``tx_coalesce_*``, an unset one the shared
+        ``coalesce_*``."""
+        frames = (
+            self.coalesce_frames if self.tx_coalesce_frames is None else self.tx_coalesce_frames
+        )
+        us = self.coalesce_us if self.tx_coalesce_us is None else self.tx_coalesce_us
+        return frames, us
 
     @property
     def uses_napi(self) -> bool:
@@ -787,18 +830,21 @@ class MacDmaDriver:
             await self._mmio_write(ch.prefetch, cfg.prefetch)
             await self._mmio_write(ch.poll_us, cfg.dma_poll_us)
 
-        mode = int(self.strategy.irq_mode)
+        tx_mode, rx_mode = int(self.strategy.tx_irq_mode), int(self.strategy.irq_mode)
         await self._mmio_write(
             regs.IRQ_MODE,
-            (mode << regs.IRQ_MODE_TX_MODE_SHIFT) | (mode << regs.IRQ_MODE_RX_MODE_SHIFT),
+            (tx_mode << regs.IRQ_MODE_TX_MODE_SHIFT) | (rx_mode << regs.IRQ_MODE_RX_MODE_SHIFT),
         )
-        coalesce = (self.strategy.coalesce_frames << regs.IRQ_TX_COALESCE_FRAMES_SHIFT) | (
-            self.strategy.coalesce_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT
+        tx_frames, tx_us = self.strategy.tx_coalesce
+        await self._mmio_write(
+            regs.IRQ_TX_COALESCE,
+            (tx_frames << regs.IRQ_TX_COALESCE_FRAMES_SHIFT)
+            | (tx_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT),
         )
-        await self._mmio_write(regs.IRQ_TX_COALESCE, coalesce)
+        rx_profile = (self.strategy.coalesce_frames, self.strategy.coalesce_us)
         if self.dim is not None:
-            coalesce = self._rx_coalesce_value(*self.dim.profile)
-        await self._mmio_write(regs.IRQ_RX_COALESCE, coalesce)
+            rx_profile = self.dim.profile
+        await self._mmio_write(regs.IRQ_RX_COALESCE, self._rx_coalesce_value(*rx_profile))
         await self._mmio_write(regs.IRQ_SYS_CLK_MHZ, cfg.sys_clk_mhz)
         await self._mmio_write(regs.IRQ_MIN_INTERVAL, cfg.irq_min_interval_us)
         if cfg.flow_control:

@@ -122,6 +122,16 @@ class Scenario:
         0, int, "coalescing timer (coalesce, napi), 0 = none", unit="µs",
         **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.coalesce_us",
     )  # fmt: skip
+    tx_coalesce_frames: int | None = knob(
+        None, int, "TX frames per coalesced TX interrupt, apart from RX (IRQ_MODE tx_mode "
+        "COALESCE); unset = TX as RX", optional=True, metavar="N",
+        **_register("IRQ_TX_COALESCE", "frames"), driver="strategy.tx_coalesce_frames",
+    )  # fmt: skip
+    tx_coalesce_us: int | None = knob(
+        None, int, "TX coalescing timer, apart from RX (IRQ_MODE tx_mode COALESCE), 0 = "
+        "none; unset = TX as RX", unit="µs", optional=True, metavar="US",
+        **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.tx_coalesce_us",
+    )  # fmt: skip
     poll_us: int = knob(
         10, int, "period of the polling loop", unit="µs", low=1, high=65535,
         driver="strategy.poll_us",
@@ -258,6 +268,14 @@ class Scenario:
                 f"rx_per_irq {self.rx_per_irq} needs an IRQ strategy whose handler "
                 f"cleans (per-desc, eop, coalesce), not irq {self.irq!r}"
             )
+        tx_moderation = {"tx_coalesce_frames": self.tx_coalesce_frames,
+                         "tx_coalesce_us": self.tx_coalesce_us}  # fmt: skip
+        for name, value in tx_moderation.items():
+            if value is not None and self.irq == "polling":
+                raise ValueError(
+                    f"{name} {value} needs an IRQ strategy that takes TX interrupts, "
+                    "not irq 'polling'"
+                )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "

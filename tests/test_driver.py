@@ -359,6 +359,61 @@ def test_irq_mode_per_strategy(spec, mode):
     run(body())
 
 
+@pytest.mark.parametrize(
+    ("spec", "rx_mode", "rx_coalesce"),
+    [
+        ("napi", regs.IrqMode.EOP, 1),
+        ("eop", regs.IrqMode.EOP, 1),
+        ("per-desc", regs.IrqMode.PER_DESC, 1),
+        ("coalesce:frames=8,us=20", regs.IrqMode.COALESCE, 8 | 20 << 16),
+        ("dim", regs.IrqMode.COALESCE, None),  # RX: DIM's starting profile
+    ],
+)
+def test_tx_coalescing_programs_the_tx_channel_apart_from_rx(spec, rx_mode, rx_coalesce):
+    async def body():
+        strategy = IrqStrategy.parse(spec, tx_coalesce_frames=24, tx_coalesce_us=50)
+        driver, p, _, _ = await make(strategy=strategy, tx_ring=32, rx_ring=4)
+        tx_mode = int(regs.IrqMode.COALESCE)
+        assert p.regs[regs.IRQ_MODE] == tx_mode | int(rx_mode) << regs.IRQ_MODE_RX_MODE_SHIFT
+        assert p.regs[regs.IRQ_TX_COALESCE] == 24 | 50 << 16
+        expected = rx_coalesce
+        if expected is None:
+            frames, us = driver.dim.profile
+            expected = frames | us << 16
+        assert p.regs[regs.IRQ_RX_COALESCE] == expected
+
+    run(body())
+
+
+def test_tx_coalescing_unset_member_takes_the_shared_setting():
+    async def body():
+        strategy = IrqStrategy.parse("napi:frames=4,tx_us=30")
+        _, p, _, _ = await make(strategy=strategy, tx_ring=32, rx_ring=4)
+        coalesce = int(regs.IrqMode.COALESCE)
+        assert p.regs[regs.IRQ_MODE] == coalesce | coalesce << regs.IRQ_MODE_RX_MODE_SHIFT
+        assert p.regs[regs.IRQ_TX_COALESCE] == 4 | 30 << 16
+        assert p.regs[regs.IRQ_RX_COALESCE] == 4
+
+    run(body())
+
+
+def test_napi_with_tx_coalescing_still_masks_both_causes_and_cleans_tx_in_the_poll():
+    async def body():
+        strategy = IrqStrategy("napi", tx_coalesce_frames=2, tx_coalesce_us=50)
+        driver, p, device, _ = await make(strategy=strategy, tx_ring=64, rx_ring=8)
+        for _ in range(2):
+            await driver.xmit([bytes(100)])
+        device.complete_tx(2)  # the second completion reaches the threshold: TX done
+        await driver.isr()
+        assert p.regs[regs.IRQ_ENABLE] == ERRORS, "the ISR masks both done causes"
+        assert driver.napi_scheduled and driver.stats.tx_packets == 0
+        await driver.napi_poll()
+        assert driver.stats.tx_packets == 2, "the poll reaps TX"
+        assert p.regs[regs.IRQ_ENABLE] == DONE | ERRORS
+
+    run(body())
+
+
 def test_per_desc_posts_rx_buffers_with_ioc():
     async def body():
         _, p, _, _ = await make(strategy=IrqStrategy("per-desc"), tx_ring=32, rx_ring=4)
@@ -1063,6 +1118,11 @@ def test_invalid_driver_config_names_the_value(kwargs, bad):
         ({"name": "coalesce", "coalesce_us": 65536}, "65536"),
         ({"name": "polling", "poll_us": 0}, "0"),
         ({"name": "napi", "budget": 0}, "0"),
+        ({"name": "napi", "tx_coalesce_frames": 0}, "tx_coalesce_frames = 0"),
+        ({"name": "napi", "tx_coalesce_frames": 256}, "tx_coalesce_frames = 256"),
+        ({"name": "dim", "tx_coalesce_us": 65536}, "tx_coalesce_us = 65536"),
+        ({"name": "eop", "tx_coalesce_us": 2.5}, "tx_coalesce_us = 2.5"),
+        ({"name": "polling", "tx_coalesce_frames": 8}, "polling takes no TX interrupts"),
     ],
 )
 def test_invalid_irq_strategy_names_the_value(kwargs, bad):
@@ -1077,6 +1137,10 @@ def test_irq_strategy_parse():
     )
     assert IrqStrategy.parse("napi", budget=32).budget == 32
     assert DriverConfig(strategy="eop").strategy == IrqStrategy("eop")
+    assert IrqStrategy.parse("dim:tx_frames=24,tx_us=50") == IrqStrategy(
+        "dim", tx_coalesce_frames=24, tx_coalesce_us=50
+    )
+    assert not IrqStrategy("napi").tx_moderated
     for text, bad in [("fast", "'fast'"), ("napi:weight=3", "weight"), ("eop:frames=x", "'x'")]:
         with pytest.raises(ValueError, match=bad):
             IrqStrategy.parse(text)

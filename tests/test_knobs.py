@@ -31,6 +31,7 @@ def _valid_span(key: str, name: str) -> tuple[int, int]:
         ("tx_ring", "TX_RING_SIZE", "ring_size"),
         ("rx_ring", "RX_RING_SIZE", "ring_size"),
         ("coalesce_frames", "IRQ_TX_COALESCE", "frames"),
+        ("tx_coalesce_frames", "IRQ_TX_COALESCE", "frames"),
         ("irq_min_interval_us", "IRQ_MIN_INTERVAL", "us"),
     ],
 )
@@ -101,6 +102,22 @@ def test_driver_config_is_derived_from_the_declarations():
     strategy = config.strategy
     assert (strategy.name, strategy.coalesce_frames, strategy.coalesce_us) == ("coalesce", 4, 20)
     assert (strategy.poll_us, strategy.budget) == (7, 16)
+
+
+def test_tx_coalescing_knobs_feed_the_strategy_and_unset_leaves_tx_as_rx():
+    # the timer field has no valid list: its range is the field's width
+    assert KNOBS["tx_coalesce_us"][0].high == register_range("IRQ_TX_COALESCE", "timer_us")[1]
+    strategy = (
+        Scenario(irq="dim", tx_coalesce_frames=24, tx_coalesce_us=50).driver_config().strategy
+    )
+    assert (strategy.tx_coalesce_frames, strategy.tx_coalesce_us) == (24, 50)
+    assert strategy.tx_moderated and strategy.tx_coalesce == (24, 50)
+    unset = Scenario(coalesce_frames=4, coalesce_us=20).driver_config().strategy
+    assert not unset.tx_moderated and unset.tx_coalesce == (4, 20)
+    assert unset.tx_irq_mode == unset.irq_mode
+    for name, value in (("tx_coalesce_frames", 8), ("tx_coalesce_us", 0)):
+        with pytest.raises(ValueError, match=f"{name} {value} needs an IRQ strategy .*'polling'"):
+            Scenario(irq="polling", **{name: value})
 
 
 def test_tx_clean_budget_unset_keeps_the_cpu_files_and_zero_means_unlimited():
