@@ -103,12 +103,20 @@ class RxOwnershipHarness(_ChannelHarness):
         dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=1)
         min_length = MIN_RX_BUFFER_BYTES
         if self._min_buffer_bytes is None:
-            m.submodules.dut = dut
+            m.submodules.dut = elaborated(dut)
         else:
             min_length = self._min_buffer_bytes
             with mock.patch.object(rx_channel, "MIN_RX_BUFFER_BYTES", min_length):
                 m.submodules.dut = elaborated(dut)
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
+        # The command the channel's writer serves (its W beats follow it: the writer takes
+        # the next only when every B of this one is in). Its layout is {addr, length (16),
+        # kind (1: a write-back), eop, ioc}; the width check keeps a changed layout from
+        # silently pointing at another bit.
+        current = internal_signal(m.submodules.dut, "cur", within="core")
+        if len(current) != CHANNEL_ADDR_WIDTH + 19:
+            raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+19")
+        writeback = current[CHANNEL_ADDR_WIDTH + 16]
         m.d.comb += [
             dut.prefetch.eq(1),
             dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
@@ -124,6 +132,7 @@ class RxOwnershipHarness(_ChannelHarness):
             ring_size=ring_size,
             min_length=min_length,
             max_ring=MAX_RING,
+            writeback_writes=writeback,
         )
         if self._min_buffer_bytes is None:
             m.d.comb += [
@@ -172,8 +181,8 @@ class TxOwnershipHarness(_ChannelHarness):
             fragment_reads=reading_fragment,
             buffer_writes=False,
         )
-        # The fragment read of an owned descriptor (step 11). Its write-back comes later
-        # than the depth this proof can afford (docs/formal.md).
+        # The fragment read of an owned descriptor (step 11); its write-back (step 18),
+        # beyond the bounded depth this proof can afford (docs/formal.md).
         m.d.comb += [
             Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0)),
             # A descriptor written back: the W beat of its last word (OWN cleared).
