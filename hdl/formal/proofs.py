@@ -497,9 +497,10 @@ _MOVER_REASON = (
 )
 
 _CHANNEL_REASON = (
-    "16 cycles from reset reach a descriptor fetch, the use of its buffer and its "
-    "write-back (the covers); induction would need the checker's table of owned entries "
-    "tied to the channel's prefetched descriptors, write queue and head"
+    "16 cycles from reset reach a descriptor fetch and the use of its buffer (a cover, "
+    "step 15); the write-back (a cover, step 24) lies beyond; induction would need the "
+    "checker's table of owned entries tied to the channel's prefetched descriptors, write "
+    "queue, staging FIFO and head"
 )
 
 _BUFFER_ENDS_REASON = (
