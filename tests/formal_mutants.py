@@ -202,6 +202,45 @@ class RxChannelIgnoresOwn(RxDmaChannel):
             return super().elaborate(platform)
 
 
+class _WriterOneBeatLong(wiring.Component):
+    """An AxiBurstWriter that writes one beat (4 bytes) more than each command asks: the
+    length off by one beat. The extra beat carries the next word the channel staged."""
+
+    def __init__(self, data_width, addr_width, *args, **kwargs):
+        self._inner = AxiBurstWriter(data_width, addr_width, *args, **kwargs)
+        self._beat_bytes = data_width // 8
+        super().__init__(wiring.Signature(dict(self._inner.signature.members)))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self._inner
+        for path, member, value in self.signature.flatten(self):
+            inner_value = inner
+            for part in path:
+                inner_value = (
+                    inner_value[part] if isinstance(part, int) else getattr(inner_value, part)
+                )
+            if path == ("cmd", "payload"):
+                m.d.comb += [
+                    inner.cmd.p.addr.eq(self.cmd.p.addr),
+                    inner.cmd.p.length.eq(self.cmd.p.length + self._beat_bytes),
+                ]
+            elif member.flow == wiring.Out:
+                m.d.comb += value.eq(inner_value)
+            else:
+                m.d.comb += inner_value.eq(value)
+        return m
+
+
+class RxChannelWritesPastBuffer(RxDmaChannel):
+    """The RX channel's writes run one beat past what it staged: a buffer written past its
+    end (and each write-back one word into the next ring entry)."""
+
+    def elaborate(self, platform):
+        with _patched(rx_channel, "AxiBurstWriter", _WriterOneBeatLong):
+            return super().elaborate(platform)
+
+
 class TxChannelIgnoresOwn(TxDmaChannel):
     """The TX channel reads fragments of descriptors without OWN."""
 
@@ -272,6 +311,12 @@ MUTANTS = [
         "rx_ownership",
         RxChannelIgnoresOwn,
         "a descriptor without OWN used",
+        "ownership_properties.py",
+    ),
+    (
+        "rx_buffer_ends",
+        RxChannelWritesPastBuffer,
+        "a buffer written one beat past its end",
         "ownership_properties.py",
     ),
     (

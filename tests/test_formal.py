@@ -8,6 +8,7 @@ counterexample trace, which shows that the property can bite.
 import pytest
 from formal_mutants import MUTANTS
 
+from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
 from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
 from macdma.sim import formal
 
@@ -91,3 +92,8 @@ def test_missing_tool_is_named(monkeypatch):
 def test_cli_exits_nonzero_on_an_unknown_proof(capsys):
     assert formal.main(["--only", "no_such_proof"]) == 2
     assert "no_such_proof" in capsys.readouterr().err
+
+
+def test_rx_harness_rejects_a_buffer_minimum_above_the_channels():
+    with pytest.raises(ValueError, match="min_buffer_bytes must be in 1..64, not 65"):
+        RxOwnershipHarness(min_buffer_bytes=65)

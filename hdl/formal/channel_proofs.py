@@ -4,16 +4,18 @@ R beat of a descriptor fetch is free data), any doorbells, AXI4 slaves free with
 protocol, under :class:`~.ownership_properties.RingOwnershipProperties`."""
 
 from collections.abc import Callable
+from unittest import mock
 
 from amaranth import *
 from amaranth.hdl import Assume, Cover
 
+from ..dma import rx_channel
 from ..dma.descriptor import MIN_RX_BUFFER_BYTES
 from ..dma.rx_channel import RxDmaChannel
 from ..dma.tx_channel import TxDmaChannel
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .harness import Harness, drive_free
-from .internal import elaborated, internal_signal
+from .internal import elaborated, in_state, internal_signal
 from .ownership_properties import RingOwnershipProperties
 from .streams import free_stream_source
 
@@ -77,17 +79,47 @@ class _ChannelHarness(Harness):
 
 class RxOwnershipHarness(_ChannelHarness):
     """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` (one descriptor prefetched) with
-    any frames on ``i``: it writes only into owned buffers and their write-back words."""
+    any frames on ``i`` and ``wait_for_buffers`` free in every cycle (a frame that finds no
+    buffer may wait for one or be dropped, and the choice may change while it waits): it
+    writes only into owned buffers and their write-back words.
 
-    def __init__(self, make_dut: Callable = RxDmaChannel):
+    ``min_buffer_bytes`` lifts the channel's minimum buffer (64 bytes, below which it halts)
+    to a smaller one for this build only, with the checker's ``min_length`` equal to it:
+    a buffer then fills to its last byte within few cycles, so the bounded check reaches a
+    buffer's end and a frame going on past it (the covers). The channel's logic does not
+    depend on the value: it is only the threshold of its halt test.
+    """
+
+    def __init__(self, make_dut: Callable = RxDmaChannel, *, min_buffer_bytes: int | None = None):
+        if min_buffer_bytes is not None and not 1 <= min_buffer_bytes <= MIN_RX_BUFFER_BYTES:
+            self._MustUse__silence = True  # rejected, never to be elaborated: no warning
+            raise ValueError(
+                f"min_buffer_bytes must be in 1..{MIN_RX_BUFFER_BYTES}, not {min_buffer_bytes!r}"
+            )
         super().__init__(make_dut)
+        self._min_buffer_bytes = min_buffer_bytes
 
     def build(self, m):
         dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=1)
-        m.submodules.dut = dut
+        min_length = MIN_RX_BUFFER_BYTES
+        if self._min_buffer_bytes is None:
+            m.submodules.dut = elaborated(dut)
+        else:
+            min_length = self._min_buffer_bytes
+            with mock.patch.object(rx_channel, "MIN_RX_BUFFER_BYTES", min_length):
+                m.submodules.dut = elaborated(dut)
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
+        # The command the channel's writer serves (its W beats follow it: the writer takes
+        # the next only when every B of this one is in). Its layout is {addr, length (16),
+        # kind (1: a write-back), eop, ioc}; the width check keeps a changed layout from
+        # silently pointing at another bit.
+        current = internal_signal(m.submodules.dut, "cur", within="core")
+        if len(current) != CHANNEL_ADDR_WIDTH + 19:
+            raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+19")
+        writeback = current[CHANNEL_ADDR_WIDTH + 16]
         m.d.comb += [
             dut.prefetch.eq(1),
+            dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
             dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
         ]
         free_stream_source(self, m, dut.i, "i")
@@ -98,15 +130,25 @@ class RxOwnershipHarness(_ChannelHarness):
             write_bus=dut.axi_write,
             ring_base=ring_base,
             ring_size=ring_size,
-            min_length=MIN_RX_BUFFER_BYTES,
+            min_length=min_length,
             max_ring=MAX_RING,
+            writeback_writes=writeback,
         )
-        m.d.comb += [
-            # A frame's data written into an owned buffer; the frame complete, its EOP
-            # descriptor written back and answered OKAY.
-            Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
-            Cover(dut.events.frame_done),
-        ]
+        if self._min_buffer_bytes is None:
+            m.d.comb += [
+                # A frame's data written into an owned buffer; the frame complete, its EOP
+                # descriptor written back and answered OKAY.
+                Cover(write_props.w_accepted & (ownership.owned != 0) & ~ownership.handed_back),
+                Cover(dut.events.frame_done),
+            ]
+        else:
+            # The channel's data path (its FSM, found by name) in "Next": a buffer filled
+            # to its last byte, its data queued; in "Spill": the frame goes on beyond it.
+            data_state = internal_signal(m.submodules.dut, "data_state", within="core")
+            m.d.comb += [
+                Cover(in_state(data_state, "Next")),
+                Cover(in_state(data_state, "Spill")),
+            ]
 
 
 class TxOwnershipHarness(_ChannelHarness):
@@ -139,6 +181,10 @@ class TxOwnershipHarness(_ChannelHarness):
             fragment_reads=reading_fragment,
             buffer_writes=False,
         )
-        # The fragment read of an owned descriptor (step 11). Its write-back comes later
-        # than the depth this proof can afford (docs/formal.md).
-        m.d.comb += Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0))
+        # The fragment read of an owned descriptor (step 11); its write-back (step 18),
+        # beyond the bounded depth this proof can afford (docs/formal.md).
+        m.d.comb += [
+            Cover(read_props.ar_accepted & reading_fragment & (ownership.owned != 0)),
+            # A descriptor written back: the W beat of its last word (OWN cleared).
+            Cover(ownership.handed_back),
+        ]

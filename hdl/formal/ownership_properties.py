@@ -33,6 +33,11 @@ class RingOwnershipProperties(Elaboratable):
                    reader serves a buffer read, not a descriptor fetch. ``None``: every
                    read is a descriptor fetch (RX).
         buffer_writes: the channel writes buffers (RX); if not (TX), only write-backs.
+        writeback_writes: for a channel that writes buffers: high while its writer serves a
+                   write-back, not buffer data. Only a write-back's last word ends an
+                   entry's ownership: a buffer may overlap the ring (memory is any data),
+                   and the channel's data write there does not hand anything back.
+                   ``None``: every write is a write-back (TX).
 
     Asserted: every descriptor fetch (AR) lies inside the ring ``[ring_base, ring_base +
     16 * ring_size)``, every buffer read (AR) inside the beats of an owned entry's buffer;
@@ -54,6 +59,7 @@ class RingOwnershipProperties(Elaboratable):
         max_ring: int,
         fragment_reads=None,
         buffer_writes: bool = True,
+        writeback_writes=None,
     ):
         self._read_props = read_props
         self._write_props = write_props
@@ -65,6 +71,9 @@ class RingOwnershipProperties(Elaboratable):
         self._max_ring = max_ring
         self._fragment_reads = fragment_reads
         self._buffer_writes = buffer_writes
+        if buffer_writes and writeback_writes is None:
+            raise ValueError("a channel that writes buffers needs writeback_writes")
+        self._writeback_writes = writeback_writes
         #: Per ring entry: the DMA owns it (for covers).
         self.owned = Signal(max_ring)
         #: A W beat writes the last word (OWN) of a ring entry: its write-back ends.
@@ -139,8 +148,10 @@ class RingOwnershipProperties(Elaboratable):
 
         # The write-back's last word (OWN cleared) hands the entry back to the driver.
         w_offset = (w_addr - base)[:addr_width]
+        writeback = C(1, 1) if self._writeback_writes is None else self._writeback_writes
         m.d.comb += self.handed_back.eq(
             self._write_props.w_accepted
+            & writeback
             & wr.wstrb[3]
             & (w_offset < self._ring_size * DESCRIPTOR_BYTES)
             & (w_offset[2:4] == 3)

@@ -498,9 +498,16 @@ _MOVER_REASON = (
 )
 
 _CHANNEL_REASON = (
-    "16 cycles from reset reach a descriptor fetch, the use of its buffer and its "
-    "write-back (the covers); induction would need the checker's table of owned entries "
-    "tied to the channel's prefetched descriptors, write queue and head"
+    "16 cycles from reset reach a descriptor fetch and the use of its buffer (a cover, "
+    "step 15); the write-back (a cover, step 24) lies beyond; induction would need the "
+    "checker's table of owned entries tied to the channel's prefetched descriptors, write "
+    "queue, staging FIFO and head"
+)
+
+_BUFFER_ENDS_REASON = (
+    "rx_ownership with buffers from 4 bytes, so that a buffer fills to its end and a frame "
+    "goes on past it within the depth (64-byte buffers need 16 data beats); bounded like "
+    "rx_ownership"
 )
 
 PROOFS = [
@@ -605,15 +612,25 @@ PROOFS = [
         reason=_CHANNEL_REASON,
     ),
     Proof(
+        name="rx_buffer_ends",
+        harness=partial(RxOwnershipHarness, min_buffer_bytes=4),
+        mode="bmc",
+        depth=17,
+        cover_depth=17,
+        component="hdl/dma/rx_channel.py RxDmaChannel (buffers from 4 bytes)",
+        reason=_BUFFER_ENDS_REASON,
+    ),
+    Proof(
         name="tx_ownership",
         harness=TxOwnershipHarness,
         mode="bmc",
         depth=12,
-        cover_depth=12,
+        cover_depth=20,
         component="hdl/dma/tx_channel.py TxDmaChannel",
         reason=(
             "12 cycles from reset reach a descriptor fetch and the fragment read it allows "
-            "(the cover), not yet its write-back; deeper costs minutes per cycle here. Plan: "
+            "(a cover, step 11); the write-back is reached at step 18 (a cover) but the "
+            "bounded check costs more than twice as much per cycle beyond 12. Plan: "
             "linking invariants for the channel's descriptor buffer, then induction"
         ),
     ),
