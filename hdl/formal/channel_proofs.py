@@ -111,11 +111,11 @@ class RxOwnershipHarness(_ChannelHarness):
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
         # The command the channel's writer serves (its W beats follow it: the writer takes
         # the next only when every B of this one is in). Its layout is {addr, length (16),
-        # kind (1: a write-back), eop, ioc}; the width check keeps a changed layout from
-        # silently pointing at another bit.
+        # kind (1: a write-back), eop, ioc, sop}; the width check keeps a changed layout
+        # from silently pointing at another bit.
         current = internal_signal(m.submodules.dut, "cur", within="core")
-        if len(current) != CHANNEL_ADDR_WIDTH + 19:
-            raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+19")
+        if len(current) != CHANNEL_ADDR_WIDTH + 20:
+            raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+20")
         writeback = current[CHANNEL_ADDR_WIDTH + 16]
         m.d.comb += [
             dut.prefetch.eq(1),
