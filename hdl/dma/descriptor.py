@@ -51,9 +51,18 @@ class Descriptor(data.Struct):
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
         rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
         error:        the frame is bad (``rx_error`` != NONE or ``rx_truncated``).
+        csum_start:   TX, SOP descriptor, read on fetch (written back 0): the frame byte
+                      where the L4 checksum's sum starts (Linux CHECKSUM_PARTIAL
+                      ``csum_start``, counted from the Ethernet header).
     Word 3 (driver writes, OWN last; DMA reads, then writes it back with ``own`` = 0):
         length:       TX: fragment bytes (>= 1); RX: buffer size (>= 64).
+        csum_offset:  TX, SOP descriptor (written back 0): where the checksum goes, in
+                      bytes after ``csum_start`` (Linux ``csum_offset``).
         ioc:          interrupt on completion (IRQ_MODE = PER_DESC).
+        csum_insert:  TX, SOP descriptor (written back 0): insert the L4 checksum
+                      (:mod:`macdma.hdl.dma.tx_checksum`; builds with TX checksum).
+        ip_csum_insert: TX, SOP descriptor (written back 0): insert the IPv4 header
+                      checksum (header at byte 14, its length from IHL).
         sop, eop:     start / end of packet. TX: set by the driver on the first / last
                       fragment of a frame. RX: written by the DMA on the first / last buffer
                       of a frame (the driver posts them as 0; they are ignored on fetch).
@@ -78,13 +87,16 @@ class Descriptor(data.Struct):
     frame_length: 16
     rx_error: RxError
     rx_truncated: 1
-    reserved_w2_20: 11
+    csum_start: 10
+    reserved_w2_30: 1
     error: 1
     # Word 3
     length: 16
-    reserved_w3_16: 8
+    csum_offset: 8
     ioc: 1
-    reserved_w3_25: 3
+    csum_insert: 1
+    ip_csum_insert: 1
+    reserved_w3_27: 1
     sop: 1
     eop: 1
     reserved_w3_30: 1
