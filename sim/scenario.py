@@ -202,6 +202,11 @@ class Scenario:
         "copy fragmented TX frames into one buffer (no scatter-gather)",
         driver="linearize",
     )
+    tx_checksum: str = knob(
+        "none", str, "who computes the TX UDP checksum: none (pktgen's default), hw "
+        "(descriptor request, CHECKSUM_PARTIAL) or sw (the stack, per_byte_csum)",
+        choices=("none", "hw", "sw"), driver="tx_checksum",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,

@@ -199,7 +199,10 @@ def run_fifo(frames, *, data_width=32, depth_bytes=4096, seed=0, ready_prob=1.0)
 
     async def reader(ctx):
         current = bytearray()
-        while len(received) < len(frames):
+        limit = 4 * sum(len(f) for f, _, _ in frames) + 2000 * len(frames)
+        for _ in range(limit):
+            if len(received) == len(frames):
+                break
             ready = rng.random() < ready_prob
             ctx.set(dut.o.ready, ready)
             if ready and ctx.get(dut.o.valid):
@@ -209,6 +212,7 @@ def run_fifo(frames, *, data_width=32, depth_bytes=4096, seed=0, ready_prob=1.0)
                     received.append(bytes(current))
                     current = bytearray()
             await ctx.tick("tx")
+        assert len(received) == len(frames), f"timeout: {len(received)} of {len(frames)} frames"
 
     sim.add_testbench(writer)
     sim.add_testbench(reader)

@@ -457,7 +457,7 @@ class TxFrameFifo(wiring.Component):
             csum.i.p.count.eq(self.i.p.count),
             csum.i.p.last.eq(self.i.p.last),
             csum.request.eq(self.i_csum),
-            csum.cancel.eq(cut_through | release),
+            csum.cancel.eq(cut_through | (release & ~self.i.p.last)),
             # Room for this frame's result and the previous frame's, still being summed.
             csum_wait.eq(~frame_open & asks & (results.w_level > CHECKSUM_FRAMES - 3)),
             results.w_en.eq(csum.result.valid | early),
