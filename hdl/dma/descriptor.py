@@ -69,8 +69,8 @@ class Descriptor(data.Struct):
         own:          1: the DMA owns the descriptor. The driver sets it when handing over;
                       the DMA clears it on write-back and never uses a descriptor without it.
 
-    Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and 4 reserved bits) are the
-    *status byte*; TX defines no status yet and writes 0.
+    Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and the low 4 bits of TX's
+    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0.
 
     Why the control word (with ``own``) is last: the DMA writes words 1..3 back in one
     INCR burst, whose beats reach memory in address order. With ``own`` in the last word a

@@ -68,9 +68,10 @@ def partial_frame(packet) -> tuple[bytes, CsumRequest]:
     garbage (the hardware must ignore it); the request to fill both in."""
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
 
     data = bytearray(bytes(packet))
-    network = packet.payload
+    network = Ether(bytes(data)).payload  # built: IHL and lengths filled in
     if isinstance(network, IP):
         header = 4 * network.ihl if network.ihl else 20
         l4_length = len(data) - IP_START - header
