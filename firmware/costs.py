@@ -50,6 +50,8 @@ class CpuCosts:
     Driver variants (DriverConfig):
         per_byte_linearize: Per byte a TX frame's fragments are copied into one buffer
             when the driver linearizes (``linearize``: a device without scatter-gather).
+        per_byte_csum: Per byte the stack checksums in software (csum_partial over the
+            UDP segment) when the frame's checksum is not offloaded (``tx_checksum`` sw).
     """
 
     irq_entry_exit: float = 0.0
@@ -67,6 +69,7 @@ class CpuCosts:
     timer_tick_overhead: float = 0.0
     # -- driver variants (DriverConfig) --
     per_byte_linearize: float = 0.0
+    per_byte_csum: float = 0.0
     # -- traffic models (sim/benches/traffic.py) --
     socket_send_per_packet: float = 0.0
     socket_recv_per_packet: float = 0.0

@@ -117,10 +117,14 @@ class Descriptor:
     frame_length: int = _bits(2, 0, 16, "RX, EOP descriptor: frame length without FCS.")
     rx_error: int = _bits(2, 16, 3, "RX, EOP descriptor: RxErrorCause of a bad frame.")
     rx_truncated: bool = _bits(2, 19, 1, "RX, EOP descriptor: tail lost to RX FIFO overflow.")
+    csum_start: int = _bits(2, 20, 10, "TX, SOP: first frame byte the L4 checksum sums.")
     error: bool = _bits(2, 31, 1, "EOP descriptor of a bad frame.")
     # Word 3: written by the driver (last: it holds own); written back with own = 0.
     length: int = _bits(3, 0, 16, "TX: fragment bytes (>= 1). RX: buffer size (>= 64).")
+    csum_offset: int = _bits(3, 16, 8, "TX, SOP: checksum position after csum_start.")
     ioc: bool = _bits(3, 24, 1, "Interrupt on completion (IRQ_MODE = PER_DESC).")
+    csum_insert: bool = _bits(3, 25, 1, "TX, SOP: insert the L4 checksum (CHECKSUM_PARTIAL).")
+    ip_csum_insert: bool = _bits(3, 26, 1, "TX, SOP: insert the IPv4 header checksum.")
     sop: bool = _bits(3, 28, 1, "Start of packet: TX set by the driver, RX set by the DMA.")
     eop: bool = _bits(3, 29, 1, "End of packet: TX set by the driver, RX set by the DMA.")
     own: bool = _bits(3, 31, 1, "1: owned by the DMA. The DMA clears it on write-back.")
@@ -137,11 +141,44 @@ class Descriptor:
     # -- constructors ------------------------------------------------------------------
 
     @classmethod
-    def tx(cls, addr: int, length: int, *, sop: bool, eop: bool, ioc: bool = False) -> Descriptor:
-        """A TX fragment handed to the DMA (``own`` set). ``length`` is 1..65535 bytes."""
+    def tx(
+        cls,
+        addr: int,
+        length: int,
+        *,
+        sop: bool,
+        eop: bool,
+        ioc: bool = False,
+        csum_start: int = 0,
+        csum_offset: int = 0,
+        csum_insert: bool = False,
+        ip_csum_insert: bool = False,
+    ) -> Descriptor:
+        """A TX fragment handed to the DMA (``own`` set). ``length`` is 1..65535 bytes.
+
+        The checksum request (``csum_*``, ``ip_csum_insert``; docs/descriptors.md) belongs
+        to the frame's first fragment: the hardware reads it only there.
+        """
         if not isinstance(length, int) or not 1 <= length <= MAX_BUFFER_BYTES:
             raise ValueError(f"TX fragment length {length!r} must be 1..{MAX_BUFFER_BYTES}")
-        return cls(addr=addr, length=length, sop=sop, eop=eop, ioc=ioc, own=True)._checked()
+        requested = csum_insert or ip_csum_insert or csum_start or csum_offset
+        if requested and not sop:
+            raise ValueError(
+                "A TX checksum request belongs on the SOP fragment (sop=True), "
+                f"not on a fragment with sop={sop!r}"
+            )
+        return cls(
+            addr=addr,
+            length=length,
+            sop=sop,
+            eop=eop,
+            ioc=ioc,
+            csum_start=csum_start,
+            csum_offset=csum_offset,
+            csum_insert=csum_insert,
+            ip_csum_insert=ip_csum_insert,
+            own=True,
+        )._checked()
 
     @classmethod
     def rx(cls, addr: int, buffer_bytes: int, *, ioc: bool = False) -> Descriptor:

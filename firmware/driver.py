@@ -137,6 +137,14 @@ assert regs.RX_STATUS_HALTED_MASK == _STATUS_HALTED_MASK
 # -- configuration -------------------------------------------------------------------------
 
 
+#: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
+TX_CHECKSUM_MODES = ("none", "hw", "sw")
+#: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
+#: checksum 6 bytes in.
+UDP_CSUM_START = 34
+UDP_CSUM_OFFSET = 6
+
+
 @dataclass(frozen=True)
 class IrqStrategy:
     """How completions reach the driver.
@@ -341,6 +349,10 @@ class DriverConfig:
             :class:`FlowControlUnsupportedError` on a build without
             ID_FEATURES.flow_control. False leaves the MAC_FC_* registers alone (reset:
             off).
+        tx_checksum: who computes a TX frame's UDP checksum. ``"none"``: nobody (pktgen
+            without UDPCSUM, as the field reports ran); ``"hw"``: the SOP descriptor asks
+            the hardware (CHECKSUM_PARTIAL, UDP over IPv4: csum_start 34, csum_offset 6);
+            ``"sw"``: the stack sums the segment, charged ``per_byte_csum`` per byte.
     """
 
     tx_ring: int = 256
@@ -362,6 +374,7 @@ class DriverConfig:
     rx_per_irq: int | None = None
     linearize: bool = False
     flow_control: bool = False
+    tx_checksum: str = "none"
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -405,6 +418,11 @@ class DriverConfig:
                     f"whose handler cleans (per-desc, eop, coalesce), not "
                     f"{self.strategy.name!r}"
                 )
+        if self.tx_checksum not in TX_CHECKSUM_MODES:
+            raise ValueError(
+                f"DriverConfig.tx_checksum = {self.tx_checksum!r} must be one of "
+                f"{', '.join(TX_CHECKSUM_MODES)}"
+            )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
         if not isinstance(self.flow_control, bool):
@@ -978,6 +996,16 @@ class MacDmaDriver:
                 self._stop_queue()
                 return False
             await self._charge("tx_per_packet")
+            if self.config.tx_checksum == "sw":
+                segment = sum(len(f) for f in fragments) - UDP_CSUM_START
+                await self._charge("per_byte_csum", max(0, segment))
+            request = {}
+            if self.config.tx_checksum == "hw":
+                request = {
+                    "csum_start": UDP_CSUM_START,
+                    "csum_offset": UDP_CSUM_OFFSET,
+                    "csum_insert": True,
+                }
             first = tx.next_to_use
             index = first
             ioc = self.strategy.ioc
@@ -986,7 +1014,10 @@ class MacDmaDriver:
                 await self._charge("per_byte_cache", len(frag))  # dma_map: clean to memory
                 address = tx.map_fragment(index, frag)
                 await self._charge("tx_per_descriptor")
-                desc = Descriptor.tx(address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc)
+                desc = Descriptor.tx(
+                    address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc,
+                    **(request if n == 0 else {}),
+                )  # fmt: skip
                 tx.post(index, desc)
                 last = index
                 index = tx.next(index)

@@ -56,6 +56,9 @@ ID_FEATURES_FLOW_CONTROL_MASK = 0x10000000
 ID_FEATURES_RX_CHECKSUM_SHIFT = 29
 ID_FEATURES_RX_CHECKSUM_WIDTH = 1
 ID_FEATURES_RX_CHECKSUM_MASK = 0x20000000
+ID_FEATURES_TX_CHECKSUM_SHIFT = 30
+ID_FEATURES_TX_CHECKSUM_WIDTH = 1
+ID_FEATURES_TX_CHECKSUM_MASK = 0x40000000
 
 # ID_CFG_ERROR (0x00C)
 # Sticky record of rejected writes, one bit per validated field in map order; write 1 to clear.
@@ -889,6 +892,15 @@ STATS_RX_MAC_CONTROL_SHIFT = 0
 STATS_RX_MAC_CONTROL_WIDTH = 32
 STATS_RX_MAC_CONTROL_MASK = 0xFFFFFFFF
 
+# STATS_TX_CSUM_SKIPPED (0x460)
+# Frames whose TX checksum request was not honoured and that were sent as given: cut-through
+# (larger than the TX FIFO) or a request the frame cannot hold. 32-bit counter, wraps; cleared
+# by reset only.
+STATS_TX_CSUM_SKIPPED = 0x460
+STATS_TX_CSUM_SKIPPED_SHIFT = 0
+STATS_TX_CSUM_SKIPPED_WIDTH = 32
+STATS_TX_CSUM_SKIPPED_MASK = 0xFFFFFFFF
+
 
 # Register byte address -> register key, e.g. for MMIO traces.
 REGISTER_NAMES: dict[int, str] = {
@@ -973,6 +985,7 @@ REGISTER_NAMES: dict[int, str] = {
     0x454: "STATS_RX_XOFF",
     0x458: "STATS_RX_XON",
     0x45C: "STATS_RX_MAC_CONTROL",
+    0x460: "STATS_TX_CSUM_SKIPPED",
 }
 
 

@@ -13,7 +13,7 @@ blocks, registers, field access kinds and composed names). From it are built:
 
 from __future__ import annotations
 
-from .mac.counters import FLOW_CONTROL_COUNTERS, RX_COUNTERS, TX_COUNTERS
+from .mac.counters import CHECKSUM_COUNTERS, FLOW_CONTROL_COUNTERS, RX_COUNTERS, TX_COUNTERS
 from .regmodel import (
     Access,
     Block,
@@ -555,7 +555,7 @@ def _build_register_map() -> RegisterMap:
         ),
         "MDIO master for PHY management (IEEE 802.3 clause 22): MDC and MDIO pins of the SoC.",
     )
-    counters = {**TX_COUNTERS, **RX_COUNTERS, **FLOW_CONTROL_COUNTERS}
+    counters = {**TX_COUNTERS, **RX_COUNTERS, **FLOW_CONTROL_COUNTERS, **CHECKSUM_COUNTERS}
     stats_names = [(name.upper(), doc) for name, doc in counters.items()]
     stats = Block(
         "STATS",
@@ -603,6 +603,13 @@ def _build_register_map() -> RegisterMap:
                         "ro",
                         doc="1: RX EOP descriptors carry rx_csum, the frame's ones'-complement "
                         "sum from byte 14 (CHECKSUM_COMPLETE).",
+                    ),
+                    Field(
+                        "tx_checksum",
+                        (30, 1),
+                        "ro",
+                        doc="1: TX checksum insertion is built in: a SOP descriptor's csum_insert "
+                        "and ip_csum_insert act (CHECKSUM_PARTIAL).",
                     ),
                 ),
                 "Build parameters, supplied by the hardware.",

@@ -59,6 +59,7 @@ class SocParams:
     max_prefetch: int = 8  # most descriptors fetched in one burst (FEATURES.max_prefetch)
     flow_control: bool = True  # 802.3x PAUSE in the MAC (FEATURES.flow_control, MAC_FC_*)
     rx_checksum: bool = True  # CHECKSUM_COMPLETE sums in RX EOP descriptors (FEATURES)
+    tx_checksum: bool = True  # CHECKSUM_PARTIAL insertion in the TX FIFO (FEATURES)
 
     def __post_init__(self):
         if self.data_width not in (32, 64):
@@ -69,7 +70,7 @@ class SocParams:
                 raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
         if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
             raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
-        for name in ("flow_control", "rx_checksum"):
+        for name in ("flow_control", "rx_checksum", "tx_checksum"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
@@ -198,7 +199,14 @@ class MacDmaSoc(wiring.Component):
             domain.rst.eq(ResetSignal("sync") | (resetting != 0)),
             tx_dma.run.eq(bank.port("TX_CTRL", "run") & (resetting == 0)),
         ]
-        fifo = TxFrameFifo(self.params.data_width, self.params.tx_fifo_bytes)
+        fifo = TxFrameFifo(
+            self.params.data_width, self.params.tx_fifo_bytes, checksum=self.params.tx_checksum
+        )
+        m.d.comb += fifo.i_csum.eq(tx_dma.o_csum)
+        skipped = Signal(32)  # STATS_TX_CSUM_SKIPPED
+        with m.If(fifo.csum_skipped):
+            m.d.sync += skipped.eq(skipped + 1)
+        m.d.comb += bank.port("STATS_TX_CSUM_SKIPPED").eq(skipped)
         return DomainRenamer({"sync": "tx_fifo_sys"})(fifo)
 
     @staticmethod
@@ -228,6 +236,7 @@ class MacDmaSoc(wiring.Component):
             bank.port("ID_FEATURES", "max_prefetch").eq(params.max_prefetch),
             bank.port("ID_FEATURES", "flow_control").eq(params.flow_control),
             bank.port("ID_FEATURES", "rx_checksum").eq(params.rx_checksum),
+            bank.port("ID_FEATURES", "tx_checksum").eq(params.tx_checksum),
         ]
 
     @staticmethod

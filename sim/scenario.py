@@ -220,6 +220,11 @@ class Scenario:
         "SoC's PAUSE frames); needs a build with ID_FEATURES.flow_control",
         choices=FLOW_CONTROL_SETTINGS, driver="flow_control", to_driver=lambda fc: fc == "on",
     )  # fmt: skip
+    tx_checksum: str = knob(
+        "none", str, "who computes the TX UDP checksum: none (pktgen's default), hw "
+        "(descriptor request, CHECKSUM_PARTIAL) or sw (the stack, per_byte_csum)",
+        choices=("none", "hw", "sw"), driver="tx_checksum",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,

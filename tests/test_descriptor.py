@@ -50,9 +50,13 @@ def test_layout_matches_the_documented_positions():
         "frame_length": (2, 0, 16),
         "rx_error": (2, 16, 3),
         "rx_truncated": (2, 19, 1),
+        "csum_start": (2, 20, 10),
         "error": (2, 31, 1),
         "length": (3, 0, 16),
+        "csum_offset": (3, 16, 8),
         "ioc": (3, 24, 1),
+        "csum_insert": (3, 25, 1),
+        "ip_csum_insert": (3, 26, 1),
         "sop": (3, 28, 1),
         "eop": (3, 29, 1),
         "own": (3, 31, 1),
@@ -146,6 +150,10 @@ def test_constructors_and_pack_reject_bad_values():
         fw.Descriptor.tx(1 << 32, 64, sop=True, eop=True)
     with pytest.raises(ValueError, match="done_length = -1"):
         fw.Descriptor(done_length=-1).pack()
+    with pytest.raises(ValueError, match="csum_start = 1024"):
+        fw.Descriptor.tx(0, 64, sop=True, eop=True, csum_start=1024, csum_insert=True)
+    with pytest.raises(ValueError, match="belongs on the SOP fragment"):
+        fw.Descriptor.tx(0, 64, sop=False, eop=True, csum_insert=True)
     with pytest.raises(ValueError, match="16 bytes, not 12"):
         fw.Descriptor.unpack(bytes(12))
     rx = fw.Descriptor.rx(0x8000_0003, 64, ioc=True)

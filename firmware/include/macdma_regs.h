@@ -53,6 +53,9 @@
 #define MACDMA_ID_FEATURES_RX_CHECKSUM_SHIFT 29u
 #define MACDMA_ID_FEATURES_RX_CHECKSUM_WIDTH 1u
 #define MACDMA_ID_FEATURES_RX_CHECKSUM_MASK 0x20000000u
+#define MACDMA_ID_FEATURES_TX_CHECKSUM_SHIFT 30u
+#define MACDMA_ID_FEATURES_TX_CHECKSUM_WIDTH 1u
+#define MACDMA_ID_FEATURES_TX_CHECKSUM_MASK 0x40000000u
 
 /* ID_CFG_ERROR (0x00C)
  * Sticky record of rejected writes, one bit per validated field in map order; write 1 to clear.
@@ -886,6 +889,15 @@
 #define MACDMA_STATS_RX_MAC_CONTROL_SHIFT 0u
 #define MACDMA_STATS_RX_MAC_CONTROL_WIDTH 32u
 #define MACDMA_STATS_RX_MAC_CONTROL_MASK 0xFFFFFFFFu
+
+/* STATS_TX_CSUM_SKIPPED (0x460)
+ * Frames whose TX checksum request was not honoured and that were sent as given: cut-through
+ * (larger than the TX FIFO) or a request the frame cannot hold. 32-bit counter, wraps; cleared
+ * by reset only. */
+#define MACDMA_STATS_TX_CSUM_SKIPPED 0x460u
+#define MACDMA_STATS_TX_CSUM_SKIPPED_SHIFT 0u
+#define MACDMA_STATS_TX_CSUM_SKIPPED_WIDTH 32u
+#define MACDMA_STATS_TX_CSUM_SKIPPED_MASK 0xFFFFFFFFu
 
 /* enum DmaErrorCode
  * Why a DMA channel halted (STATUS.error_code). */

@@ -51,17 +51,26 @@ class Descriptor(data.Struct):
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
         rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
         error:        the frame is bad (``rx_error`` != NONE or ``rx_truncated``).
+        csum_start:   TX, SOP descriptor, read on fetch (written back 0): the frame byte
+                      where the L4 checksum's sum starts (Linux CHECKSUM_PARTIAL
+                      ``csum_start``, counted from the Ethernet header).
     Word 3 (driver writes, OWN last; DMA reads, then writes it back with ``own`` = 0):
         length:       TX: fragment bytes (>= 1); RX: buffer size (>= 64).
+        csum_offset:  TX, SOP descriptor (written back 0): where the checksum goes, in
+                      bytes after ``csum_start`` (Linux ``csum_offset``).
         ioc:          interrupt on completion (IRQ_MODE = PER_DESC).
+        csum_insert:  TX, SOP descriptor (written back 0): insert the L4 checksum
+                      (:mod:`macdma.hdl.dma.tx_checksum`; builds with TX checksum).
+        ip_csum_insert: TX, SOP descriptor (written back 0): insert the IPv4 header
+                      checksum (header at byte 14, its length from IHL).
         sop, eop:     start / end of packet. TX: set by the driver on the first / last
                       fragment of a frame. RX: written by the DMA on the first / last buffer
                       of a frame (the driver posts them as 0; they are ignored on fetch).
         own:          1: the DMA owns the descriptor. The driver sets it when handing over;
                       the DMA clears it on write-back and never uses a descriptor without it.
 
-    Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and 4 reserved bits) are the
-    *status byte*; TX defines no status yet and writes 0.
+    Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and the low 4 bits of TX's
+    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0.
 
     Why the control word (with ``own``) is last: the DMA writes words 1..3 back in one
     INCR burst, whose beats reach memory in address order. With ``own`` in the last word a
@@ -78,13 +87,16 @@ class Descriptor(data.Struct):
     frame_length: 16
     rx_error: RxError
     rx_truncated: 1
-    reserved_w2_20: 11
+    csum_start: 10
+    reserved_w2_30: 1
     error: 1
     # Word 3
     length: 16
-    reserved_w3_16: 8
+    csum_offset: 8
     ioc: 1
-    reserved_w3_25: 3
+    csum_insert: 1
+    ip_csum_insert: 1
+    reserved_w3_27: 1
     sop: 1
     eop: 1
     reserved_w3_30: 1

@@ -23,6 +23,7 @@ from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
 from .descriptor import DESCRIPTOR_BYTES, Descriptor
 from .irq import IrqEventSignature
+from .tx_checksum import TxChecksumRequest
 from .tx_fifo import packed_layout
 
 __all__ = ["TxDmaChannel", "ERROR_CODES"]
@@ -137,6 +138,8 @@ class TxDmaChannel(wiring.Component):
                 "reset_discards": Out(16),
                 "events": Out(IrqEventSignature()),
                 "o": Out(stream.Signature(packed_layout(data_width, "error"))),
+                # The checksum request of the frame on ``o``, from its SOP descriptor.
+                "o_csum": Out(TxChecksumRequest),
                 "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
                 "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
             }
@@ -417,6 +420,15 @@ class TxDmaChannel(wiring.Component):
                     ]
                     with m.If(reader.cmd.ready):
                         m.d.sync += [cur_eop.eq(desc.eop), reading_fragment.eq(1)]
+                        with m.If(desc.sop):
+                            m.d.sync += self.o_csum.eq(
+                                Cat(
+                                    desc.csum_start,
+                                    desc.csum_offset,
+                                    desc.csum_insert,
+                                    desc.ip_csum_insert,
+                                )
+                            )
                         m.next = "Data"
 
             with m.State("Data"):

@@ -14,6 +14,7 @@ from amaranth.utils import bits_for, ceil_log2
 
 from ..mac.frame import ByteBeat
 from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, gray_decode, gray_encode
+from .tx_checksum import IP_CSUM_POS, TxChecksumRequest, TxChecksumResult, TxFrameChecksum
 
 __all__ = [
     "TxFrameFifo",
@@ -24,6 +25,9 @@ __all__ = [
 #: Smallest and largest accepted ``depth_bytes`` (powers of two).
 MIN_DEPTH_BYTES = 2048
 MAX_DEPTH_BYTES = 65536
+#: Frames asking for a checksum that may wait in the FIFO at once (their results queue up
+#: in a small FIFO of their own beside the words; a further such frame waits to be taken).
+CHECKSUM_FRAMES = 16
 
 
 def check_fifo_params(data_width, depth_bytes):
@@ -58,6 +62,9 @@ class TxFrameFifo(wiring.Component):
     depth_bytes : power of two, 2048..65536
         Storage for frame data. The FIFO holds ``depth_bytes // W`` words of block RAM plus
         the :data:`~.prefetch_fifo.QUEUE_DEPTH` words its read side reads ahead.
+    checksum : bool
+        Build TX checksum insertion (CHECKSUM_PARTIAL, :mod:`.tx_checksum`): ``i_csum`` is
+        honoured. Without it ``i_csum`` is ignored and frames pass unchanged.
 
     Members
     -------
@@ -69,8 +76,16 @@ class TxFrameFifo(wiring.Component):
         on its last byte and sends it with ``tx_er``. A last beat with ``count == 0`` (the
         ``AxiBurstReader``'s lone error beat) becomes one extra byte 0x00 that is always
         flagged ``error``, so a frame is never shortened silently.
+    i_csum : In(TxChecksumRequest), ``sync`` domain
+        The checksum request of the frame whose first beat is on ``i`` (the SOP
+        descriptor's ``csum_*`` fields), read with that beat.
     o : Out(stream ByteBeat), ``tx`` domain
         Frames to the MAC, one byte per beat. ``valid`` never depends on ``ready``.
+    csum_skipped : Out(1), ``sync`` domain
+        One-cycle pulse per frame whose checksum request was not honoured: the frame went
+        cut-through (its sum is not known before it starts on the wire) or the request
+        did not fit the frame (:class:`~.tx_checksum.TxFrameChecksum`). Such a frame is
+        sent with the bytes the driver gave, never with a checksum computed over part of it.
     empty : Out(1), ``sync`` domain
         No frame data anywhere in the block: every frame written has had its last byte taken
         by the MAC (or was dropped by a reset) and no frame is being written.
@@ -104,13 +119,16 @@ class TxFrameFifo(wiring.Component):
     the first 2 cycles of each clock.
     """
 
-    def __init__(self, data_width: int = 32, depth_bytes: int = 4096):
+    def __init__(self, data_width: int = 32, depth_bytes: int = 4096, *, checksum: bool = False):
         try:
             check_fifo_params(data_width, depth_bytes)
+            if not isinstance(checksum, bool):
+                raise ValueError(f"checksum must be True or False, not {checksum!r}")
         except ValueError:
             # The half-built object would otherwise warn "created but never used" at GC.
             self._MustUse__silence = True
             raise
+        self._checksum = checksum
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         beat_bytes = data_width // 8
@@ -122,7 +140,9 @@ class TxFrameFifo(wiring.Component):
         super().__init__(
             {
                 "i": In(stream.Signature(packed_layout(data_width, "error"))),
+                "i_csum": In(TxChecksumRequest),
                 "o": Out(stream.Signature(ByteBeat)),
+                "csum_skipped": Out(1),
                 "empty": Out(1, init=1),
                 "frames_queued": Out(self._frame_counter_bits),
                 "level_words": Out(range(self._depth_words + 1)),
@@ -159,6 +179,8 @@ class TxFrameFifo(wiring.Component):
                 "keep": 1,
                 "last": 1,
                 "error": 1,
+                # First word of a frame whose checksum result waits in ``results``.
+                "csum": 1 if self._checksum else 0,
             }
         )
 
@@ -185,6 +207,7 @@ class TxFrameFifo(wiring.Component):
         released = Signal(counter_bits)
         released_gray = Signal(counter_bits)
 
+        csum_wait = Signal()  # a frame asking for a checksum waits for room in ``results``
         beat = self.i.p
         empty_end = beat.last & (beat.count == 0)
         count = Mux(empty_end, 1, Mux(beat.count > beat_bytes, beat_bytes, beat.count))
@@ -196,8 +219,8 @@ class TxFrameFifo(wiring.Component):
             w_word.keep.eq(beat.last | (beat.count != 0)),
             w_word.last.eq(beat.last),
             w_word.error.eq(beat.error | empty_end),
-            words.w_en.eq(self.i.valid),
-            self.i.ready.eq(words.w_rdy),
+            words.w_en.eq(self.i.valid & ~csum_wait),
+            self.i.ready.eq(words.w_rdy & ~csum_wait),
             self.level_words.eq(words.w_level),
         ]
 
@@ -220,6 +243,16 @@ class TxFrameFifo(wiring.Component):
                 released.eq(released + 1),
                 released_gray.eq(gray_encode(released + 1, counter_bits)),
             ]
+        if self._checksum:
+            results = self._checksum_write_side(
+                m,
+                accepted=accepted,
+                frame_open=frame_open,
+                cut_through=cut_through,
+                release=release,
+                csum_wait=csum_wait,
+            )
+            m.d.comb += w_word.csum.eq(~frame_open & (self.i_csum.l4 | self.i_csum.ip))
 
         # ---- tx side: take released frames, split words into bytes -----------------------
         # One more stage than the FIFO's own pointer synchronizer: a frame's token can never
@@ -267,6 +300,9 @@ class TxFrameFifo(wiring.Component):
         m.d.txf += frame_available.eq(
             Mux(pop & ~in_frame, released_tx != started_gray_after, released_tx != started_gray)
         )
+        csum_ready = Signal(init=1)  # the next frame's checksum result (if any) is here
+        patch = Signal()  # the byte at the head of ``word`` is replaced by ``patch_byte``
+        patch_byte = Signal(8)
         push = Signal()  # a byte of ``word`` goes into the skid buffer
         m.d.comb += push.eq(word_valid & ~spare_valid & ~tx_reset)
         word_done = push & one_left
@@ -278,7 +314,7 @@ class TxFrameFifo(wiring.Component):
                 & Mux(
                     in_frame,
                     discard | ~word_valid | word_done,
-                    frame_available & tx_side_empty,
+                    frame_available & tx_side_empty & csum_ready,
                 )
             ),
             words.r.ready.eq(pop),
@@ -290,6 +326,18 @@ class TxFrameFifo(wiring.Component):
                 finished_gray.eq(gray_encode(finished + 1, counter_bits)),
             ]
 
+        if self._checksum:
+            self._checksum_read_side(
+                m,
+                results,
+                fifo_word=fifo_word,
+                pop=pop,
+                in_frame=in_frame,
+                push=push,
+                csum_ready=csum_ready,
+                patch=patch,
+                patch_byte=patch_byte,
+            )
         with m.If(push):
             m.d.txf += [
                 word_data.eq(word_data >> 8),
@@ -323,7 +371,9 @@ class TxFrameFifo(wiring.Component):
         # ---- skid buffer to the MAC ------------------------------------------------------
         is_last = word_last & one_left
         m.d.comb += [
-            pushed.data.eq(word_data[:8]),
+            pushed.data.eq(
+                Mux(patch, patch_byte, word_data[:8]) if self._checksum else word_data[:8]
+            ),
             pushed.last.eq(is_last),
             pushed.error.eq(is_last & frame_error),
         ]
@@ -385,3 +435,84 @@ class TxFrameFifo(wiring.Component):
         ]
 
         return m
+
+    def _checksum_write_side(self, m, *, accepted, frame_open, cut_through, release, csum_wait):
+        """Sum each frame as its words are stored; queue one result per frame that asked
+        for a checksum (a cut-through frame's says "insert nothing" and is counted)."""
+        m.submodules.csum = csum = TxFrameChecksum(self._data_width)
+        m.submodules.results = results = AsyncPrefetchFifo(
+            TxChecksumResult.size, CHECKSUM_FRAMES, w_domain="sync", r_domain="txf"
+        )
+        asks = self.i_csum.l4 | self.i_csum.ip
+        frame_asks = Signal()  # the open frame asked for a checksum
+        with m.If(accepted & ~frame_open):
+            m.d.sync += frame_asks.eq(asks)
+        # A frame released before its last word (cut-through) starts on the wire before
+        # its sum is known: its result goes now, with nothing to insert.
+        early = release & ~self.i.p.last & frame_asks
+        blank = Signal(TxChecksumResult)
+        m.d.comb += [
+            csum.i.valid.eq(accepted),
+            csum.i.p.data.eq(self.i.p.data),
+            csum.i.p.count.eq(self.i.p.count),
+            csum.i.p.last.eq(self.i.p.last),
+            csum.request.eq(self.i_csum),
+            csum.cancel.eq(cut_through | (release & ~self.i.p.last)),
+            # Room for this frame's result and the previous frame's, still being summed.
+            csum_wait.eq(~frame_open & asks & (results.w_level > CHECKSUM_FRAMES - 3)),
+            results.w_en.eq(csum.result.valid | early),
+            results.w_data.eq(Mux(early, blank, csum.result.p)),
+            self.csum_skipped.eq(csum.failed | early),
+        ]
+        return results
+
+    def _checksum_read_side(
+        self, m, results, *, fifo_word, pop, in_frame, push, csum_ready, patch, patch_byte
+    ):
+        """Take a frame's result with its first word and replace the bytes it names as they
+        pass. Everything the byte path sees is registered one byte ahead (125 MHz)."""
+        result = Signal(TxChecksumResult)
+        l4_left = Signal.like(result.l4_pos)  # bytes before the L4 checksum's high byte
+        ip_left = Signal(range(IP_CSUM_POS + 1))
+        l4_on = Signal()
+        ip_on = Signal()
+        start = pop & ~in_frame
+        m.d.comb += results.r.ready.eq(start & fifo_word.csum)
+        # Stale for a cycle after a pop, when the word at the head is a new one: never
+        # used then (the tx side is busy with that word, or the frame start waits).
+        m.d.txf += csum_ready.eq(~pop & (~fifo_word.csum | results.r.valid))
+        with m.If(start):
+            payload = TxChecksumResult(results.r.payload)
+            m.d.txf += [
+                result.eq(payload),
+                l4_on.eq(fifo_word.csum & payload.l4),
+                ip_on.eq(fifo_word.csum & payload.ip),
+                l4_left.eq(payload.l4_pos),
+                ip_left.eq(IP_CSUM_POS),
+                patch.eq(0),
+            ]
+        with m.Elif(push):
+            l4_high = l4_on & (l4_left == 1)
+            l4_low = l4_on & (l4_left == 0)
+            ip_high = ip_on & (ip_left == 1)
+            ip_low = ip_on & (ip_left == 0)
+            m.d.txf += [
+                l4_left.eq(l4_left - 1),
+                ip_left.eq(ip_left - 1),
+                patch.eq(l4_high | l4_low | ip_high | ip_low),
+                patch_byte.eq(
+                    Mux(
+                        l4_high,
+                        result.l4_csum[8:],
+                        Mux(
+                            l4_low,
+                            result.l4_csum[:8],
+                            Mux(ip_high, result.ip_csum[8:], result.ip_csum[:8]),
+                        ),
+                    )
+                ),
+            ]
+            with m.If(l4_low):
+                m.d.txf += l4_on.eq(0)
+            with m.If(ip_low):
+                m.d.txf += ip_on.eq(0)

@@ -26,6 +26,12 @@ RX_COUNTERS = {
     "rx_dropped_disabled": "Frames dropped because MAC_CTRL.rx_enable was 0.",
 }
 
+#: TX checksum insertion (builds with ``SocParams.tx_checksum``; 0 without).
+CHECKSUM_COUNTERS = {
+    "tx_csum_skipped": "Frames whose TX checksum request was not honoured and that were "
+    "sent as given: cut-through (larger than the TX FIFO) or a request the frame cannot hold.",
+}
+
 #: 802.3x flow control (builds with ``SocParams.flow_control``; 0 without).
 FLOW_CONTROL_COUNTERS = {
     "tx_pause_frames": "PAUSE frames sent (XOFF and XON).",

@@ -71,6 +71,21 @@ def frame_seq(data: bytes) -> int | None:
     return struct.unpack(">I", data[14:18])[0]
 
 
+def with_udp_checksum(frame: bytes) -> bytes:
+    """``frame`` as TX checksum insertion leaves it for the driver's ``tx_checksum`` hw
+    request (firmware/driver.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
+    from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
+
+    data = frame[UDP_CSUM_START:]
+    data += b"\0" * (len(data) % 2)
+    total = sum(int.from_bytes(data[n : n + 2], "big") for n in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    value = (~total & 0xFFFF) or 0xFFFF
+    at = UDP_CSUM_START + UDP_CSUM_OFFSET
+    return frame[:at] + value.to_bytes(2, "big") + frame[at + 2 :]
+
+
 def split(data: bytes, sizes: list[int]) -> list[bytes]:
     parts, offset = [], 0
     for size in sizes:
@@ -239,6 +254,8 @@ class Traffic:
     def check_tx(self, frame, tag: int, seq: int, size: int) -> None:
         payload = bytes(frame.get_payload())
         expected = make_frame(tag, seq, size)
+        if self.scenario.tx_checksum == "hw":
+            expected = with_udp_checksum(expected)
         if frame.error is not None or not frame.check_fcs():
             self.errors.append(f"TX frame {seq}: bad FCS or error on the wire")
         if payload != expected + bytes(max(0, 60 - len(expected))):

@@ -166,6 +166,7 @@ async def test_reset_values_and_quiet(dut):
         | params.max_prefetch << regs.ID_FEATURES_MAX_PREFETCH_SHIFT
         | int(params.flow_control) << regs.ID_FEATURES_FLOW_CONTROL_SHIFT
         | int(params.rx_checksum) << regs.ID_FEATURES_RX_CHECKSUM_SHIFT
+        | int(params.tx_checksum) << regs.ID_FEATURES_TX_CHECKSUM_SHIFT
     )
     assert await read_ok(bench, regs.ID) == 0x4D444D41 == regs.ID_RESET_VALUE
     assert await read_ok(bench, regs.ID_VERSION) == regs.ID_VERSION_RESET_VALUE
