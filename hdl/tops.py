@@ -1,6 +1,7 @@
 """Every design exported to Verilog, by module name. ``make verilog`` writes each one."""
 
 from .boards.sim_top import BoardSimTop
+from .hostmem_top import HostMemSocTop
 from .mac.top import EthMacTop
 from .soc import SocTop
 
@@ -8,5 +9,6 @@ from .soc import SocTop
 TOPS = {
     "macdma_eth_mac": EthMacTop,
     "macdma_soc": SocTop,
+    "macdma_soc_hostmem": HostMemSocTop,
     "macdma_board": BoardSimTop,
 }

@@ -32,7 +32,7 @@ from typing import TextIO
 
 from .progress import PointsProgress, stdout_copy
 from .runner import CocotbTestFailure, build_model, run_cocotb
-from .scenario import SCENARIO_TOP, Scenario, run_scenario
+from .scenario import MEMORY_MODELS, Scenario, run_scenario, scenario_top
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
 from .verilog import ROOT, build_dir
 
@@ -149,28 +149,39 @@ def _run_loopback(sim: str, frames: int, log_path: Path | None) -> tuple[float, 
     return float(record["sim_ns"]), float(record["wall_seconds"])
 
 
-def _build(sim: str, workload: Workload):
-    if workload.scenario is None:
+def _build(sim: str, scenario: Scenario | None):
+    if scenario is None:
         from .benches.loopback import LOOPBACK_TOP, GmiiLoopback
 
         return build_model(sim, LOOPBACK_TOP, factory=GmiiLoopback)
-    return build_model(sim, SCENARIO_TOP)
+    top, params = scenario_top(scenario)
+    return build_model(sim, top, params=params)
 
 
 def measure(
-    sim: str, workload: Workload, frames: int, log=print, log_path: Path | None = None
+    sim: str,
+    workload: Workload,
+    frames: int,
+    log=print,
+    log_path: Path | None = None,
+    memory: str | None = None,
 ) -> BenchRow:
     """Build (cached) and run *workload* on *sim* with *frames* frames; return its row.
-    With *log_path*, the simulator's output goes to that file instead of stdout."""
+    With *log_path*, the simulator's output goes to that file instead of stdout; *memory*
+    overrides the scenario's host memory model (``Scenario.memory``)."""
     count = workload.frames(frames)
-    build = _build(sim, workload)
+    scenario = None
+    if workload.scenario is not None:
+        scenario = dataclasses.replace(workload.scenario, sim=sim, frames=count)
+        if memory is not None:
+            scenario = dataclasses.replace(scenario, memory=memory)
+    build = _build(sim, scenario)
     where = "" if log_path is None else f" (log: {log_path})"
     log(f"bench: {workload.name} on {sim}, {count} frames{where}", flush=True)
     cpu_before = _children_cpu_seconds()
-    if workload.scenario is None:
+    if scenario is None:
         sim_ns, wall_seconds = _run_loopback(sim, count, log_path)
     else:
-        scenario = dataclasses.replace(workload.scenario, sim=sim, frames=count)
         metrics = run_scenario(scenario, log_path=log_path)
         sim_ns, wall_seconds = float(metrics["sim_ns"]), float(metrics["wall_seconds"])
     row = BenchRow(
@@ -330,7 +341,9 @@ def newest_profile(sim: str) -> Path:
     return found[-1]
 
 
-def profile(sim: str, workload: Workload, frames: int, log=print) -> tuple[BenchRow, str]:
+def profile(
+    sim: str, workload: Workload, frames: int, log=print, memory: str | None = None
+) -> tuple[BenchRow, str]:
     """Run *workload* under cocotb's cProfile; return its row and the formatted profile.
 
     The profiler slows Python down, so the row's speed is not comparable to a plain run.
@@ -339,7 +352,7 @@ def profile(sim: str, workload: Workload, frames: int, log=print) -> tuple[Bench
     os.environ[PROFILE_ENV] = "1"
     started = time.time()
     try:
-        row = measure(sim, workload, frames, log)
+        row = measure(sim, workload, frames, log, memory=memory)
     finally:
         if previous is None:
             os.environ.pop(PROFILE_ENV)
@@ -396,11 +409,17 @@ def _load() -> list[float]:
 
 
 def run_bench(
-    sims: list[str], names: list[str], frames: int, out: Path, stream: TextIO | None = None
+    sims: list[str],
+    names: list[str],
+    frames: int,
+    out: Path,
+    stream: TextIO | None = None,
+    memory: str | None = None,
 ) -> dict:
     """Measure *names* on *sims*; write and return the bench record. Each run's simulator
     output goes to ``logs/<sim>-<workload>.log`` next to *out*; progress to *stream*
-    (default stdout): a rich bar on a terminal, a line per workload else."""
+    (default stdout): a rich bar on a terminal, a line per workload else. *memory*
+    overrides the scenarios' host memory model."""
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     env = environment(sims)
     load_before = _load()
@@ -411,7 +430,7 @@ def run_bench(
             for sim in sims:
                 for workload in chosen:
                     log_path = out.parent / "logs" / f"{sim}-{workload.name}.log"
-                    row = measure(sim, workload, frames, progress.note, log_path)
+                    row = measure(sim, workload, frames, progress.note, log_path, memory)
                     rows.append(row)
                     speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
                     progress.advance(f"{workload.name} on {sim}: {speed}", ok=True)
@@ -422,6 +441,7 @@ def run_bench(
     record = {
         **env,
         "frames": frames,
+        "memory": memory or Scenario().memory,
         "load_average": {"before": load_before, "after": _load()},
         "rows": [row.as_dict() for row in rows],
         "goals": goals(rows),
@@ -472,6 +492,12 @@ def add_bench_parser(commands) -> None:
         "and print where the Python time goes; records nothing",
     )
     bench.add_argument(
+        "--memory",
+        choices=MEMORY_MODELS,
+        default=None,
+        help=f"the SoC workloads' host memory model (default: {Scenario().memory}, as macdma run)",
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -479,12 +505,12 @@ def add_bench_parser(commands) -> None:
     )
 
 
-def _run_profiles(sims: list[str], names: list[str], frames: int) -> int:
+def _run_profiles(sims: list[str], names: list[str], frames: int, memory: str | None) -> int:
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     try:
         for sim in sims:
             for workload in chosen:
-                row, text = profile(sim, workload, frames)
+                row, text = profile(sim, workload, frames, memory=memory)
                 print(
                     f"\nprofile of {workload.name} on {sim} ({row.frames} frames, "
                     f"{row.sim_ns:,.0f} sim ns in {row.wall_seconds:.1f} s under the profiler)"
@@ -503,10 +529,10 @@ def run_bench_command(args: argparse.Namespace) -> int:
     names = [LOOPBACK, *(args.only or [])] if args.only else list(WORKLOAD_NAMES)
     out = args.out or build_dir() / "bench" / "bench.json"
     if args.profile:
-        return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames)
+        return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames, args.memory)
     print(f"macdma bench: {', '.join(names)} on {', '.join(sims)}", flush=True)
     try:
-        record = run_bench(sims, names, args.frames, out)
+        record = run_bench(sims, names, args.frames, out, memory=args.memory)
     except (CocotbTestFailure, SimulatorNotFound) as error:
         from .cli import failure_message
 

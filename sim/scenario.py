@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from macdma.firmware.descriptor import MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
 
 from .knobs import driver_settings, knob, knobs_of, register_range
 
@@ -67,7 +67,10 @@ PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
 SCENARIO_ENV = "MACDMA_SCENARIO"  # the Scenario as JSON, for the cocotb module
 RECORD_ENV = "MACDMA_SCENARIO_RECORD"  # where the cocotb module writes its raw record
-SCENARIO_TOP = "macdma_soc"
+#: The simulated top per host memory model (the ``memory`` knob): the SoC alone with
+#: cocotbext-axi's AxiRam on its AXI4 master, or the SoC with the RAM inside the top.
+SCENARIO_TOPS = {"python": "macdma_soc", "hdl": "macdma_soc_hostmem"}
+MEMORY_MODELS = tuple(SCENARIO_TOPS)
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
@@ -170,6 +173,10 @@ class Scenario:
     mem_latency_cycles: int = knob(
         0, int, "host-memory SoC cycles before the first beat of every AXI burst",
         unit="cycles", low=0, high=1000, why=" per burst",
+    )  # fmt: skip
+    memory: str = knob(
+        "hdl", str, "host memory model: hdl = an AXI4 RAM inside the simulated top, "
+        "python = cocotbext-axi's AxiRam (docs/performance.md)", choices=MEMORY_MODELS,
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
@@ -963,8 +970,10 @@ def run_scenario(
             follower.start()
         started = time.monotonic()
         try:
+            top, params = scenario_top(scenario)
             result = run_cocotb(
-                top=SCENARIO_TOP,
+                top=top,
+                params=params,
                 test_module=SCENARIO_MODULE,
                 sim=scenario.sim,
                 waves=scenario.waves,
@@ -986,6 +995,21 @@ def run_scenario(
     if scenario.json:
         Path(scenario.json).write_text(json.dumps(metrics, indent=2))
     return metrics
+
+
+def memory_bytes_for(scenario: Scenario) -> int:
+    """Host memory for rings, RX buffers and per-slot TX buffers, with slack."""
+    need = 0x1000 + DESCRIPTOR_BYTES * (scenario.tx_ring + scenario.rx_ring)
+    need += scenario.rx_ring * (scenario.rx_buf_bytes + 64)
+    need += scenario.tx_ring * (max(scenario.frame_size, 2048) + 64) * 2
+    need += 1 << 20
+    return 1 << (need - 1).bit_length()
+
+
+def scenario_top(scenario: Scenario) -> tuple[str, dict]:
+    """The simulated top ``scenario`` runs on and its design parameters."""
+    top = SCENARIO_TOPS[scenario.memory]
+    return top, ({"memory_bytes": memory_bytes_for(scenario)} if scenario.memory == "hdl" else {})
 
 
 def scenario_from_env() -> Scenario:

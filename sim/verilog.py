@@ -128,11 +128,12 @@ def cache_key(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
 
 
 def elaborate_verilog(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
-    """Elaborate ``factory(**params)`` and return its Verilog text with module name *name*."""
+    """Elaborate ``factory(**params)`` and return its Verilog text with module name *name*,
+    followed by the component's ``extra_verilog`` (hand-written modules it instantiates)."""
     from amaranth.back import verilog
 
     component = factory(**params)
-    return verilog.convert(component, name=name)
+    return verilog.convert(component, name=name) + getattr(component, "extra_verilog", "")
 
 
 def _copy_if_changed(source: Path, destination: Path) -> None:

@@ -116,3 +116,139 @@ def test_out_of_range_answers_slverr_and_writes_nothing():
 def test_bad_size_is_rejected(size):
     with pytest.raises(ValueError, match="size_bytes"):
         Axi4Ram(size)
+
+
+def test_rid_stays_with_the_beat_waiting_for_rready():
+    """A new burst accepted while the last beat of the previous one still waits for RREADY
+    must not relabel that beat (two masters share the R channel through their IDs)."""
+    done = []
+
+    async def bench(ctx, bus):
+        await write_burst(ctx, bus, 0x10, [0x1111, 0x2222])
+        ctx.set(bus.rready, 0)
+        ctx.set(bus.araddr, 0x10)
+        ctx.set(bus.arlen, 0)
+        ctx.set(bus.arid, 1)
+        ctx.set(bus.arvalid, 1)
+        await ctx.tick().until(bus.arready)
+        ctx.set(bus.araddr, 0x14)
+        ctx.set(bus.arid, 2)  # offered at once; taken while beat 1 waits
+        await ctx.tick().until(bus.arready & bus.rvalid)
+        ctx.set(bus.arvalid, 0)
+        await ctx.tick()
+        assert (ctx.get(bus.rvalid), ctx.get(bus.rid), ctx.get(bus.rdata)) == (1, 1, 0x1111)
+        ctx.set(bus.rready, 1)
+        _, _, valid, rid, data = await ctx.tick().sample(bus.rvalid, bus.rid, bus.rdata)
+        assert (valid, rid, data) == (1, 1, 0x1111)
+        rid, data = await ctx.tick().sample(bus.rid, bus.rdata).until(bus.rvalid)
+        assert (rid, data) == (2, 0x2222)
+        done.append(True)
+
+    run(bench)
+    assert done
+
+
+def run_bench_ports(testbench):
+    dut = Axi4Ram(SIZE, bench_ports=True)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        await testbench(ctx, dut)
+
+    sim.add_testbench(bench)
+    sim.run_until(1e-3)
+
+
+def test_latency_delays_every_burst_and_each_burst_pulses_once():
+    done = []
+    pulses = []
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        ctx.set(dut.latency_cycles, 7)
+        started = []
+
+        async def count_cycles_to(signal):
+            cycles = 0
+            while not ctx.get(signal):
+                await ctx.tick()
+                cycles += 1
+            return cycles
+
+        await write_burst(ctx, bus, 0x80, [0xCAFE, 0xBEEF])
+        ctx.set(bus.araddr, 0x80)
+        ctx.set(bus.arlen, 1)
+        ctx.set(bus.arvalid, 1)
+        await ctx.tick().until(bus.arready)
+        ctx.set(bus.arvalid, 0)
+        ctx.set(bus.rready, 1)
+        started.append(await count_cycles_to(bus.rvalid))
+        assert started == [7 + 1]  # the latency, then the RAM's own clock
+        assert ctx.get(bus.rdata) == 0xCAFE
+        done.append(True)
+
+    async def watch(ctx, dut):
+        async for _, _, seen, addr, length in ctx.tick().sample(
+            dut.ar_seen, dut.ar_seen_addr, dut.ar_seen_len
+        ):
+            if seen:
+                pulses.append(("ar", addr, length))
+
+    dut = Axi4Ram(SIZE, bench_ports=True)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def main(ctx):
+        await bench(ctx, dut)
+
+    async def monitor(ctx):
+        await watch(ctx, dut)
+
+    sim.add_testbench(main)
+    sim.add_process(monitor)
+    sim.run_until(1e-4)
+    assert done
+    assert pulses == [("ar", 0x80, 1)]
+
+
+@pytest.mark.parametrize(
+    ("window", "addr", "expect"),
+    [
+        ((0x100, 0x104, 1, 0), 0x0FC, RESP_SLVERR),  # the burst's second word is inside
+        ((0x100, 0x104, 1, 0), 0x104, RESP_OKAY),  # starts at the window's end
+        ((0x100, 0x104, 0, 1), 0x100, RESP_OKAY),  # a write-only window
+    ],
+)
+def test_error_window_answers_slverr_for_overlapping_reads(window, addr, expect):
+    done = []
+
+    async def bench(ctx, dut):
+        start, end, reads, writes = window
+        for name, value in zip(("start", "end", "read", "write"), window, strict=True):
+            ctx.set(getattr(dut, f"err0_{name}"), value)
+        beats = await read_burst(ctx, dut.axi, addr, 2, random.Random(0))
+        assert [resp for _, resp, _ in beats] == [expect] * 2
+        done.append(True)
+
+    run_bench_ports(bench)
+    assert done
+
+
+def test_error_window_write_is_dropped():
+    done = []
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        await write_burst(ctx, bus, 0x200, [0x12345678])
+        for name, value in zip(
+            ("start", "end", "read", "write"), (0x200, 0x204, 0, 1), strict=True
+        ):
+            ctx.set(getattr(dut, f"err1_{name}"), value)
+        assert (await write_burst(ctx, bus, 0x200, [0xFFFFFFFF]))[1] == RESP_SLVERR
+        (beat,) = await read_burst(ctx, bus, 0x200, 1, random.Random(0))
+        assert beat[:2] == (0x12345678, RESP_OKAY)
+        done.append(True)
+
+    run_bench_ports(bench)
+    assert done

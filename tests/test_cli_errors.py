@@ -134,9 +134,9 @@ def _processes_in_group(group: int) -> list[str]:
     return found
 
 
-#: The Verilator model's process name (/proc's comm: the top's name), which ``macdma run``'s
-#: default simulator runs.
-SIMULATOR_PROCESS = "(macdma_soc)"
+#: The Verilator model's process name (/proc's comm: the top's name, cut to the kernel's 15
+#: characters), which ``macdma run``'s default simulator and host memory run.
+SIMULATOR_PROCESS = f"({scenario.SCENARIO_TOPS[scenario.Scenario().memory][:15]})"
 
 
 def test_ctrl_c_during_run_leaves_no_simulator_behind():

@@ -31,18 +31,9 @@ from macdma.sim.benches.traffic import make_traffic
 from macdma.sim.cpu import CpuModel
 from macdma.sim.cpus import load_cpu
 from macdma.sim.platform_cocotb import CocotbPlatform
-from macdma.sim.scenario import RECORD_ENV, Scenario, scenario_from_env
+from macdma.sim.scenario import RECORD_ENV, Scenario, memory_bytes_for, scenario_from_env
 
 LINK_MODES = {10: MII_10, 100: MII_100, 1000: GMII_1000}
-
-
-def memory_bytes_for(scenario: Scenario) -> int:
-    """Host memory for rings, RX buffers and per-slot TX buffers, with slack."""
-    need = 0x1000 + DESCRIPTOR_BYTES * (scenario.tx_ring + scenario.rx_ring)
-    need += scenario.rx_ring * (scenario.rx_buf_bytes + 64)
-    need += scenario.tx_ring * (max(scenario.frame_size, 2048) + 64) * 2
-    need += 1 << 20
-    return 1 << (need - 1).bit_length()
 
 
 class Sampler:
@@ -170,7 +161,11 @@ async def test_scenario(dut):
     mode = LINK_MODES[scenario.link_mbps]
     sys_clk_ps = 2 * round(1e6 / scenario.sys_mhz / 2)  # even: two equal half periods
     bench = SocBench(
-        dut, mode, sys_clk_ns=sys_clk_ps / 1000, memory_bytes=memory_bytes_for(scenario)
+        dut,
+        mode,
+        sys_clk_ns=sys_clk_ps / 1000,
+        memory_bytes=memory_bytes_for(scenario),
+        memory=scenario.memory,
     )
     await bench.start()
     bench.memory.latency_cycles = scenario.mem_latency_cycles

@@ -137,8 +137,24 @@ class Ring:
         return descriptor
 
 
+#: Host memory models a SocBench offers: "python" (cocotbext-axi's AxiRam on the
+#: ``m_axi_*`` ports of ``macdma_soc``) or "hdl" (the RAM inside ``macdma_soc_hostmem``).
+MEMORY_MODELS = ("python", "hdl")
+
+
+def _host_memory(model: str, dut, size: int):
+    if model == "python":
+        return HostMemory(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size)
+    if model == "hdl":
+        from .hdl_memory import HdlHostMemory
+
+        return HdlHostMemory(dut, size)
+    raise ValueError(f"unknown host memory model {model!r}; choose one of {MEMORY_MODELS}")
+
+
 class SocBench:
-    """Everything around one ``macdma_soc``."""
+    """Everything around one ``macdma_soc`` (or ``macdma_soc_hostmem`` with
+    ``memory="hdl"``: see :data:`MEMORY_MODELS`)."""
 
     def __init__(
         self,
@@ -148,6 +164,7 @@ class SocBench:
         sys_clk_ns: float = 10.0,
         ifg: int = 12,
         memory_bytes: int = 1 << 20,
+        memory: str = "python",
     ):
         self.dut = dut
         self.mode = mode
@@ -159,7 +176,7 @@ class SocBench:
         self.csr = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         self.csr.write_if.log.setLevel(logging.WARNING)
         self.csr.read_if.log.setLevel(logging.WARNING)
-        self.memory = HostMemory(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, memory_bytes)
+        self.memory = _host_memory(memory, dut, memory_bytes)
         self.memory_bytes = memory_bytes
 
     async def start(self):
@@ -173,6 +190,8 @@ class SocBench:
         dut.mdio_i.value = 1  # the MDIO line's pull-up: no PHY answers on this bench
         start_clock(dut.clk, self.sys_clk_ns)
         self.phy.start()
+        if hasattr(self.memory, "start"):  # the HDL memory's burst recorder
+            self.memory.start()
         for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
             reset.value = 1
         await ClockCycles(dut.clk, 8)

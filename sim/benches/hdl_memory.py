@@ -1,0 +1,144 @@
+"""Bench side of the host memory inside ``macdma_soc_hostmem`` (hdl/hostmem_top.py).
+
+:class:`HdlHostMemory` offers what the bench's cocotbext-axi ``HostMemory`` offers its
+callers (the driver model's platform, the scenario's sampler and checks): ``read`` and
+``write`` of bytes, ``latency_cycles``, ``error_windows`` and the ``bursts`` record. The
+bytes live in the RAM's word array in the simulator; ``read``/``write`` reach it through
+the array's handle (a backdoor: no bus cycles, effective at once), and the burst record
+comes from the RAM's one-pulse-per-burst ports, so Python wakes once per burst rather than
+on every beat.
+"""
+
+from __future__ import annotations
+
+import cocotb
+from cocotb.handle import Immediate
+from cocotb.triggers import RisingEdge
+
+from macdma.hdl.bus.axi4_ram import ERROR_WINDOWS
+
+from .soc import BurstRecord
+
+__all__ = ["HdlHostMemory"]
+
+WORD_BYTES = 4
+_WORD_SIZE = 2  # AxSIZE of a full 32-bit beat
+
+
+class HdlHostMemory:
+    """Host memory of ``size`` bytes in ``dut``'s ``host_ram`` (a ``macdma_soc_hostmem``).
+
+    Members: ``bursts`` (a list of :class:`~macdma.sim.benches.soc.BurstRecord`, appended
+    as the RAM accepts each burst once :meth:`start` ran), ``latency_cycles`` and
+    ``error_windows`` (``(start, end, "r"/"w"/"rw")``, at most two), both set on the RAM's
+    ports when assigned.
+    """
+
+    def __init__(self, dut, size: int):
+        depth = len(dut.host_ram.array.words)
+        if depth * WORD_BYTES != size:
+            raise ValueError(
+                f"the simulated top holds {depth * WORD_BYTES} bytes of host memory, "
+                f"the bench asked for {size}: build macdma_soc_hostmem with memory_bytes={size}"
+            )
+        self.dut = dut
+        self.size = size
+        self._words = dut.host_ram.array.words
+        self._handles: dict[int, object] = {}
+        self.bursts: list[BurstRecord] = []
+        self._latency_cycles = 0
+        self._error_windows: tuple[tuple[int, int, str], ...] = ()
+        self.latency_cycles = 0
+        self.error_windows = ()
+
+    def start(self) -> None:
+        """Start recording bursts."""
+        for channel, write in (("ar", False), ("aw", True)):
+            cocotb.start_soon(self._record(channel, write))
+
+    async def _record(self, channel: str, write: bool) -> None:
+        seen = getattr(self.dut, f"mem_{channel}_seen")
+        addr = getattr(self.dut, f"mem_{channel}_seen_addr")
+        length = getattr(self.dut, f"mem_{channel}_seen_len")
+        while True:
+            await RisingEdge(seen)
+            self.bursts.append(
+                BurstRecord(write, int(addr.value), int(length.value) + 1, _WORD_SIZE)
+            )
+
+    @property
+    def latency_cycles(self) -> int:
+        return self._latency_cycles
+
+    @latency_cycles.setter
+    def latency_cycles(self, cycles: int) -> None:
+        limit = (1 << len(self.dut.mem_latency_cycles)) - 1
+        if not 0 <= cycles <= limit:
+            raise ValueError(f"latency_cycles must be in 0..{limit}, not {cycles!r}")
+        self._latency_cycles = cycles
+        self.dut.mem_latency_cycles.value = cycles
+
+    @property
+    def error_windows(self) -> tuple[tuple[int, int, str], ...]:
+        return self._error_windows
+
+    @error_windows.setter
+    def error_windows(self, windows) -> None:
+        windows = tuple(tuple(window) for window in windows)
+        if len(windows) > ERROR_WINDOWS:
+            raise ValueError(
+                f"the HDL host memory has {ERROR_WINDOWS} error windows, not {len(windows)}"
+            )
+        for start, end, kinds in windows:
+            if not (0 <= start < end <= self.size) or not kinds or set(kinds) - {"r", "w"}:
+                raise ValueError(f"bad error window {(start, end, kinds)!r}")
+        self._error_windows = windows
+        for index in range(ERROR_WINDOWS):
+            start, end, kinds = windows[index] if index < len(windows) else (0, 0, "")
+            getattr(self.dut, f"mem_err{index}_start").value = start
+            getattr(self.dut, f"mem_err{index}_end").value = end
+            getattr(self.dut, f"mem_err{index}_read").value = int("r" in kinds)
+            getattr(self.dut, f"mem_err{index}_write").value = int("w" in kinds)
+
+    def _word(self, index: int):
+        handle = self._handles.get(index)
+        if handle is None:
+            handle = self._handles[index] = self._words[index]
+        return handle
+
+    def _check(self, address: int, length: int) -> None:
+        if address < 0 or length < 0 or address + length > self.size:
+            raise ValueError(
+                f"host memory access of {length} bytes at 0x{address:x} is outside "
+                f"0..0x{self.size:x}"
+            )
+
+    def read(self, address: int, length: int) -> bytes:
+        """``length`` bytes from ``address``, as the memory holds them now."""
+        self._check(address, length)
+        if length == 0:
+            return b""
+        first, last = address // WORD_BYTES, (address + length - 1) // WORD_BYTES
+        data = b"".join(
+            int(self._word(index).value).to_bytes(WORD_BYTES, "little")
+            for index in range(first, last + 1)
+        )
+        offset = address - first * WORD_BYTES
+        return data[offset : offset + length]
+
+    def write(self, address: int, data: bytes) -> None:
+        """Store ``data`` at ``address`` at once (the words a partial edge touches keep
+        their other bytes)."""
+        data = bytes(data)
+        self._check(address, len(data))
+        if not data:
+            return
+        first = address // WORD_BYTES
+        last = (address + len(data) - 1) // WORD_BYTES
+        offset = address - first * WORD_BYTES
+        image = bytearray(self.read(first * WORD_BYTES, (last - first + 1) * WORD_BYTES))
+        image[offset : offset + len(data)] = data
+        for index in range(first, last + 1):
+            at = (index - first) * WORD_BYTES
+            word = int.from_bytes(image[at : at + WORD_BYTES], "little")
+            self._word(index).set(Immediate(word))
