@@ -175,8 +175,8 @@ class Scenario:
         unit="cycles", low=0, high=1000, why=" per burst",
     )  # fmt: skip
     memory: str = knob(
-        "hdl", str, "host memory model: hdl = an AXI4 RAM inside the simulated top, "
-        "python = cocotbext-axi's AxiRam (docs/performance.md)", choices=MEMORY_MODELS,
+        "python", str, "host memory model: python = cocotbext-axi's AxiRam, hdl = an AXI4 "
+        "RAM inside the simulated top, faster (docs/performance.md)", choices=MEMORY_MODELS,
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "

@@ -161,3 +161,41 @@ def test_every_irq_strategy_survives_rx_ring_exhaustion(sim, irq):
         # at most one per buffer (per-desc: three per frame) plus a spurious one each:
         # an IRQ storm (a cause never acknowledged) shows up here
         assert 0 < metrics["irqs"] <= 4 * frames + 4
+
+
+# -- (e) the HDL host memory gives the numbers of the Python one --------------------------
+
+
+@pytest.mark.parametrize(
+    ("direction", "mem_latency_cycles", "frags"), [("both", 0, 0), ("tx", 20, 3)]
+)
+def test_hdl_host_memory_gives_the_python_models_numbers(sim, direction, mem_latency_cycles, frags):
+    """``--memory hdl`` (an AXI4 RAM in the simulated top, a backdoor for the driver) must
+    be a faster stand-in for cocotbext-axi's AxiRam, not a different memory: the same
+    per-burst latency, so the same TX rate, and every frame intact both ways."""
+    runs = {
+        memory: run_scenario(
+            Scenario(
+                sim=sim,
+                direction=direction,
+                frame_size=1514,
+                frames=40,
+                frags=frags,
+                irq="polling",
+                poll_us=2,
+                cpu="ideal",
+                burst_beats=4,
+                mem_latency_cycles=mem_latency_cycles,
+                memory=memory,
+            )
+        )
+        for memory in ("python", "hdl")
+    }
+    python, hdl = runs["python"]["tx"], runs["hdl"]["tx"]
+    assert hdl["frames_sent"] == python["frames_sent"] == 40
+    assert hdl["throughput_mbps"] == pytest.approx(python["throughput_mbps"], rel=0.01)
+    if direction == "both":
+        assert runs["hdl"]["rx"]["frames_received"] == 40
+        assert hdl["percent_of_line_rate"] == pytest.approx(100.0, abs=0.01)
+    else:
+        assert hdl["percent_of_line_rate"] < 99, "20 cycles per 4-beat burst must cost rate"
