@@ -7,6 +7,7 @@ counterexample trace, which shows that the property can bite.
 
 import pytest
 from formal_mutants import MUTANTS
+from unbuilt import rejected
 
 from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
 from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
@@ -95,5 +96,5 @@ def test_cli_exits_nonzero_on_an_unknown_proof(capsys):
 
 
 def test_rx_harness_rejects_a_buffer_minimum_above_the_channels():
-    with pytest.raises(ValueError, match="min_buffer_bytes must be in 1..64, not 65"):
+    with rejected(ValueError, "min_buffer_bytes must be in 1..64, not 65"):
         RxOwnershipHarness(min_buffer_bytes=65)

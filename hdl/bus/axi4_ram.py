@@ -106,25 +106,18 @@ class Axi4Ram(wiring.Component):
         bench_ports: bool = False,
         verilog_array: bool = False,
     ):
-        try:
-            if not isinstance(size_bytes, int) or size_bytes & (size_bytes - 1):
-                raise ValueError(f"size_bytes must be a power of two, not {size_bytes!r}")
-            top_bytes, top_text = (64 << 20, "64 MiB") if verilog_array else (1 << 20, "1 MiB")
-            if not 4096 <= size_bytes <= top_bytes:
-                raise ValueError(f"size_bytes must be in 4 KiB .. {top_text}, not {size_bytes!r}")
-            if verilog_array and (data_width != 32 or init):
-                raise ValueError(
-                    f"a Verilog-array RAM has 32-bit data and no init, not data_width "
-                    f"{data_width!r} with {len(list(init))} init words"
-                )
-            if addr_width < exact_log2(size_bytes):
-                raise ValueError(
-                    f"addr_width {addr_width} cannot address a RAM of {size_bytes} bytes"
-                )
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
+        if not isinstance(size_bytes, int) or size_bytes & (size_bytes - 1):
+            raise ValueError(f"size_bytes must be a power of two, not {size_bytes!r}")
+        top_bytes, top_text = (64 << 20, "64 MiB") if verilog_array else (1 << 20, "1 MiB")
+        if not 4096 <= size_bytes <= top_bytes:
+            raise ValueError(f"size_bytes must be in 4 KiB .. {top_text}, not {size_bytes!r}")
+        if verilog_array and (data_width != 32 or init):
+            raise ValueError(
+                f"a Verilog-array RAM has 32-bit data and no init, not data_width "
+                f"{data_width!r} with {len(list(init))} init words"
+            )
+        if addr_width < exact_log2(size_bytes):
+            raise ValueError(f"addr_width {addr_width} cannot address a RAM of {size_bytes} bytes")
         self.size_bytes = size_bytes
         self.data_width = data_width
         self._init = list(init)

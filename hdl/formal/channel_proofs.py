@@ -92,7 +92,6 @@ class RxOwnershipHarness(_ChannelHarness):
 
     def __init__(self, make_dut: Callable = RxDmaChannel, *, min_buffer_bytes: int | None = None):
         if min_buffer_bytes is not None and not 1 <= min_buffer_bytes <= MIN_RX_BUFFER_BYTES:
-            self._MustUse__silence = True  # rejected, never to be elaborated: no warning
             raise ValueError(
                 f"min_buffer_bytes must be in 1..{MIN_RX_BUFFER_BYTES}, not {min_buffer_bytes!r}"
             )
