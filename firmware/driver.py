@@ -66,6 +66,9 @@ __all__ = [
 ]
 
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
+#: IrqStrategy.coalesce_timer: when the coalescing timer starts (IRQ_*_COALESCE
+#: timer_restart 0 / 1): at the first uncounted completion, or again at every one.
+COALESCE_TIMERS = ("first", "last")
 #: How TX clean synchronises with xmit (DriverConfig.tx_clean_lock).
 TX_CLEAN_LOCKS = ("queue", "frozen")
 
@@ -176,9 +179,16 @@ class IrqStrategy:
     cleaned does not change (the ISR, or the NAPI poll with both done causes masked). Both
     unset (the default): TX is programmed as RX.
 
+    ``coalesce_timer`` (both directions' IRQ_*_COALESCE.timer_restart): ``"first"`` (the
+    default) runs the timer from the first uncounted completion, so no completion waits
+    longer than the timer; ``"last"`` restarts it at every completion, so it fires after
+    that long without one, as the Xilinx AXI DMA's IRQDelay does (PG021; the Linux axienet
+    driver programs it as "µs after the last completion").
+
     Members: ``coalesce_frames`` (1..255), ``coalesce_us`` (0..65535), ``poll_us`` (µs
     between polls, >= 1 for polling), ``budget`` (NAPI / poll budget in packets, >= 1),
-    ``tx_coalesce_frames`` (1..255 or None), ``tx_coalesce_us`` (0..65535 or None).
+    ``tx_coalesce_frames`` (1..255 or None), ``tx_coalesce_us`` (0..65535 or None),
+    ``coalesce_timer`` (one of :data:`COALESCE_TIMERS`).
     """
 
     name: str = "napi"
@@ -188,11 +198,17 @@ class IrqStrategy:
     budget: int = DEFAULT_BUDGET
     tx_coalesce_frames: int | None = None
     tx_coalesce_us: int | None = None
+    coalesce_timer: str = "first"
 
     def __post_init__(self) -> None:
         if self.name not in IRQ_STRATEGIES:
             raise ValueError(
                 f"IRQ strategy {self.name!r} is not one of {', '.join(IRQ_STRATEGIES)}"
+            )
+        if self.coalesce_timer not in COALESCE_TIMERS:
+            raise ValueError(
+                f"IrqStrategy coalesce_timer {self.coalesce_timer!r} is not one of "
+                f"{', '.join(COALESCE_TIMERS)}"
             )
         _check_int("IrqStrategy", "coalesce_frames", self.coalesce_frames, 1, 255)
         _check_int("IrqStrategy", "coalesce_us", self.coalesce_us, 0, 0xFFFF)
@@ -232,7 +248,7 @@ class IrqStrategy:
             "tx_frames": "tx_coalesce_frames",
             "tx_us": "tx_coalesce_us",
         }
-        known = {f.name for f in fields(cls)} - {"name"}
+        known = {f.name for f in fields(cls)} - {"name", "coalesce_timer"}
         values: dict[str, int] = {}
         for item in filter(None, (part.strip() for part in rest.split(","))):
             key, eq, raw = item.partition("=")
@@ -288,6 +304,11 @@ class IrqStrategy:
         )
         us = self.coalesce_us if self.tx_coalesce_us is None else self.tx_coalesce_us
         return frames, us
+
+    @property
+    def timer_restart(self) -> bool:
+        """IRQ_*_COALESCE.timer_restart: every completion restarts the coalescing timer."""
+        return self.coalesce_timer == "last"
 
     @property
     def uses_napi(self) -> bool:
@@ -857,7 +878,8 @@ class MacDmaDriver:
         await self._mmio_write(
             regs.IRQ_TX_COALESCE,
             (tx_frames << regs.IRQ_TX_COALESCE_FRAMES_SHIFT)
-            | (tx_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT),
+            | (tx_us << regs.IRQ_TX_COALESCE_TIMER_US_SHIFT)
+            | (int(self.strategy.timer_restart) << regs.IRQ_TX_COALESCE_TIMER_RESTART_SHIFT),
         )
         rx_profile = (self.strategy.coalesce_frames, self.strategy.coalesce_us)
         if self.dim is not None:
@@ -894,10 +916,11 @@ class MacDmaDriver:
         await self._mmio_write(regs.MAC_FC_WATER, FC_WATER_VALUE)
         await self._mmio_write(regs.MAC_FC_CTRL, FC_CTRL_VALUE)
 
-    @staticmethod
-    def _rx_coalesce_value(frames: int, us: int) -> int:
-        return (frames << regs.IRQ_RX_COALESCE_FRAMES_SHIFT) | (
-            us << regs.IRQ_RX_COALESCE_TIMER_US_SHIFT
+    def _rx_coalesce_value(self, frames: int, us: int) -> int:
+        return (
+            (frames << regs.IRQ_RX_COALESCE_FRAMES_SHIFT)
+            | (us << regs.IRQ_RX_COALESCE_TIMER_US_SHIFT)
+            | (int(self.strategy.timer_restart) << regs.IRQ_RX_COALESCE_TIMER_RESTART_SHIFT)
         )
 
     async def close(self) -> None:

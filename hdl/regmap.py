@@ -224,11 +224,19 @@ def _coalesce(name: str, offset: int, direction: str) -> Register:
                 doc=f"Coalesce mode: raise {direction.lower()}_done after this many frames.",
             ),
             Field(
+                "timer_restart",
+                (8, 1),
+                "rw",
+                doc="0: the timer runs from the first uncounted frame (bounds the latency). "
+                "1: every frame restarts it, so it fires timer_us µs after the last "
+                "completion, like the Xilinx AXI DMA's IRQDelay (an idle timer).",
+            ),
+            Field(
                 "timer_us",
                 (16, 16),
                 "rw",
                 doc=f"Coalesce mode: raise {direction.lower()}_done this many µs after the "
-                "first uncounted frame; 0 = no timer.",
+                "first uncounted frame (or the last, see timer_restart); 0 = no timer.",
             ),
         ),
         f"{direction} interrupt coalescing (used when IRQ_MODE selects COALESCE).",

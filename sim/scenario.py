@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from macdma.firmware.driver import COALESCE_TIMERS
 
 from .knobs import driver_settings, knob, knobs_of, register_range
 
@@ -134,6 +135,12 @@ class Scenario:
         None, int, "TX coalescing timer, apart from RX (IRQ_MODE tx_mode COALESCE), 0 = "
         "none; unset = TX as RX", unit="µs", optional=True, metavar="US",
         **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.tx_coalesce_us",
+    )  # fmt: skip
+    coalesce_timer: str = knob(
+        "first", str, "when the coalescing timer (both directions) starts: at the first "
+        "uncounted completion, or again at every one ('last': fires after that long without "
+        "one, the Xilinx AXI DMA's IRQDelay)", choices=COALESCE_TIMERS,
+        driver="strategy.coalesce_timer",
     )  # fmt: skip
     poll_us: int = knob(
         10, int, "period of the polling loop", unit="µs", low=1, high=65535,

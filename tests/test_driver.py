@@ -397,6 +397,26 @@ def test_tx_coalescing_unset_member_takes_the_shared_setting():
     run(body())
 
 
+@pytest.mark.parametrize("timer, restart", [("first", 0), ("last", 1)])
+def test_coalesce_timer_sets_timer_restart_in_both_directions(timer, restart):
+    async def body():
+        strategy = IrqStrategy("dim", tx_coalesce_frames=24, tx_coalesce_us=50,
+                               coalesce_timer=timer)  # fmt: skip
+        driver, p, _, _ = await make(strategy=strategy, tx_ring=32, rx_ring=4)
+        tx_bit = restart << regs.IRQ_TX_COALESCE_TIMER_RESTART_SHIFT
+        rx_bit = restart << regs.IRQ_RX_COALESCE_TIMER_RESTART_SHIFT
+        assert p.regs[regs.IRQ_TX_COALESCE] == 24 | tx_bit | 50 << 16
+        frames, us = driver.dim.profile
+        assert p.regs[regs.IRQ_RX_COALESCE] == frames | rx_bit | us << 16
+
+    run(body())
+
+
+def test_a_bad_coalesce_timer_is_named():
+    with pytest.raises(ValueError, match="coalesce_timer 'middle'"):
+        IrqStrategy("napi", coalesce_timer="middle")
+
+
 def test_napi_with_tx_coalescing_still_masks_both_causes_and_cleans_tx_in_the_poll():
     async def body():
         strategy = IrqStrategy("napi", tx_coalesce_frames=2, tx_coalesce_us=50)

@@ -67,10 +67,7 @@ def test_the_ci_profile_runs_one_condition_of_every_report():
     for report, conditions in ci.items():
         assert len(conditions) == 1, report
         ((name, figure),) = conditions.items()
-        full = dict(REPORTS[report][name])
-        if (report, name) == ("axienet-dim", "static"):
-            del full["irqs_per_second"]  # the model's known miss (the CI sweep says why)
-        assert figure == full, (report, name)
+        assert figure == REPORTS[report][name], (report, name)
 
 
 def test_the_default_sweep_opens_with_every_field_report():

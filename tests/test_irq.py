@@ -77,11 +77,12 @@ def high_cycles(values):
     return [cycle for cycle, value in enumerate(values) if value]
 
 
-def coalesce(frames, timer_us=0, mhz=100):
+def coalesce(frames, timer_us=0, mhz=100, restart=False):
     return {
         "mode": IrqMode.COALESCE,
         "coalesce_frames": frames,
         "timer_us": timer_us,
+        "timer_restart": restart,
         "sys_clk_mhz": mhz,
     }
 
@@ -211,6 +212,57 @@ def test_count_and_timer_reached_together_give_one_pulse():
     events = {10: ("frame_done",), 110: ("frame_done",)}
     trace = run_moderator(120, coalesce(2, timer_us=1, mhz=100), events)
     assert high_cycles(trace["done_set"]) == [111]
+
+
+# -- the idle timer (timer_restart = 1) -------------------------------------------------
+
+
+@pytest.mark.parametrize("mhz", [100, 125])
+@pytest.mark.parametrize("timer_us", [1, 20])
+def test_restart_timer_fires_exactly_timer_us_after_the_last_frame(mhz, timer_us):
+    first = 5
+    window = timer_us * mhz
+    # The third frame comes one cycle before the first frame's timer would expire.
+    last = first + window - 1
+    events = {first: ("frame_done",), first + 3: ("frame_done",), last: ("frame_done",)}
+    cycles = last + window + 6
+    restarted = run_moderator(cycles, coalesce(255, timer_us, mhz, restart=True), events)
+    assert high_cycles(restarted["done_set"]) == [last + window + 1]
+    assert restarted["pending"][last + window] == 3
+    assert restarted["running"][last + window + 1] == 0
+    # The same frames with the timer from the first frame: it fires first + window + 1.
+    from_first = run_moderator(cycles, coalesce(255, timer_us, mhz), events)
+    assert high_cycles(from_first["done_set"]) == [first + window + 1]
+
+
+def test_restart_timer_flushes_a_frame_of_its_expiry_cycle_with_the_others():
+    events = {10: ("frame_done",), 110: ("frame_done",)}
+    trace = run_moderator(130, coalesce(255, timer_us=1, mhz=100, restart=True), events)
+    assert high_cycles(trace["done_set"]) == [111]
+    assert trace["pending"][111] == 0
+
+
+def test_restart_timer_never_fires_while_frames_come_faster_than_timer_us():
+    # A frame every 99 cycles under a 100-cycle timer: no interrupt until they stop.
+    frames = [10 + 99 * k for k in range(8)]
+    events = {cycle: ("frame_done",) for cycle in frames}
+    trace = run_moderator(frames[-1] + 110, coalesce(255, 1, 100, restart=True), events)
+    assert high_cycles(trace["done_set"]) == [frames[-1] + 100 + 1]
+    assert trace["pending"][frames[-1] + 100] == len(frames)
+
+
+def test_restart_timer_still_flushes_by_count():
+    events = {10: ("frame_done",), 50: ("frame_done",), 90: ("frame_done",)}
+    trace = run_moderator(220, coalesce(2, timer_us=1, mhz=100, restart=True), events)
+    assert high_cycles(trace["done_set"]) == [51, 191]
+
+
+def test_switching_restart_on_takes_effect_at_the_next_frame():
+    # Timer from 10 (first-frame mode); restart enabled at 50, frame at 60 restarts it.
+    events = {10: ("frame_done",), 60: ("frame_done",)}
+    changes = {50: {"timer_restart": True}}
+    trace = run_moderator(180, coalesce(255, timer_us=1, mhz=100), events, changes)
+    assert high_cycles(trace["done_set"]) == [161]
 
 
 # -- configuration changes never lose a completion -----------------------------------------
@@ -491,6 +543,30 @@ def test_coalescing_configured_through_registers():
         assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 0
         await strobe(ctx, top.irq.tx, "desc_done", "desc_ioc")
         await ctx.tick().repeat(3)
+        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 1
+
+    run_system(bench)
+
+
+def test_restart_timer_configured_through_registers():
+    async def bench(ctx, top, axi, trace):
+        await axi.write_ok(A("IRQ_SYS_CLK_MHZ"), 100)
+        timer_restart = 1 << REGISTER_MAP.register("IRQ_TX_COALESCE").field("timer_restart").lsb
+        # TX: 255 frames or 1 µs after the last frame; RX: 1 µs after the first.
+        await axi.write_ok(A("IRQ_TX_COALESCE"), 255 | timer_restart | (1 << 16))
+        await axi.write_ok(A("IRQ_RX_COALESCE"), 255 | (1 << 16))
+        await set_modes(axi, IrqMode.COALESCE, IrqMode.COALESCE)
+        await strobe(ctx, top.irq.tx, "frame_done")
+        await strobe(ctx, top.irq.rx, "frame_done")
+        await ctx.tick().repeat(48)
+        await strobe(ctx, top.irq.tx, "frame_done")  # 50 cycles after the first
+        await strobe(ctx, top.irq.rx, "frame_done")
+        # RX fires 100 cycles after its first frame; TX (from the first it would have fired
+        # with RX) 100 cycles after its second.
+        await ctx.tick().repeat(60)
+        assert ctx.get(top.bank.port("IRQ_STATUS", "rx_done")) == 1
+        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 0
+        await ctx.tick().repeat(45)
         assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 1
 
     run_system(bench)

@@ -41,3 +41,13 @@ def test_tx_interrupts_drop_with_tx_coalescing_and_no_frame_is_lost(sim):
     frame_us = Scenario().wire_bytes_per_frame * Scenario().byte_time_ns / 1e3
     assert by_timer["irqs"] <= FRAMES * frame_us / 60 + 2
     assert by_timer["irqs"] > FRAMES // 16 + 1, "the timer, not the 255-frame count, fires"
+
+
+def test_an_idle_timer_never_fires_while_completions_come_faster_than_it(sim):
+    """coalesce_timer "last" (IRQ_TX_COALESCE.timer_restart): a TX completion every
+    ~12.3 µs keeps restarting the 60 µs timer, so with a 255-frame count the stream raises
+    no interrupt at all until it ends; then exactly one, 60 µs after the last completion
+    (the 256-descriptor ring holds all FRAMES, so the queue never waits for a clean)."""
+    idle = _tx_run(sim, tx_coalesce_frames=255, tx_coalesce_us=60, coalesce_timer="last")
+    assert idle["tx"]["frames_sent"] == FRAMES
+    assert idle["irqs"] == 1

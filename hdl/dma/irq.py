@@ -17,7 +17,12 @@ Timing (cycle N = the cycle in which an input strobe is high)
   The CSR bank then shows the status bit from N+2, and ``irq`` rises in N+3 if enabled.
 * The coalescing timer, started by a frame in cycle N, expires in cycle
   N + timer_us * sys_clk_mhz exactly (it restarts its µs prescaler when it starts), so
-  ``done_set`` is high one cycle later, like for every other event.
+  ``done_set`` is high one cycle later, like for every other event. With
+  ``timer_restart`` = 0 the first pending frame starts it (the latency of that frame is
+  bounded); with ``timer_restart`` = 1 every frame restarts it, so it expires
+  timer_us * sys_clk_mhz cycles after the *last* frame: an idle timer, the Xilinx AXI DMA's
+  IRQDelay (PG021), which the Linux axienet driver programs as "µs after the last
+  completion". A frame completing in the cycle the timer expires is signalled with it.
 * Rate limit: when ``irq`` rises in cycle R and ``min_interval_us`` is non-zero, it cannot
   rise again before cycle R + min_interval_us * sys_clk_mhz; with a cause pending all the
   time it rises exactly in that cycle, so the interval is exact to the cycle. The line may
@@ -188,7 +193,8 @@ class IrqModerator(wiring.Component):
         coalesce_frames: ``In(frames_width)``: COALESCE raises after this many frames;
                          0 acts as 1.
         timer_us:        ``In(timer_us_width)``: COALESCE raises this many µs after the first
-                         pending frame; 0 = no timer.
+                         pending frame (the last with ``timer_restart``); 0 = no timer.
+        timer_restart:   ``In(1)``: every frame restarts the timer (an idle timer).
         sys_clk_mhz:     ``In(sys_clk_mhz_width)``: sys clock in MHz, the µs prescaler;
                          0 acts as 1.
         done_set:        ``Out(1)``: one-cycle strobe for ``IRQ_STATUS.<dir>_done_set``.
@@ -211,6 +217,7 @@ class IrqModerator(wiring.Component):
                 "mode": In(IrqMode),
                 "coalesce_frames": In(frames_width),
                 "timer_us": In(timer_us_width),
+                "timer_restart": In(1),
                 "sys_clk_mhz": In(sys_clk_mhz_width),
                 "done_set": Out(1),
                 "error_set": Out(1),
@@ -273,6 +280,9 @@ class IrqModerator(wiring.Component):
                     with m.Elif(~running & has_frames):
                         # First pending frame (or the timer was just switched on): start.
                         m.d.comb += timer.start.eq(1)
+                    with m.Elif(self.timer_restart & events.frame_done):
+                        # Idle timer: each further frame starts the count again.
+                        m.d.comb += timer.start.eq(1)
             with m.Case(IrqMode.NONE):
                 # Pending frames and the timer hold until the mode changes.
                 m.d.comb += timer.hold.eq(1)
@@ -320,6 +330,7 @@ class IrqController(wiring.Component):
         <dir>_mode:               ``In(IrqMode)``: IRQ_MODE.<dir>_mode.
         <dir>_coalesce_frames:    ``In``: IRQ_<DIR>_COALESCE.frames.
         <dir>_coalesce_timer_us:  ``In``: IRQ_<DIR>_COALESCE.timer_us.
+        <dir>_coalesce_timer_restart: ``In(1)``: IRQ_<DIR>_COALESCE.timer_restart.
         sys_clk_mhz:              ``In``: IRQ_SYS_CLK_MHZ.
         min_interval_us:          ``In``: IRQ_MIN_INTERVAL.us; 0 = no rate limit.
         status, enable:           ``In(irq_causes_layout())``: the CSR bank's IRQ_STATUS
@@ -360,6 +371,7 @@ class IrqController(wiring.Component):
             members[f"{direction}_mode"] = In(IrqMode)
             members[f"{direction}_coalesce_frames"] = In(frames_width)
             members[f"{direction}_coalesce_timer_us"] = In(timer_us_width)
+            members[f"{direction}_coalesce_timer_restart"] = In(1)
         members["sys_clk_mhz"] = In(sys_clk_mhz_width)
         members["min_interval_us"] = In(interval_us_width)
         members["status"] = In(causes)
@@ -386,6 +398,7 @@ class IrqController(wiring.Component):
                 moderator.mode.eq(getattr(self, f"{direction}_mode")),
                 moderator.coalesce_frames.eq(getattr(self, f"{direction}_coalesce_frames")),
                 moderator.timer_us.eq(getattr(self, f"{direction}_coalesce_timer_us")),
+                moderator.timer_restart.eq(getattr(self, f"{direction}_coalesce_timer_restart")),
                 moderator.sys_clk_mhz.eq(self.sys_clk_mhz),
                 getattr(self, f"{direction}_done_set").eq(moderator.done_set),
                 getattr(self, f"{direction}_error_set").eq(moderator.error_set),
@@ -439,6 +452,9 @@ def connect_csr_bank(m: Module, controller: IrqController, bank) -> None:
             getattr(controller, f"{direction}_coalesce_frames").eq(bank.port(coalesce, "frames")),
             getattr(controller, f"{direction}_coalesce_timer_us").eq(
                 bank.port(coalesce, "timer_us")
+            ),
+            getattr(controller, f"{direction}_coalesce_timer_restart").eq(
+                bank.port(coalesce, "timer_restart")
             ),
             status_set_port(f"{direction}_done").eq(getattr(controller, f"{direction}_done_set")),
             status_set_port(f"{direction}_error").eq(getattr(controller, f"{direction}_error_set")),
