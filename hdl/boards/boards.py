@@ -32,6 +32,11 @@ COLORLIGHT_SOC = SocParams(
     tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, tx_checksum=False
 )
 
+# The Versa met 125 MHz with TX checksum insertion on its own (tx 131.4 MHz) but not once
+# the reset-discard counters and the coalescing-timer restart were merged beside it (tx
+# 115.96 MHz in the suite's build): left out until the TX FIFO's read side is pipelined.
+VERSA_SOC = SocParams(tx_checksum=False)
+
 BOARDS = {
     # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The
     # system clock is the slowest that holds 1 Gb/s line rate (docs/soc.md), 125/3 MHz.
@@ -48,7 +53,9 @@ BOARDS = {
     # LFE5UM-45F speed 8, 100 MHz oscillator, two RGMII PHYs (the first is used).
     "versa-ecp5": Board(
         VERSA,
-        BoardConfig("versa-ecp5", clk_resource="clk100", clk_hz=100e6, sys_clk_hz=50e6),
+        BoardConfig(
+            "versa-ecp5", clk_resource="clk100", clk_hz=100e6, sys_clk_hz=50e6, soc=VERSA_SOC
+        ),
     ),
     # 10/100-only builds (25 MHz PHY clocks) for when 125 MHz does not close.
     "colorlight-5a75b-100m": Board(
