@@ -13,6 +13,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
+from tx_csum_reference import ones_complement_sum
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
@@ -25,16 +26,6 @@ RING_SIZE = 64
 ETHER = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
 V4 = IP(src="192.0.2.1", dst="198.51.100.7")
 V6 = IPv6(src="2001:db8::1", dst="2001:db8::2")
-
-
-def ones_complement_sum(data: bytes) -> int:
-    """RFC 1071: 16-bit big-endian words, an odd last byte padded with 0, folded."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(int.from_bytes(data[n : n + 2], "big") for n in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def subtract(total: int, part: int) -> int:
