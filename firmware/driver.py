@@ -135,6 +135,10 @@ RESET_POLL_LIMIT = 10_000
 # STATUS.halted, at the same bit on both channels.
 _STATUS_HALTED_MASK = regs.TX_STATUS_HALTED_MASK
 assert regs.RX_STATUS_HALTED_MASK == _STATUS_HALTED_MASK
+#: STATUS while a CTRL.reset is still winding down: halted (until the state is reset) or
+#: resetting (the AXI transaction in flight not finished yet).
+_STATUS_RESET_BUSY_MASK = _STATUS_HALTED_MASK | regs.TX_STATUS_RESETTING_MASK
+assert regs.RX_STATUS_RESETTING_MASK == regs.TX_STATUS_RESETTING_MASK
 
 
 # -- configuration -------------------------------------------------------------------------
@@ -852,6 +856,8 @@ class MacDmaDriver:
         # Quiesce: both channels stopped and reset (HEAD = 0), no interrupt, stale causes acked.
         await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
         await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
+        await self._wait_reset_done(TX_REGS, atomic=False)
+        await self._wait_reset_done(RX_REGS, atomic=False)
         await self._mmio_write(regs.IRQ_ENABLE, 0)
         await self._mmio_write(regs.IRQ_STATUS, _ALL_CAUSES)
 
@@ -1374,16 +1380,29 @@ class MacDmaDriver:
         finally:
             rx.clean_lock.release()
 
-    async def _wait_reset_done(self, ch: _ChannelRegs) -> None:
-        """After CTRL.reset of a halted channel: wait until STATUS.halted clears. The reset
-        takes effect only once the channel's AXI movers finished the burst in flight
-        (docs/soc.md); buffers re-posted before then can still receive that burst's data
-        (found by the soak's fault campaign, docs/reliability.md)."""
+    async def _wait_reset_done(self, ch: _ChannelRegs, *, atomic: bool = True) -> None:
+        """After CTRL.reset: wait until STATUS says the reset is over (``resetting`` and
+        ``halted`` both 0). The reset takes effect only once the channel's AXI movers
+        finished the burst in flight (docs/descriptors.md, "When the reset is over"): a
+        halted channel stays halted until then, a running one shows ``resetting``;
+        buffers re-posted before then could still receive that burst's data (found by the
+        soak's fault campaign, docs/reliability.md).
+
+        ``atomic``: the recovery paths hold the TX queue and clean locks in softirq
+        context, so they busy-poll (``readl_poll_timeout_atomic``): a sleeping wait would
+        give the core to an xmit spinning on the lock they hold, which never ends.
+        ``ndo_open`` (process context, no lock) sleeps between polls."""
+        spin = getattr(self.platform, "spin_ns", None) if atomic else None
         for _ in range(RESET_POLL_LIMIT):
-            if not await self._mmio_read(ch.status) & _STATUS_HALTED_MASK:
+            if not await self._mmio_read(ch.status) & _STATUS_RESET_BUSY_MASK:
                 return
-            await self.platform.sleep_ns(WAKE_POLL_NS)
-        raise TimeoutError(f"{ch.name} channel still halted {RESET_POLL_LIMIT} polls after reset")
+            if spin is not None:
+                await spin(WAKE_POLL_NS, "reset_wait")
+            else:
+                await self.platform.sleep_ns(WAKE_POLL_NS)
+        raise TimeoutError(
+            f"{ch.name} channel still resetting {RESET_POLL_LIMIT} polls after CTRL.reset"
+        )
 
     # -- the driver's contexts ---------------------------------------------------------------
 

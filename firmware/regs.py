@@ -164,6 +164,9 @@ TX_STATUS_HALTED_MASK = 0x00000002
 TX_STATUS_BAD_TAIL_SHIFT = 2
 TX_STATUS_BAD_TAIL_WIDTH = 1
 TX_STATUS_BAD_TAIL_MASK = 0x00000004
+TX_STATUS_RESETTING_SHIFT = 3
+TX_STATUS_RESETTING_WIDTH = 1
+TX_STATUS_RESETTING_MASK = 0x00000008
 TX_STATUS_ERROR_CODE_SHIFT = 4
 TX_STATUS_ERROR_CODE_WIDTH = 4
 TX_STATUS_ERROR_CODE_MASK = 0x000000F0
@@ -308,6 +311,9 @@ RX_STATUS_HALTED_MASK = 0x00000002
 RX_STATUS_BAD_TAIL_SHIFT = 2
 RX_STATUS_BAD_TAIL_WIDTH = 1
 RX_STATUS_BAD_TAIL_MASK = 0x00000004
+RX_STATUS_RESETTING_SHIFT = 3
+RX_STATUS_RESETTING_WIDTH = 1
+RX_STATUS_RESETTING_MASK = 0x00000008
 RX_STATUS_ERROR_CODE_SHIFT = 4
 RX_STATUS_ERROR_CODE_WIDTH = 4
 RX_STATUS_ERROR_CODE_MASK = 0x000000F0
@@ -399,16 +405,18 @@ RX_FRAMES_WIDTH = 32
 RX_FRAMES_MASK = 0xFFFFFFFF
 
 # RX_DROPS (0x1B8)
-# RX frames dropped because no descriptor was owned by the DMA. 32-bit counter, wraps; cleared
-# by reset only.
+# RX frames lost because no descriptor was owned by the DMA: dropped whole, or truncated mid-
+# frame (delivered with rx_truncated); a frame the RX FIFO had already cut short counts in
+# FIFO_OVERFLOWS instead, so each lost frame counts once. 32-bit counter, wraps; cleared by
+# reset only.
 RX_DROPS = 0x1B8
 RX_DROPS_SHIFT = 0
 RX_DROPS_WIDTH = 32
 RX_DROPS_MASK = 0xFFFFFFFF
 
 # RX_FIFO_OVERFLOWS (0x1BC)
-# RX frames dropped because the RX FIFO overflowed. 32-bit counter, wraps; cleared by reset
-# only.
+# RX frames the RX FIFO cut short (delivered with rx_truncated) or lost whole because it
+# overflowed. 32-bit counter, wraps; cleared by reset only.
 RX_FIFO_OVERFLOWS = 0x1BC
 RX_FIFO_OVERFLOWS_SHIFT = 0
 RX_FIFO_OVERFLOWS_WIDTH = 32

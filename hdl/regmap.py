@@ -78,9 +78,16 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
     drops_doc = (
         "TX underruns: frames aborted because frame data did not arrive in time."
         if tx
-        else "RX frames dropped because no descriptor was owned by the DMA."
+        else "RX frames lost because no descriptor was owned by the DMA: dropped whole, or "
+        "truncated mid-frame (delivered with rx_truncated); a frame the RX FIFO had already "
+        "cut short counts in FIFO_OVERFLOWS instead, so each lost frame counts once."
     )
-    overflow_doc = "Always 0 on TX." if tx else "RX frames dropped because the RX FIFO overflowed."
+    overflow_doc = (
+        "Always 0 on TX."
+        if tx
+        else "RX frames the RX FIFO cut short (delivered with rx_truncated) or lost whole "
+        "because it overflowed."
+    )
     discards_doc = (
         "Frames a CTRL.reset discarded from the TX FIFO after their EOP descriptor was "
         "written back (the driver counts them sent) and before the MAC took their first "
@@ -121,6 +128,14 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
                     "ro",
                     doc="A TAIL write was not less than RING_SIZE and was ignored; sticky "
                     "until CTRL.reset.",
+                ),
+                Field(
+                    "resetting",
+                    (3, 1),
+                    "ro",
+                    doc="1 from a CTRL.reset until the channel has finished the AXI "
+                    "transaction in flight and reset its state; post descriptors again only "
+                    "once it reads 0 (a burst still in flight could land in them).",
                 ),
                 Field(
                     "error_code",

@@ -434,6 +434,7 @@ def _connect_channel(m, bank, name, channel):
         reg("HEAD").eq(channel.head),
         reg("STATUS", "running").eq(channel.running),
         reg("STATUS", "halted").eq(channel.halted),
+        reg("STATUS", "resetting").eq(channel.resetting),
         reg("STATUS", "bad_tail").eq(channel.bad_tail),
         reg("STATUS", "error_code").eq(channel.error_code),
         reg("DESC_FETCHED").eq(channel.desc_fetched),

@@ -183,9 +183,19 @@ class Bench:
         ctx.set(self.dut.tail_written, 0)
 
     async def channel_reset(self, ctx):
+        """CTRL.reset as a driver does it: the strobe, then STATUS.resetting polled until
+        0 (a fragment read drained, a write-back already on the bus landed); returns the
+        cycles it stayed 1."""
         ctx.set(self.dut.reset, 1)
         await self.tick(ctx)
         ctx.set(self.dut.reset, 0)
+        assert ctx.get(self.dut.resetting), "STATUS.resetting not set by CTRL.reset"
+        busy = 0
+        while ctx.get(self.dut.resetting):
+            busy += 1
+            assert busy < 5000, "STATUS.resetting never cleared"
+            await self.tick(ctx)
+        return busy
 
     async def wait_for(self, ctx, cond, limit=20000, what="condition"):
         for _ in range(limit):
@@ -586,3 +596,29 @@ def test_bad_parameters():
         TxDmaChannel(data_width=16)
     with pytest.raises(ValueError):
         TxDmaChannel(max_prefetch=0)
+
+
+def test_reset_waits_for_the_writeback_on_the_bus():
+    """CTRL.reset while a descriptor write-back crawls over a slow bus: STATUS.resetting
+    stays 1 until it has landed, and after it reads 0 the channel writes nothing more, so
+    a driver re-posting that slot cannot have its new descriptor overwritten by the old
+    write-back."""
+    bench = Bench(ring_size=8, seed=12, latency=8, ready_prob=0.15, valid_prob=1.0)
+    frames = make_frames(bench, [[40]])
+
+    async def testbench(ctx):
+        dut = bench.dut
+        await bench.setup(ctx, prefetch=1)
+        bench.post(0, *frames[0][1][0], sop=1, eop=1)
+        await bench.doorbell(ctx, 1)
+        await bench.wait_for(ctx, lambda: ctx.get(dut.axi_write.wvalid), what="write-back")
+        ctx.set(dut.run, 0)
+        busy = await bench.channel_reset(ctx)
+        assert busy > 1, "the reset did not wait for the write-back on the bus"
+        landed = bytes(bench.mem)
+        for _ in range(300):
+            assert not ctx.get(dut.axi_write.awvalid) and not ctx.get(dut.axi_write.wvalid)
+            await bench.tick(ctx)
+        assert bytes(bench.mem) == landed, "the write-back landed after STATUS.resetting = 0"
+
+    bench.run(testbench)

@@ -161,6 +161,9 @@
 #define MACDMA_TX_STATUS_BAD_TAIL_SHIFT 2u
 #define MACDMA_TX_STATUS_BAD_TAIL_WIDTH 1u
 #define MACDMA_TX_STATUS_BAD_TAIL_MASK 0x00000004u
+#define MACDMA_TX_STATUS_RESETTING_SHIFT 3u
+#define MACDMA_TX_STATUS_RESETTING_WIDTH 1u
+#define MACDMA_TX_STATUS_RESETTING_MASK 0x00000008u
 #define MACDMA_TX_STATUS_ERROR_CODE_SHIFT 4u
 #define MACDMA_TX_STATUS_ERROR_CODE_WIDTH 4u
 #define MACDMA_TX_STATUS_ERROR_CODE_MASK 0x000000F0u
@@ -305,6 +308,9 @@
 #define MACDMA_RX_STATUS_BAD_TAIL_SHIFT 2u
 #define MACDMA_RX_STATUS_BAD_TAIL_WIDTH 1u
 #define MACDMA_RX_STATUS_BAD_TAIL_MASK 0x00000004u
+#define MACDMA_RX_STATUS_RESETTING_SHIFT 3u
+#define MACDMA_RX_STATUS_RESETTING_WIDTH 1u
+#define MACDMA_RX_STATUS_RESETTING_MASK 0x00000008u
 #define MACDMA_RX_STATUS_ERROR_CODE_SHIFT 4u
 #define MACDMA_RX_STATUS_ERROR_CODE_WIDTH 4u
 #define MACDMA_RX_STATUS_ERROR_CODE_MASK 0x000000F0u
@@ -396,16 +402,18 @@
 #define MACDMA_RX_FRAMES_MASK 0xFFFFFFFFu
 
 /* RX_DROPS (0x1B8)
- * RX frames dropped because no descriptor was owned by the DMA. 32-bit counter, wraps; cleared
- * by reset only. */
+ * RX frames lost because no descriptor was owned by the DMA: dropped whole, or truncated mid-
+ * frame (delivered with rx_truncated); a frame the RX FIFO had already cut short counts in
+ * FIFO_OVERFLOWS instead, so each lost frame counts once. 32-bit counter, wraps; cleared by
+ * reset only. */
 #define MACDMA_RX_DROPS 0x1B8u
 #define MACDMA_RX_DROPS_SHIFT 0u
 #define MACDMA_RX_DROPS_WIDTH 32u
 #define MACDMA_RX_DROPS_MASK 0xFFFFFFFFu
 
 /* RX_FIFO_OVERFLOWS (0x1BC)
- * RX frames dropped because the RX FIFO overflowed. 32-bit counter, wraps; cleared by reset
- * only. */
+ * RX frames the RX FIFO cut short (delivered with rx_truncated) or lost whole because it
+ * overflowed. 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_RX_FIFO_OVERFLOWS 0x1BCu
 #define MACDMA_RX_FIFO_OVERFLOWS_SHIFT 0u
 #define MACDMA_RX_FIFO_OVERFLOWS_WIDTH 32u

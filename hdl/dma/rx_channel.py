@@ -81,11 +81,18 @@ class RxDmaChannel(wiring.Component):
         OKAY B response.
     running, halted, error_code : Out(1), Out(1), Out(4)
         STATUS. ``running`` = run & ring configured & not halted.
+    resetting : Out(1)
+        STATUS.resetting: 1 from the cycle after a ``reset`` strobe until the channel state
+        has been reset, i.e. while the movers finish the AXI transaction in flight. A driver
+        re-posts buffers only once it reads 0: before, a data burst still in flight could
+        land in a re-posted buffer.
     desc_fetched, bursts, bytes, frames, drops : Out(32)
         Counters (wrap; kept across CTRL.reset, cleared by the system reset only):
         descriptors read from the ring (owned or not); AXI write bursts (AW handshakes) of
         frame data; frame bytes written (after OKAY); frames completed (EOP write-back
-        OKAY); frames dropped whole because no owned descriptor was available.
+        OKAY); frames lost for want of an owned descriptor, dropped whole or truncated
+        mid-frame, unless the RX FIFO had already cut them short (its ``overflow`` on the
+        last beat: counted there), so every lost frame is counted once.
     reset_discards : Out(16)
         Frames a CTRL.reset discarded: their first beat was taken from ``i`` (a lone
         ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
@@ -173,6 +180,7 @@ class RxDmaChannel(wiring.Component):
                 "head": Out(12),
                 "running": Out(1),
                 "halted": Out(1),
+                "resetting": Out(1),
                 "error_code": Out(4),
                 "desc_fetched": Out(32),
                 "bursts": Out(32),
@@ -213,7 +221,7 @@ class RxDmaChannel(wiring.Component):
             m.d.sync += resetting.eq(1)
         with m.Elif(resetting & quiet):
             m.d.sync += resetting.eq(0)
-        m.d.comb += chan_rst.eq(resetting & quiet)
+        m.d.comb += [chan_rst.eq(resetting & quiet), self.resetting.eq(resetting)]
         hold = resetting | self.reset
 
         # A frame partly consumed when the channel resets is skipped up to its last beat.
@@ -245,7 +253,8 @@ class RxDmaChannel(wiring.Component):
         inc_fetched = Signal()
         inc_burst = Signal()
         inc_frame = Signal()
-        inc_drop = Signal()
+        inc_drop = Signal()  # a lost frame RX_DROPS counts (not already an overflow)
+        dropped_whole = Signal()  # a frame consumed without a descriptor
         add_bytes = Signal(16)
         frame_taken = Signal()  # the first beat of a frame entered the core
         first_wb_done = Signal()  # the first (SOP) write-back of a frame landed OKAY
@@ -267,7 +276,7 @@ class RxDmaChannel(wiring.Component):
         with m.If(chan_rst):
             m.d.sync += [self.reset_discards.eq(self.reset_discards + unseen), unseen.eq(0)]
         with m.Else():
-            m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - inc_drop)
+            m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - dropped_whole)
 
         # ---- core --------------------------------------------------------------------------
         core.submodules.reader = reader = AxiBurstReader(DW, self._addr_width)
@@ -628,12 +637,14 @@ class RxDmaChannel(wiring.Component):
                 with core.If(active):
                     core.d.comb += ci_ready.eq(1)
                     with core.If(ci_valid & in_p.last):
-                        core.d.comb += inc_drop.eq(1)
+                        core.d.comb += [dropped_whole.eq(1), inc_drop.eq(~in_p.overflow)]
                         core.next = "Idle"
             with core.State("Discard"):
+                # The rest of a frame the ring truncated: counted at its last beat.
                 with core.If(active):
                     core.d.comb += ci_ready.eq(1)
                     with core.If(ci_valid & in_p.last):
+                        core.d.comb += inc_drop.eq(~in_p.overflow)
                         core.next = "Idle"
             with core.State("Fill"):
                 chunk_room = chunk_bytes - chunk_n
@@ -748,6 +759,9 @@ class RxDmaChannel(wiring.Component):
                             core.next = "Load"
                         with core.Elif(forced_trunc & ~frame_ended):
                             core.next = "Discard"
+                        with core.Elif(forced_trunc):
+                            core.d.comb += inc_drop.eq(~f_ovf)  # truncated, all taken
+                            core.next = "Idle"
                         with core.Else():
                             core.next = "Idle"
             with core.State("Load"):

@@ -51,6 +51,11 @@ class TxDmaChannel(wiring.Component):
     tail_written (doorbell strobe), poll_us (0 = off), sys_clk_mhz (µs prescaler, 0 acts as
     1), burst_beats, prefetch : In
     head, running, halted, error_code, bad_tail, desc_fetched, bursts, bytes, frames : Out
+    resetting : Out(1)
+        STATUS.resetting: 1 from the cycle after a ``reset`` strobe until the channel has
+        wound down (a fragment read drained, a write-back already on the bus landed). A
+        driver re-posts descriptors only once it reads 0: before, that late write-back could
+        overwrite a descriptor posted again at its slot.
 
     Reset discards
     --------------
@@ -127,6 +132,7 @@ class TxDmaChannel(wiring.Component):
                 "head": Out(RING_INDEX_BITS),
                 "running": Out(1),
                 "halted": Out(1),
+                "resetting": Out(1),
                 "error_code": Out(4),
                 "bad_tail": Out(1),
                 "desc_fetched": Out(32),
@@ -355,7 +361,7 @@ class TxDmaChannel(wiring.Component):
         # descriptor fetch starts (which also serves as the poll).
         m.d.comb += timing.eq(ready_to_work)
 
-        with m.FSM(name="tx_channel"):
+        with m.FSM(name="tx_channel") as fsm:
             with m.State("Idle"):
                 work = ((cursor != tail) & ~stalled) | poll_kick
                 with m.If(ready_to_work & work & (fetch_n != 0)):
@@ -516,6 +522,10 @@ class TxDmaChannel(wiring.Component):
                     m.next = "Idle"
 
         # Channel reset: registers only; the FSM and the write-back engine wind down above.
+        with m.If(self.reset):
+            m.d.sync += self.resetting.eq(1)
+        with m.Elif(fsm.ongoing("Idle") & ~wb_busy):
+            m.d.sync += self.resetting.eq(0)
         with m.If(self.reset):
             m.d.sync += [
                 head.eq(0),
