@@ -15,7 +15,7 @@ from cocotbext.eth import GmiiFrame
 from .soc import BusErrorWindow
 
 PREAMBLE = 0x55
-HOLD_NS = 1000  # an armed error answers this long after its first hit: the whole burst
+HOLD_NS = 1000  # an armed error answers until this long after its latest hit: the whole burst
 HEADER_BYTES = 18  # Ethernet header + the sequence number
 
 
@@ -28,17 +28,24 @@ class ArmedError:
     kind: str
     decode_error: bool  # DECERR instead of SLVERR
     site: str
-    fired_ns: float | None = None
+    fired_ns: float | None = None  # the first hit
+    last_hit_ns: float | None = None
+
+    def over(self, now_ns: float) -> bool:
+        """The error has fired and no access hit it for :data:`HOLD_NS`: every beat of
+        the burst it failed has been answered with the error."""
+        return self.last_hit_ns is not None and now_ns - self.last_hit_ns > HOLD_NS
 
 
 class BusErrors:
     """One-shot AXI error responses from host memory (a :class:`HostMemory`).
 
     :meth:`arm` an error at an address window; accesses there of its kind get SLVERR (or
-    DECERR) for :data:`HOLD_NS` from the first one (the whole burst fails, as from a slave
-    that cannot take it), then the window disarms, so the recovery that follows runs on a
-    healthy bus. cocotbext-axi's RAM answers SLVERR when its read or write raises; DECERR
-    is that response rewritten on its way out (R beat or B response).
+    DECERR) until none came for :data:`HOLD_NS` (every beat of the burst fails, as from a
+    slave that cannot take it: cocotbext-axi calls the check once per beat), then the
+    window disarms, so the recovery that follows runs on a healthy bus. cocotbext-axi's
+    RAM answers SLVERR when its read or write raises; DECERR is that response rewritten on
+    its way out (R beat or B response).
     """
 
     def __init__(self, memory):
@@ -59,12 +66,13 @@ class BusErrors:
     def _check(self, address: int, length: int, kind: str) -> None:
         now = get_sim_time("ns")
         for error in list(self.armed):
-            if error.fired_ns is not None and now - error.fired_ns > HOLD_NS:
+            if error.over(now):
                 self.armed.remove(error)
                 continue
             if error.kind == kind and address < error.end and error.start < address + length:
                 if error.fired_ns is None:
                     error.fired_ns = now
+                error.last_hit_ns = now
                 self._decode_pending[kind] += error.decode_error
                 raise BusErrorWindow(f"{error.site}: {kind} 0x{address:x}")
 

@@ -557,6 +557,12 @@ class SegmentRun:
         errors_before = len(driver.errors)
         while armed.fired_ns is None and not self.tx_accounted_and_rx_sent():
             await Timer(1, "us")
+        # Disarmed only once the hold is over: the whole burst that hit the window must
+        # fail. Disarmed between its beats, the rest of a write-back would land (own
+        # cleared under an error response) and the driver would reap a descriptor the DMA
+        # reported as failed (the campaign's own finding, in the bench).
+        while armed.fired_ns is not None and not armed.over(get_sim_time("ns")):
+            await Timer(100, "ns")
         self.soak.bus_errors.disarm()
         if armed.fired_ns is None:
             self.fault["outcome"] = "not injected: the DMA never reached the window"
