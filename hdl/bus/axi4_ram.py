@@ -10,7 +10,9 @@ base address is 0 (a top that maps it elsewhere subtracts the base first).
 With ``bench_ports=True`` (a simulation top's host memory, not a board's) the RAM also has
 the ports a bench drives: a per-burst latency, error windows, and a flip per accepted
 burst with its address and length, so a bench records bursts without watching every
-clock. With ``verilog_array=True`` its words are a plain Verilog array
+clock; and its AXI timing is then not the board's but that of cocotbext-axi's AxiRam with
+the bench's per-burst latency (:class:`_BenchTiming`), so a scenario gives the same
+numbers on either host memory. With ``verilog_array=True`` its words are a plain Verilog array
 (:data:`ARRAY_VERILOG`, which the exported file must carry beside the design) that a bench
 reads and writes through the simulator's handle, and that holds up to 64 MiB without an
 initialiser per word in the netlist (Amaranth's simulator cannot run that one).
@@ -82,16 +84,18 @@ class Axi4Ram(wiring.Component):
     axi : In(Axi4Signature(addr_width, data_width, id_width))
         The slave port; connect the master's port to it directly.
 
-    Reads have one clock of latency after AR is accepted, then stream one beat per clock
-    while RREADY is high. A write burst's B response follows one clock after WLAST.
-    FIXED and WRAP bursts are treated as INCR; AxSIZE is assumed to be the bus width.
+    Without bench ports, reads have one clock of latency after AR is accepted, then stream
+    one beat per clock while RREADY is high, and a write burst's B response follows one
+    clock after WLAST. FIXED and WRAP bursts are treated as INCR; AxSIZE is assumed to be
+    the bus width.
 
     With ``verilog_array``, 32-bit data only and ``size_bytes`` up to 64 MiB. With
     ``bench_ports`` also:
 
     latency_cycles : In(10)
-        Clocks every burst waits after its AR/AW handshake before its first R beat or
-        before WREADY rises.
+        Clocks every burst waits, from when the RAM takes it from its address queue, before
+        its beats move (AxiRam's timing: the take comes while the previous burst's last
+        beats still stream, so the wait overlaps them).
     err<i>_start, err<i>_end : In(addr_width); err<i>_read, err<i>_write : In(1)
         Error window ``i`` (0..1): a read (write) burst any of whose bytes lies in
         [start, end) answers SLVERR for the whole burst and writes nothing.
