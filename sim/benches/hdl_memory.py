@@ -62,8 +62,14 @@ class HdlHostMemory:
         seen = getattr(self.dut, f"mem_{channel}_seen")
         addr = getattr(self.dut, f"mem_{channel}_seen_addr")
         length = getattr(self.dut, f"mem_{channel}_seen_len")
+        flipped_to = 0  # the port's reset value
         while True:
             await ValueChange(seen)
+            # Icarus starts the port at X and settles it to 0 at time 0: not a burst.
+            value = seen.value
+            if not value.is_resolvable or int(value) == flipped_to:
+                continue
+            flipped_to = int(value)
             self.bursts.append(
                 BurstRecord(write, int(addr.value), int(length.value) + 1, _WORD_SIZE)
             )
