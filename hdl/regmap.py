@@ -445,8 +445,7 @@ def _ptp_block() -> Block:
             "PTP_STEP",
             0x18,
             "rw",
-            "Signed ns (two's complement) added by PTP_CMD.step; larger steps: read, add, "
-            "set.",
+            "Signed ns (two's complement) added by PTP_CMD.step; larger steps: read, add, set.",
         ),
         _whole(
             "PTP_INCREMENT",

@@ -760,7 +760,9 @@ class RxDmaChannel(wiring.Component):
                         cmdq_in.addr.eq(
                             self.ring_base + (buf_idx << 4) + Mux(stamped, 0, WRITEBACK_OFFSET)
                         ),
-                        cmdq_in.length.eq(Mux(stamped, TIMESTAMPED_WRITEBACK_BYTES, WRITEBACK_BYTES)),
+                        cmdq_in.length.eq(
+                            Mux(stamped, TIMESTAMPED_WRITEBACK_BYTES, WRITEBACK_BYTES)
+                        ),
                         cmdq_in.kind.eq(KIND_WB),
                         cmdq_in.eop.eq(wb_eop),
                         cmdq_in.ioc.eq(buf_ioc),

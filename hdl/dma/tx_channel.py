@@ -17,8 +17,8 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..mac.ptp import TS_ID_BITS
 from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
+from ..mac.ptp import TS_ID_BITS
 from ..regmap import DMA_ERROR_CODE
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter

@@ -219,7 +219,9 @@ class EthMac(wiring.Component):
         entering the register slice (client frames carry ``tx_ts_request``, control
         frames never ask), taken off in order by MacTx's SFDs, one per frame."""
         tx_domain = DomainRenamer("tx")
-        m.submodules.tx_ts_flags = flags = tx_domain(SyncFIFO(width=TS_ID_BITS, depth=TX_FRAMES_IN_FLIGHT))
+        m.submodules.tx_ts_flags = flags = tx_domain(
+            SyncFIFO(width=TS_ID_BITS, depth=TX_FRAMES_IN_FLIGHT)
+        )
         slice_in_frame = Signal()
         entering = tx_slice.i.valid & tx_slice.i.ready
         with m.If(entering):
