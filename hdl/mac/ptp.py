@@ -82,6 +82,7 @@ class PtpClock(wiring.Component):
         if not isinstance(nominal, int) or not 1 <= nominal < 1 << INCREMENT_BITS:
             raise ValueError(f"nominal must be a 32-bit increment >= 1, not {nominal!r}")
         self._nominal = nominal
+        self._fraction = Signal(INCREMENT_FRACTION_BITS)  # below the ns, kept for tests
         super().__init__(
             {
                 "time_ns": Out(64),
@@ -95,7 +96,7 @@ class PtpClock(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fraction = Signal(INCREMENT_FRACTION_BITS)
+        fraction = self._fraction
         now = Cat(fraction, self.time_ns)
         increment = Mux(self.increment == 0, self._nominal, self.increment)
         step = Mux(self.step, self.step_ns, 0)
