@@ -115,7 +115,7 @@ class Descriptor:
     # Word 1: written back.
     done_length: int = _bits(1, 0, 16, "TX: bytes read. RX: bytes written into this buffer.")
     rx_csum: int = _bits(1, 16, 16, "RX, good frame EOP: sum from byte 14 (CHECKSUM_COMPLETE).")
-    # Word 2: written back; 0 except on the EOP descriptor of an RX frame.
+    # Word 2: written back; 0 except on an RX EOP descriptor (and a timestamped TX EOP).
     frame_length: int = _bits(2, 0, 16, "RX, EOP descriptor: frame length without FCS.")
     rx_error: int = _bits(2, 16, 3, "RX, EOP descriptor: RxErrorCause of a bad frame.")
     rx_truncated: bool = _bits(2, 19, 1, "RX, EOP descriptor: tail lost to RX FIFO overflow.")

@@ -49,7 +49,8 @@ class Descriptor(data.Struct):
         rx_csum:      RX, EOP descriptor of a good frame, with RX checksum built in: the
                       16-bit ones'-complement sum of the frame from byte 14 on
                       (CHECKSUM_COMPLETE, :mod:`macdma.hdl.mac.checksum`); 0 otherwise.
-    Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame):
+    Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame, and
+    ``timestamped`` on a timestamped TX EOP descriptor):
         frame_length: RX: the whole frame's length in bytes, without FCS.
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
         rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
@@ -69,7 +70,7 @@ class Descriptor(data.Struct):
                       (:mod:`macdma.hdl.dma.tx_checksum`; builds with TX checksum).
         ip_csum_insert: TX, SOP descriptor (written back 0): insert the IPv4 header
                       checksum (header at byte 14, its length from IHL).
-        ts_request:   TX, SOP descriptor (written back as fetched): time-stamp this frame
+        ts_request:   TX, SOP descriptor (written back 0): time-stamp this frame
                       (SKBTX_HW_TSTAMP); its EOP write-back waits for the SFD time.
         sop, eop:     start / end of packet. TX: set by the driver on the first / last
                       fragment of a frame. RX: written by the DMA on the first / last buffer
@@ -78,7 +79,8 @@ class Descriptor(data.Struct):
                       the DMA clears it on write-back and never uses a descriptor without it.
 
     Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and the low 4 bits of TX's
-    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0.
+    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0
+    (but ``timestamped``).
 
     Why the control word (with ``own``) is last: the DMA writes words 1..3 back in one
     INCR burst, whose beats reach memory in address order. With ``own`` in the last word a
