@@ -38,6 +38,7 @@ __all__ = [
     "BitField",
     "Descriptor",
     "RxErrorCause",
+    "extend_timestamp",
 ]
 
 DESCRIPTOR_WORDS = 4
@@ -48,7 +49,8 @@ MAX_BUFFER_BYTES = 0xFFFF
 #: Smaller RX buffers halt the RX channel (DmaErrorCode.RX_BUFFER_TOO_SMALL).
 MIN_RX_BUFFER_BYTES = 64
 #: The DMA writes back words 1..3 in one 12-byte burst, in address order, so word 3 (with
-#: ``own``) lands last; word 0 (the address) is never written.
+#: ``own``) lands last; word 0 (the address) is written only on the EOP write-back of a
+#: timestamped frame, which is all 16 bytes from offset 0 (word 0 = the timestamp).
 WRITEBACK_FIRST_WORD = 1
 WRITEBACK_OFFSET = 4 * WRITEBACK_FIRST_WORD
 WRITEBACK_BYTES = DESCRIPTOR_BYTES - WRITEBACK_OFFSET
@@ -108,16 +110,17 @@ class Descriptor:
     :meth:`layout`. One-bit fields are ``bool``; others are ``int``.
     """
 
-    # Word 0: written by the driver, never written back.
-    addr: int = _bits(0, 0, 32, "Buffer byte address, any alignment.")
+    # Word 0: written by the driver; written back only as a timestamp (``timestamped``).
+    addr: int = _bits(0, 0, 32, "Buffer address; low 32 bits of the timestamp if timestamped.")
     # Word 1: written back.
     done_length: int = _bits(1, 0, 16, "TX: bytes read. RX: bytes written into this buffer.")
     rx_csum: int = _bits(1, 16, 16, "RX, good frame EOP: sum from byte 14 (CHECKSUM_COMPLETE).")
-    # Word 2: written back; 0 except on the EOP descriptor of an RX frame.
+    # Word 2: written back; 0 except on an RX EOP descriptor (and a timestamped TX EOP).
     frame_length: int = _bits(2, 0, 16, "RX, EOP descriptor: frame length without FCS.")
     rx_error: int = _bits(2, 16, 3, "RX, EOP descriptor: RxErrorCause of a bad frame.")
     rx_truncated: bool = _bits(2, 19, 1, "RX, EOP descriptor: tail lost to RX FIFO overflow.")
     csum_start: int = _bits(2, 20, 10, "TX, SOP: first frame byte the L4 checksum sums.")
+    timestamped: bool = _bits(2, 30, 1, "EOP: word 0 holds the SFD time's low 32 bits, ns.")
     error: bool = _bits(2, 31, 1, "EOP descriptor of a bad frame.")
     # Word 3: written by the driver (last: it holds own); written back with own = 0.
     length: int = _bits(3, 0, 16, "TX: fragment bytes (>= 1). RX: buffer size (>= 64).")
@@ -125,6 +128,7 @@ class Descriptor:
     ioc: bool = _bits(3, 24, 1, "Interrupt on completion (IRQ_MODE = PER_DESC).")
     csum_insert: bool = _bits(3, 25, 1, "TX, SOP: insert the L4 checksum (CHECKSUM_PARTIAL).")
     ip_csum_insert: bool = _bits(3, 26, 1, "TX, SOP: insert the IPv4 header checksum.")
+    ts_request: bool = _bits(3, 27, 1, "TX, SOP: time-stamp this frame (SKBTX_HW_TSTAMP).")
     sop: bool = _bits(3, 28, 1, "Start of packet: TX set by the driver, RX set by the DMA.")
     eop: bool = _bits(3, 29, 1, "End of packet: TX set by the driver, RX set by the DMA.")
     own: bool = _bits(3, 31, 1, "1: owned by the DMA. The DMA clears it on write-back.")
@@ -153,6 +157,7 @@ class Descriptor:
         csum_offset: int = 0,
         csum_insert: bool = False,
         ip_csum_insert: bool = False,
+        ts_request: bool = False,
     ) -> Descriptor:
         """A TX fragment handed to the DMA (``own`` set). ``length`` is 1..65535 bytes.
 
@@ -167,6 +172,11 @@ class Descriptor:
                 "A TX checksum request belongs on the SOP fragment (sop=True), "
                 f"not on a fragment with sop={sop!r}"
             )
+        if ts_request and not sop:
+            raise ValueError(
+                "A TX timestamp request belongs on the SOP fragment (sop=True), "
+                f"not on a fragment with sop={sop!r}"
+            )
         return cls(
             addr=addr,
             length=length,
@@ -177,6 +187,7 @@ class Descriptor:
             csum_offset=csum_offset,
             csum_insert=csum_insert,
             ip_csum_insert=ip_csum_insert,
+            ts_request=ts_request,
             own=True,
         )._checked()
 
@@ -230,9 +241,30 @@ class Descriptor:
             raise ValueError(f"A descriptor is {DESCRIPTOR_BYTES} bytes, not {len(data)}")
         return cls.from_words(_WORDS.unpack(bytes(data)))
 
+    @property
+    def timestamp_low_ns(self) -> int | None:
+        """The low 32 bits of the frame's PTP timestamp in ns (written back into word 0
+        of a timestamped EOP descriptor), or None; :func:`extend_timestamp` widens it."""
+        return self.addr if self.timestamped else None
+
     def _checked(self) -> Descriptor:
         self.words()  # raises ValueError naming a field whose value does not fit
         return self
+
+
+def extend_timestamp(low_ns: int, reference_ns: int) -> int:
+    """The 64-bit PTP time whose low 32 bits are ``low_ns`` and which lies nearest to
+    ``reference_ns`` (a PHC reading taken within about 2 s of the stamped event, before or
+    after it): what Linux drivers do with a timecounter. 2**32 ns is 4.29 s, so the
+    answer is unambiguous while the reading is less than 2.1 s from the event."""
+    if not isinstance(low_ns, int) or not 0 <= low_ns < 1 << 32:
+        raise ValueError(f"low_ns must be a 32-bit unsigned value, not {low_ns!r}")
+    if not isinstance(reference_ns, int) or not 0 <= reference_ns < 1 << 64:
+        raise ValueError(f"reference_ns must be a 64-bit unsigned value, not {reference_ns!r}")
+    delta = (low_ns - reference_ns) & 0xFFFF_FFFF
+    if delta >= 1 << 31:
+        delta -= 1 << 32
+    return (reference_ns + delta) & 0xFFFF_FFFF_FFFF_FFFF
 
 
 def _check_layout() -> None:

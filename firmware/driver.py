@@ -42,6 +42,7 @@ from .descriptor import (
     MIN_RX_BUFFER_BYTES,
     Descriptor,
     RxErrorCause,
+    extend_timestamp,
 )
 from .dim import DIM_RX_PROFILES, DimSample, NetDim
 from .platform import Platform
@@ -56,6 +57,7 @@ __all__ = [
     "DriverConfig",
     "DriverStats",
     "FlowControlUnsupportedError",
+    "PtpUnsupportedError",
     "IrqStrategy",
     "MacDmaDriver",
     "MdioTimeoutError",
@@ -378,6 +380,14 @@ class DriverConfig:
             without UDPCSUM, as the field reports ran); ``"hw"``: the SOP descriptor asks
             the hardware (CHECKSUM_PARTIAL, UDP over IPv4: csum_start 34, csum_offset 6);
             ``"sw"``: the stack sums the segment, charged ``per_byte_csum`` per byte.
+        ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
+            :class:`PtpUnsupportedError`) and turns on RX timestamping
+            (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
+            :class:`RxFrameMeta` then has ``hw_timestamp_ns``, and ``xmit(...,
+            hw_timestamp=True)`` asks for a frame's TX time (SKBTX_HW_TSTAMP), given to
+            ``on_tx_timestamp`` when the frame is cleaned. The driver reads the PHC at
+            open and once per RX poll / TX clean that finds a timestamp, to extend the
+            descriptors' 32 bits (:func:`~.descriptor.extend_timestamp`).
     """
 
     tx_ring: int = 256
@@ -400,6 +410,7 @@ class DriverConfig:
     linearize: bool = False
     flow_control: bool = False
     tx_checksum: str = "none"
+    ptp: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -452,6 +463,8 @@ class DriverConfig:
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
         if not isinstance(self.flow_control, bool):
             raise ValueError(f"DriverConfig.flow_control = {self.flow_control!r} must be a bool")
+        if not isinstance(self.ptp, bool):
+            raise ValueError(f"DriverConfig.ptp = {self.ptp!r} must be a bool")
 
 
 @dataclass
@@ -508,6 +521,8 @@ class RxFrameMeta:
     # skb->csum with CHECKSUM_COMPLETE: the EOP write-back's rx_csum (the sum from byte 14;
     # 0 for a bad frame or hardware without ID_FEATURES.rx_checksum).
     csum: int = 0
+    # skb_hwtstamps: the frame's SFD time in PTP ns (DriverConfig.ptp), None without one.
+    hw_timestamp_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -673,6 +688,7 @@ class _TxBuffer:
     eop_index: int | None = None
     descriptors: int = 0
     frame_bytes: int = 0
+    hw_timestamp: bool = False  # the frame asked for its TX time (SKBTX_HW_TSTAMP)
 
 
 class TxRing(_Ring):
@@ -728,6 +744,10 @@ class FlowControlUnsupportedError(RuntimeError):
     """DriverConfig.flow_control asked for on hardware built without it (-EOPNOTSUPP)."""
 
 
+class PtpUnsupportedError(RuntimeError):
+    """DriverConfig.ptp asked for on hardware built without PTP (-EOPNOTSUPP)."""
+
+
 class MdioTimeoutError(TimeoutError):
     """MDIO_STATUS.busy stayed set for :data:`MDIO_POLL_LIMIT` polls (-ETIMEDOUT)."""
 
@@ -763,6 +783,11 @@ class MacDmaDriver:
         self.strategy = config.strategy
         self.costs = costs
         self.on_receive = on_receive
+        # skb_tstamp_tx: called with the 64-bit TX time of each frame that asked for one
+        # (xmit(..., hw_timestamp=True)), in completion order.
+        self.on_tx_timestamp: Callable[[int], None] | None = None
+        self._phc_ns = 0  # the last PHC reading, to extend 32-bit descriptor times
+        self._phc_fresh = False  # read in this poll / clean already
         self.stats = DriverStats()
         self.errors: list[DmaErrorRecord] = []
         self.tx: TxRing | None = None
@@ -895,6 +920,8 @@ class MacDmaDriver:
         await self._mmio_write(regs.IRQ_MIN_INTERVAL, cfg.irq_min_interval_us)
         if cfg.flow_control:
             await self._configure_flow_control()  # quasi-static: before the MAC runs
+        if cfg.ptp:
+            await self._configure_ptp()
         mac_ctrl = regs.MAC_CTRL_TX_ENABLE_MASK | regs.MAC_CTRL_RX_ENABLE_MASK
         if cfg.mii:
             mac_ctrl |= regs.MAC_CTRL_MII_SELECT_MASK
@@ -921,6 +948,25 @@ class MacDmaDriver:
         await self._mmio_write(regs.MAC_FC_QUANTA, FC_QUANTA_VALUE)
         await self._mmio_write(regs.MAC_FC_WATER, FC_WATER_VALUE)
         await self._mmio_write(regs.MAC_FC_CTRL, FC_CTRL_VALUE)
+
+    async def _configure_ptp(self) -> None:
+        """Hardware timestamps (DriverConfig.ptp), after checking the build has them."""
+        features = await self._mmio_read(regs.ID_FEATURES)
+        if not features & regs.ID_FEATURES_PTP_MASK:
+            raise PtpUnsupportedError(
+                "PTP timestamps asked for, but this macdma build has none "
+                f"(ID_FEATURES = 0x{features:08x}, ptp bit clear): build the SoC with "
+                "SocParams(ptp=True) or open with ptp off"
+            )
+        await self._mmio_write(regs.PTP_CTRL, regs.PTP_CTRL_RX_TIMESTAMP_MASK)
+        await self.read_phc()
+
+    async def read_phc(self) -> int:
+        """gettime64: PTP_TIME_LO (which latches the high word), then PTP_TIME_HI."""
+        low = await self._mmio_read(regs.PTP_TIME_LO)
+        high = await self._mmio_read(regs.PTP_TIME_HI)
+        self._phc_ns = high << 32 | low
+        return self._phc_ns
 
     def _rx_coalesce_value(self, frames: int, us: int) -> int:
         return (
@@ -996,8 +1042,9 @@ class MacDmaDriver:
 
     # -- TX: ndo_start_xmit ------------------------------------------------------------------
 
-    async def xmit(self, fragments: list[bytes]) -> bool:
-        """ndo_start_xmit for a frame of ``fragments`` (one descriptor each).
+    async def xmit(self, fragments: list[bytes], *, hw_timestamp: bool = False) -> bool:
+        """ndo_start_xmit for a frame of ``fragments`` (one descriptor each);
+        ``hw_timestamp`` asks for its TX time (DriverConfig.ptp: ``on_tx_timestamp``).
 
         Returns True (NETDEV_TX_OK) when queued, False (NETDEV_TX_BUSY) without queuing
         anything while the queue is stopped. Stops the queue once fewer than
@@ -1010,6 +1057,8 @@ class MacDmaDriver:
         for frag in fragments:
             if not 1 <= len(frag) <= MAX_BUFFER_BYTES:
                 raise ValueError(f"Fragment length {len(frag)} must be 1..{MAX_BUFFER_BYTES}")
+        if hw_timestamp and not self.config.ptp:
+            raise ValueError("xmit(hw_timestamp=True) needs a driver opened with ptp=True")
         if self.queue_stopped:
             return False  # NETDEV_TX_BUSY: the stack requeues and waits for the wake
         if self.config.linearize and count > 1:
@@ -1035,6 +1084,8 @@ class MacDmaDriver:
                     "csum_offset": UDP_CSUM_OFFSET,
                     "csum_insert": True,
                 }
+            if hw_timestamp:
+                request = {**request, "ts_request": True}
             first = tx.next_to_use
             index = first
             ioc = self.strategy.ioc
@@ -1054,6 +1105,7 @@ class MacDmaDriver:
             head.eop_index = last
             head.descriptors = count
             head.frame_bytes = sum(len(f) for f in fragments)
+            head.hw_timestamp = hw_timestamp
             tx.next_to_use = index
             self.stats.tx_descriptors += count
             # wmb() before the doorbell: every descriptor is in memory before TAIL moves.
@@ -1103,6 +1155,7 @@ class MacDmaDriver:
     async def _tx_clean_locked(self, budget: int | None) -> int:
         tx = self.tx
         assert tx is not None
+        self._phc_fresh = False
         cleaned = 0
         while tx.next_to_clean != tx.next_to_use and (budget is None or cleaned < budget):
             first = tx.next_to_clean
@@ -1110,8 +1163,12 @@ class MacDmaDriver:
             assert head.eop_index is not None, "TX ring bookkeeping lost a frame"
             # Like e1000's next_to_watch: the frame is done once its EOP is written back
             # (descriptors complete in ring order).
-            if tx.read(head.eop_index).own:
+            eop = tx.read(head.eop_index)
+            if eop.own:
                 break
+            if head.hw_timestamp and eop.timestamped and self.on_tx_timestamp is not None:
+                self.on_tx_timestamp(await self._extend(eop.timestamp_low_ns))
+            head.hw_timestamp = False
             await self._charge("tx_clean_per_descriptor", head.descriptors)
             self.stats.tx_packets += 1
             self.stats.tx_bytes += head.frame_bytes
@@ -1146,6 +1203,7 @@ class MacDmaDriver:
     async def _rx_poll_locked(self, budget: int | None, *, refill: bool) -> int:
         rx = self.rx
         assert rx is not None
+        self._phc_fresh = False
         received = 0
         reaped = 0
         while rx.next_to_clean != rx.next_to_use and (budget is None or received < budget):
@@ -1182,6 +1240,15 @@ class MacDmaDriver:
             await self._rx_refill()
         return received
 
+    async def _extend(self, low_ns: int) -> int:
+        """A descriptor's 32-bit time as 64-bit PTP ns. The PHC is read again once per
+        poll or clean that meets a timestamp (the readings stay well within the 2.1 s
+        the extension needs)."""
+        if not self._phc_fresh:
+            await self.read_phc()
+            self._phc_fresh = True
+        return extend_timestamp(low_ns, self._phc_ns)
+
     async def _deliver(self, frame: bytes, ok: bool, desc: Descriptor, buffers: int) -> None:
         await self._charge("rx_per_packet")
         await self._charge("per_byte_copy", len(frame))
@@ -1200,6 +1267,9 @@ class MacDmaDriver:
             rx_truncated=desc.rx_truncated,
             time_ns=self.platform.now_ns(),
             csum=desc.rx_csum,
+            hw_timestamp_ns=(
+                await self._extend(desc.timestamp_low_ns) if desc.timestamped else None
+            ),
         )
         result = self.on_receive(frame, ok, meta)
         if inspect.isawaitable(result):

@@ -59,6 +59,9 @@ ID_FEATURES_RX_CHECKSUM_MASK = 0x20000000
 ID_FEATURES_TX_CHECKSUM_SHIFT = 30
 ID_FEATURES_TX_CHECKSUM_WIDTH = 1
 ID_FEATURES_TX_CHECKSUM_MASK = 0x40000000
+ID_FEATURES_PTP_SHIFT = 31
+ID_FEATURES_PTP_WIDTH = 1
+ID_FEATURES_PTP_MASK = 0x80000000
 
 # ID_CFG_ERROR (0x00C)
 # Sticky record of rejected writes, one bit per validated field in map order; write 1 to clear.
@@ -917,6 +920,104 @@ STATS_TX_CSUM_SKIPPED_SHIFT = 0
 STATS_TX_CSUM_SKIPPED_WIDTH = 32
 STATS_TX_CSUM_SKIPPED_MASK = 0xFFFFFFFF
 
+# PTP block
+# IEEE 1588 hardware clock and timestamping.
+PTP_BASE = 0x500
+
+# PTP_CTRL (0x500)
+# PTP timestamping control.
+PTP_CTRL = 0x500
+PTP_CTRL_RESET_VALUE = 0x00000000
+PTP_CTRL_RX_TIMESTAMP_SHIFT = 0
+PTP_CTRL_RX_TIMESTAMP_WIDTH = 1
+PTP_CTRL_RX_TIMESTAMP_MASK = 0x00000001
+PTP_CTRL_RX_TIMESTAMP_RESET_VALUE = 0
+
+# PTP_CMD (0x504)
+# PTP clock commands.
+PTP_CMD = 0x504
+PTP_CMD_RESET_VALUE = 0x00000000
+PTP_CMD_SET_SHIFT = 0
+PTP_CMD_SET_WIDTH = 1
+PTP_CMD_SET_MASK = 0x00000001
+PTP_CMD_SET_RESET_VALUE = 0
+PTP_CMD_STEP_SHIFT = 1
+PTP_CMD_STEP_WIDTH = 1
+PTP_CMD_STEP_MASK = 0x00000002
+PTP_CMD_STEP_RESET_VALUE = 0
+
+# PTP_TIME_LO (0x508)
+# The clock's ns, bits 31:0. Reading it copies bits 63:32 of the same instant into PTP_TIME_HI:
+# read TIME_LO first, then TIME_HI (gettime64).
+PTP_TIME_LO = 0x508
+PTP_TIME_LO_SHIFT = 0
+PTP_TIME_LO_WIDTH = 32
+PTP_TIME_LO_MASK = 0xFFFFFFFF
+
+# PTP_TIME_HI (0x50C)
+# The clock's ns, bits 63:32, as of the last PTP_TIME_LO read.
+PTP_TIME_HI = 0x50C
+PTP_TIME_HI_SHIFT = 0
+PTP_TIME_HI_WIDTH = 32
+PTP_TIME_HI_MASK = 0xFFFFFFFF
+
+# PTP_SET_LO (0x510)
+# Time loaded by PTP_CMD.set, ns bits 31:0.
+PTP_SET_LO = 0x510
+PTP_SET_LO_RESET_VALUE = 0x00000000
+PTP_SET_LO_SHIFT = 0
+PTP_SET_LO_WIDTH = 32
+PTP_SET_LO_MASK = 0xFFFFFFFF
+
+# PTP_SET_HI (0x514)
+# Time loaded by PTP_CMD.set, ns bits 63:32.
+PTP_SET_HI = 0x514
+PTP_SET_HI_RESET_VALUE = 0x00000000
+PTP_SET_HI_SHIFT = 0
+PTP_SET_HI_WIDTH = 32
+PTP_SET_HI_MASK = 0xFFFFFFFF
+
+# PTP_STEP (0x518)
+# Signed ns (two's complement) added by PTP_CMD.step; larger steps: read, add, set.
+PTP_STEP = 0x518
+PTP_STEP_RESET_VALUE = 0x00000000
+PTP_STEP_SHIFT = 0
+PTP_STEP_WIDTH = 32
+PTP_STEP_MASK = 0xFFFFFFFF
+
+# PTP_INCREMENT (0x51C)
+# ns added per system clock, unsigned fixed point with 24 fraction bits (8.24; adjfine:
+# PTP_NOMINAL * (1 + ppb / 1e9)). 0, the reset value, means PTP_NOMINAL.
+PTP_INCREMENT = 0x51C
+PTP_INCREMENT_RESET_VALUE = 0x00000000
+PTP_INCREMENT_SHIFT = 0
+PTP_INCREMENT_WIDTH = 32
+PTP_INCREMENT_MASK = 0xFFFFFFFF
+
+# PTP_NOMINAL (0x520)
+# The build's nominal increment: the system clock period in ns as 8.24 fixed point
+# (SocParams.sys_clk_hz), supplied by the hardware.
+PTP_NOMINAL = 0x520
+PTP_NOMINAL_SHIFT = 0
+PTP_NOMINAL_WIDTH = 32
+PTP_NOMINAL_MASK = 0xFFFFFFFF
+
+# PTP_RX_UNSTAMPED (0x524)
+# Good frames delivered without a timestamp while PTP_CTRL.rx_timestamp was 1 (their SFD time
+# could not be paired with them). 32-bit counter, wraps; cleared by reset only.
+PTP_RX_UNSTAMPED = 0x524
+PTP_RX_UNSTAMPED_SHIFT = 0
+PTP_RX_UNSTAMPED_WIDTH = 32
+PTP_RX_UNSTAMPED_MASK = 0xFFFFFFFF
+
+# PTP_TX_UNSTAMPED (0x528)
+# TX frames that asked for a timestamp (ts_request) and were written back without one (a channel
+# reset while waiting). 32-bit counter, wraps; cleared by reset only.
+PTP_TX_UNSTAMPED = 0x528
+PTP_TX_UNSTAMPED_SHIFT = 0
+PTP_TX_UNSTAMPED_WIDTH = 32
+PTP_TX_UNSTAMPED_MASK = 0xFFFFFFFF
+
 
 # Register byte address -> register key, e.g. for MMIO traces.
 REGISTER_NAMES: dict[int, str] = {
@@ -1002,6 +1103,17 @@ REGISTER_NAMES: dict[int, str] = {
     0x458: "STATS_RX_XON",
     0x45C: "STATS_RX_MAC_CONTROL",
     0x460: "STATS_TX_CSUM_SKIPPED",
+    0x500: "PTP_CTRL",
+    0x504: "PTP_CMD",
+    0x508: "PTP_TIME_LO",
+    0x50C: "PTP_TIME_HI",
+    0x510: "PTP_SET_LO",
+    0x514: "PTP_SET_HI",
+    0x518: "PTP_STEP",
+    0x51C: "PTP_INCREMENT",
+    0x520: "PTP_NOMINAL",
+    0x524: "PTP_RX_UNSTAMPED",
+    0x528: "PTP_TX_UNSTAMPED",
 }
 
 

@@ -403,6 +403,98 @@ def _flow_control_registers() -> tuple[Register, ...]:
     )
 
 
+def _ptp_block() -> Block:
+    """IEEE 1588 hardware clock (a Linux PHC): :mod:`macdma.hdl.mac.ptp`."""
+    registers = (
+        Register(
+            "PTP_CTRL",
+            0x00,
+            (
+                Field(
+                    "rx_timestamp",
+                    (0, 1),
+                    "rw",
+                    doc="1: stamp every received frame with its SFD time (Linux "
+                    "HWTSTAMP_FILTER_ALL); good frames' EOP descriptors then carry it.",
+                ),
+            ),
+            "PTP timestamping control.",
+        ),
+        Register(
+            "PTP_CMD",
+            0x04,
+            (
+                Field(
+                    "set",
+                    (0, 1),
+                    "wo-pulse",
+                    doc="Write 1: the clock becomes PTP_SET_HI:PTP_SET_LO ns, fraction 0 "
+                    "(settime64).",
+                ),
+                Field(
+                    "step",
+                    (1, 1),
+                    "wo-pulse",
+                    doc="Write 1: add PTP_STEP (signed ns) to the clock in one cycle "
+                    "(adjtime). Set wins if both are written at once.",
+                ),
+            ),
+            "PTP clock commands.",
+        ),
+        _whole(
+            "PTP_TIME_LO",
+            0x08,
+            "ro",
+            "The clock's ns, bits 31:0. Reading it copies bits 63:32 of the same instant "
+            "into PTP_TIME_HI: read TIME_LO first, then TIME_HI (gettime64).",
+        ),
+        _whole(
+            "PTP_TIME_HI",
+            0x0C,
+            "ro",
+            "The clock's ns, bits 63:32, as of the last PTP_TIME_LO read.",
+        ),
+        _whole("PTP_SET_LO", 0x10, "rw", "Time loaded by PTP_CMD.set, ns bits 31:0."),
+        _whole("PTP_SET_HI", 0x14, "rw", "Time loaded by PTP_CMD.set, ns bits 63:32."),
+        _whole(
+            "PTP_STEP",
+            0x18,
+            "rw",
+            "Signed ns (two's complement) added by PTP_CMD.step; larger steps: read, add, set.",
+        ),
+        _whole(
+            "PTP_INCREMENT",
+            0x1C,
+            "rw",
+            "ns added per system clock, unsigned fixed point with 24 fraction bits "
+            "(8.24; adjfine: PTP_NOMINAL * (1 + ppb / 1e9)). 0, the reset value, means "
+            "PTP_NOMINAL.",
+        ),
+        _whole(
+            "PTP_NOMINAL",
+            0x20,
+            "ro",
+            "The build's nominal increment: the system clock period in ns as 8.24 "
+            "fixed point (SocParams.sys_clk_hz), supplied by the hardware.",
+        ),
+        _whole(
+            "PTP_RX_UNSTAMPED",
+            0x24,
+            "ro",
+            "Good frames delivered without a timestamp while PTP_CTRL.rx_timestamp was 1 "
+            f"(their SFD time could not be paired with them). {_COUNTER_DOC}",
+        ),
+        _whole(
+            "PTP_TX_UNSTAMPED",
+            0x28,
+            "ro",
+            "TX frames that asked for a timestamp (ts_request) and were written back "
+            f"without one (a channel reset while waiting). {_COUNTER_DOC}",
+        ),
+    )
+    return Block("PTP", 0x500, registers, "IEEE 1588 hardware clock and timestamping.")
+
+
 def _build_register_map() -> RegisterMap:
     tx = _dma_channel_block("TX", 0x100, "TX")
     rx = _dma_channel_block("RX", 0x180, "RX")
@@ -589,6 +681,7 @@ def _build_register_map() -> RegisterMap:
         ),
         "MAC statistics.",
     )
+    ptp = _ptp_block()
     # CFG_ERROR is generated from the validated fields of every other block.
     identity = Block(
         "ID",
@@ -634,13 +727,20 @@ def _build_register_map() -> RegisterMap:
                         doc="1: TX checksum insertion is built in: a SOP descriptor's csum_insert "
                         "and ip_csum_insert act (CHECKSUM_PARTIAL).",
                     ),
+                    Field(
+                        "ptp",
+                        (31, 1),
+                        "ro",
+                        doc="1: the PTP clock and timestamps are built in (the PTP_* "
+                        "registers act, descriptors carry timestamps).",
+                    ),
                 ),
                 "Build parameters, supplied by the hardware.",
             ),
             cfg_error_register(
                 "CFG_ERROR",
                 0x00C,
-                (tx, rx, irq, mac, mdio, stats),
+                (tx, rx, irq, mac, mdio, stats, ptp),
                 "Sticky record of rejected writes, one bit per validated field in map order; "
                 "write 1 to clear. A rejected write leaves the field unchanged, still answers "
                 "OKAY, and sets IRQ_STATUS.cfg_error.",
@@ -650,7 +750,7 @@ def _build_register_map() -> RegisterMap:
         "Identification, build features and configuration errors.",
     )
     return RegisterMap(
-        (identity, tx, rx, irq, mac, mdio, stats),
+        (identity, tx, rx, irq, mac, mdio, stats, ptp),
         window_bytes=4096,
         cfg_error=("ID", "CFG_ERROR"),
         cfg_error_irq=("IRQ", "IRQ_STATUS", "cfg_error"),

@@ -38,6 +38,7 @@ from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PA
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
 from .mac.mdio import MdioMaster
+from .mac.ptp import PtpClock, RxTimestamper, TxTimestamper, nominal_increment
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
 
@@ -60,6 +61,9 @@ class SocParams:
     flow_control: bool = True  # 802.3x PAUSE in the MAC (FEATURES.flow_control, MAC_FC_*)
     rx_checksum: bool = True  # CHECKSUM_COMPLETE sums in RX EOP descriptors (FEATURES)
     tx_checksum: bool = True  # CHECKSUM_PARTIAL insertion in the TX FIFO (FEATURES)
+    ptp: bool = True  # IEEE 1588 clock and descriptor timestamps (FEATURES.ptp, PTP_*)
+    # The system clock the build is for: PTP_NOMINAL, the PTP clock's default increment.
+    sys_clk_hz: float = 100e6
 
     def __post_init__(self):
         if self.data_width not in (32, 64):
@@ -70,7 +74,8 @@ class SocParams:
                 raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
         if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
             raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
-        for name in ("flow_control", "rx_checksum", "tx_checksum"):
+        nominal_increment(self.sys_clk_hz)  # raises ValueError naming a bad frequency
+        for name in ("flow_control", "rx_checksum", "tx_checksum", "ptp"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
@@ -150,9 +155,9 @@ class MacDmaSoc(wiring.Component):
 
         m.submodules.tx_fifo = tx_fifo = self._tx_fifo(m, bank, tx_dma)
         m.submodules.rx_fifo = rx_fifo = RxFrameFifo(
-            width, params.rx_fifo_bytes, checksum=params.rx_checksum
+            width, params.rx_fifo_bytes, checksum=params.rx_checksum, timestamps=params.ptp
         )
-        m.submodules.mac = mac = EthMac(flow_control=params.flow_control)
+        m.submodules.mac = mac = EthMac(flow_control=params.flow_control, ptp=params.ptp)
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
         self._tx_reset_discards(m, bank, tx_fifo, tx_dma)
@@ -179,6 +184,8 @@ class MacDmaSoc(wiring.Component):
             for name in FLOW_CONTROL_COUNTERS:
                 m.d.comb += bank.port(f"STATS_{name.upper()}").eq(0)
         self._mdio(m, bank)
+        if params.ptp:
+            self._ptp(m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma)
         return m
 
     def _tx_fifo(self, m, bank, tx_dma):
@@ -200,7 +207,10 @@ class MacDmaSoc(wiring.Component):
             tx_dma.run.eq(bank.port("TX_CTRL", "run") & (resetting == 0)),
         ]
         fifo = TxFrameFifo(
-            self.params.data_width, self.params.tx_fifo_bytes, checksum=self.params.tx_checksum
+            self.params.data_width,
+            self.params.tx_fifo_bytes,
+            checksum=self.params.tx_checksum,
+            timestamps=self.params.ptp,
         )
         m.d.comb += fifo.i_csum.eq(tx_dma.o_csum)
         skipped = Signal(32)  # STATS_TX_CSUM_SKIPPED
@@ -237,6 +247,7 @@ class MacDmaSoc(wiring.Component):
             bank.port("ID_FEATURES", "flow_control").eq(params.flow_control),
             bank.port("ID_FEATURES", "rx_checksum").eq(params.rx_checksum),
             bank.port("ID_FEATURES", "tx_checksum").eq(params.tx_checksum),
+            bank.port("ID_FEATURES", "ptp").eq(params.ptp),
         ]
 
     @staticmethod
@@ -386,6 +397,76 @@ class MacDmaSoc(wiring.Component):
             m.d.comb += [pulse.i.eq(strobe), bank.port(f"STATS_{name.upper()}").eq(counter)]
             with m.If(pulse.o):
                 m.d.sync += counter.eq(counter + 1)
+
+    def _ptp(self, m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma):
+        """IEEE 1588: the PTP clock behind the PTP_* registers, and the SFD times of
+        received frames (every good frame while PTP_CTRL.rx_timestamp) and of transmitted
+        frames that asked (ts_request), written into their EOP descriptors."""
+        # Built as a submodule, so the synthesis report can count what PTP costs.
+        soc, m = m, Module()
+        soc.submodules.ptp = m
+        m.submodules.clock = clock = PtpClock(nominal_increment(self.params.sys_clk_hz))
+        cmd = lambda field: bank.port("PTP_CMD", field)  # noqa: E731
+        m.d.comb += [
+            clock.increment.eq(bank.port("PTP_INCREMENT")),
+            clock.set.eq(cmd("set")),
+            clock.set_ns.eq(Cat(bank.port("PTP_SET_LO"), bank.port("PTP_SET_HI"))),
+            clock.step.eq(cmd("step")),
+            clock.step_ns.eq(bank.port("PTP_STEP")),
+            bank.port("PTP_NOMINAL").eq(nominal_increment(self.params.sys_clk_hz)),
+            bank.port("PTP_TIME_LO").eq(clock.time_ns[:32]),
+        ]
+        # The bank samples PTP_TIME_LO in the cycle it accepts the read address: the high
+        # word of that same cycle is kept for the PTP_TIME_HI read that follows.
+        time_lo_address = REGISTER_MAP.address("PTP_TIME_LO")
+        time_hi = Signal(32)
+        csr = self.csr
+        with m.If(csr.arvalid & csr.arready & (csr.araddr == time_lo_address)):
+            m.d.sync += time_hi.eq(clock.time_ns[32:])
+        m.d.comb += bank.port("PTP_TIME_HI").eq(time_hi)
+
+        # RX: the SFD time of every frame, carried through the RX FIFO with the frame.
+        m.submodules.rx_stamper = rx_stamper = RxTimestamper()
+        rx_enabled = Signal()
+        m.submodules.rx_timestamp_sync = FFSynchronizer(
+            bank.port("PTP_CTRL", "rx_timestamp"), rx_enabled, o_domain="rx"
+        )
+        m.d.comb += [
+            rx_stamper.time_ns.eq(clock.time_ns),
+            rx_stamper.sfd.eq(mac.rx_sfd),
+            rx_stamper.beat_valid.eq(mac.rx.valid),
+            rx_stamper.beat_last.eq(mac.rx.p.last),
+            rx_stamper.beat_error.eq(mac.rx.p.error),
+            rx_fifo.i_ts.eq(rx_stamper.ts_ns),
+            rx_fifo.i_ts_valid.eq(rx_stamper.ts_valid & rx_enabled),
+            rx_dma.i_ts.eq(rx_fifo.o_ts),
+            rx_dma.i_ts_valid.eq(rx_fifo.o_ts_valid),
+        ]
+        # Good frames leaving the RX FIFO without a time while timestamping is on.
+        unstamped = Signal(32)
+        last = rx_fifo.o.valid & rx_fifo.o.ready & rx_fifo.o.p.last
+        good = ~rx_fifo.o.p.error & (rx_fifo.o.p.count != 0)
+        with m.If(last & good & ~rx_fifo.o_ts_valid & bank.port("PTP_CTRL", "rx_timestamp")):
+            m.d.sync += unstamped.eq(unstamped + 1)
+        m.d.comb += bank.port("PTP_RX_UNSTAMPED").eq(unstamped)
+
+        # TX: the request travels with the frame through the TX FIFO and the MAC; the
+        # SFD time comes back to the channel, which holds the EOP write-back for it.
+        m.submodules.tx_stamper = tx_stamper = TxTimestamper()
+        m.d.comb += [
+            tx_fifo.i_ts_request.eq(tx_dma.o_ts_request),
+            mac.tx_ts_request.eq(tx_fifo.o_ts_request),
+            tx_stamper.sfd.eq(mac.tx_ts_sfd),
+            tx_stamper.sfd_id.eq(mac.tx_ts_id),
+            tx_stamper.time_ns.eq(clock.time_ns),
+            tx_dma.ts_valid.eq(tx_stamper.ts_valid),
+            tx_dma.ts_id.eq(tx_stamper.ts_id),
+            tx_dma.ts_ns.eq(tx_stamper.ts_ns),
+        ]
+        tx_unstamped = Signal(32)
+        with m.If(tx_dma.ts_discarded):
+            m.d.sync += tx_unstamped.eq(tx_unstamped + 1)
+        m.d.comb += bank.port("PTP_TX_UNSTAMPED").eq(tx_unstamped)
 
     def _mdio(self, m, bank):
         """The MDIO master behind MDIO_CTRL/MDIO_CMD/MDIO_STATUS. Every MDIO_CMD write

@@ -51,12 +51,14 @@ def test_layout_matches_the_documented_positions():
         "rx_error": (2, 16, 3),
         "rx_truncated": (2, 19, 1),
         "csum_start": (2, 20, 10),
+        "timestamped": (2, 30, 1),
         "error": (2, 31, 1),
         "length": (3, 0, 16),
         "csum_offset": (3, 16, 8),
         "ioc": (3, 24, 1),
         "csum_insert": (3, 25, 1),
         "ip_csum_insert": (3, 26, 1),
+        "ts_request": (3, 27, 1),
         "sop": (3, 28, 1),
         "eop": (3, 29, 1),
         "own": (3, 31, 1),
@@ -166,3 +168,18 @@ def test_firmware_module_does_not_import_amaranth():
         "sys.exit('amaranth' in sys.modules or 'macdma.hdl' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_timestamp_fields_round_trip_and_their_rules():
+    # A TX SOP asking for its time: word 3 bit 27.
+    asked = fw.Descriptor.tx(0x1000, 100, sop=True, eop=True, ts_request=True)
+    assert asked.words()[3] & (1 << 27) and fw.Descriptor.unpack(asked.pack()) == asked
+    with pytest.raises(ValueError, match="timestamp request belongs on the SOP"):
+        fw.Descriptor.tx(0x1000, 100, sop=False, eop=True, ts_request=True)
+    # A timestamped EOP write-back: word 0 is the time, word 2 bit 30 says so.
+    stamped = fw.Descriptor(addr=0xDEAD_BEEF, done_length=100, eop=True, timestamped=True)
+    words = stamped.words()
+    assert words[0] == 0xDEAD_BEEF and words[2] == 1 << 30
+    back = fw.Descriptor.unpack(stamped.pack())
+    assert back == stamped and back.timestamp_low_ns == 0xDEAD_BEEF
+    assert fw.Descriptor(addr=0x1234, eop=True).timestamp_low_ns is None

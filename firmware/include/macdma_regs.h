@@ -56,6 +56,9 @@
 #define MACDMA_ID_FEATURES_TX_CHECKSUM_SHIFT 30u
 #define MACDMA_ID_FEATURES_TX_CHECKSUM_WIDTH 1u
 #define MACDMA_ID_FEATURES_TX_CHECKSUM_MASK 0x40000000u
+#define MACDMA_ID_FEATURES_PTP_SHIFT 31u
+#define MACDMA_ID_FEATURES_PTP_WIDTH 1u
+#define MACDMA_ID_FEATURES_PTP_MASK 0x80000000u
 
 /* ID_CFG_ERROR (0x00C)
  * Sticky record of rejected writes, one bit per validated field in map order; write 1 to clear.
@@ -914,6 +917,104 @@
 #define MACDMA_STATS_TX_CSUM_SKIPPED_SHIFT 0u
 #define MACDMA_STATS_TX_CSUM_SKIPPED_WIDTH 32u
 #define MACDMA_STATS_TX_CSUM_SKIPPED_MASK 0xFFFFFFFFu
+
+/* PTP block
+ * IEEE 1588 hardware clock and timestamping. */
+#define MACDMA_PTP_BASE 0x500u
+
+/* PTP_CTRL (0x500)
+ * PTP timestamping control. */
+#define MACDMA_PTP_CTRL 0x500u
+#define MACDMA_PTP_CTRL_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_CTRL_RX_TIMESTAMP_SHIFT 0u
+#define MACDMA_PTP_CTRL_RX_TIMESTAMP_WIDTH 1u
+#define MACDMA_PTP_CTRL_RX_TIMESTAMP_MASK 0x00000001u
+#define MACDMA_PTP_CTRL_RX_TIMESTAMP_RESET_VALUE 0u
+
+/* PTP_CMD (0x504)
+ * PTP clock commands. */
+#define MACDMA_PTP_CMD 0x504u
+#define MACDMA_PTP_CMD_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_CMD_SET_SHIFT 0u
+#define MACDMA_PTP_CMD_SET_WIDTH 1u
+#define MACDMA_PTP_CMD_SET_MASK 0x00000001u
+#define MACDMA_PTP_CMD_SET_RESET_VALUE 0u
+#define MACDMA_PTP_CMD_STEP_SHIFT 1u
+#define MACDMA_PTP_CMD_STEP_WIDTH 1u
+#define MACDMA_PTP_CMD_STEP_MASK 0x00000002u
+#define MACDMA_PTP_CMD_STEP_RESET_VALUE 0u
+
+/* PTP_TIME_LO (0x508)
+ * The clock's ns, bits 31:0. Reading it copies bits 63:32 of the same instant into PTP_TIME_HI:
+ * read TIME_LO first, then TIME_HI (gettime64). */
+#define MACDMA_PTP_TIME_LO 0x508u
+#define MACDMA_PTP_TIME_LO_SHIFT 0u
+#define MACDMA_PTP_TIME_LO_WIDTH 32u
+#define MACDMA_PTP_TIME_LO_MASK 0xFFFFFFFFu
+
+/* PTP_TIME_HI (0x50C)
+ * The clock's ns, bits 63:32, as of the last PTP_TIME_LO read. */
+#define MACDMA_PTP_TIME_HI 0x50Cu
+#define MACDMA_PTP_TIME_HI_SHIFT 0u
+#define MACDMA_PTP_TIME_HI_WIDTH 32u
+#define MACDMA_PTP_TIME_HI_MASK 0xFFFFFFFFu
+
+/* PTP_SET_LO (0x510)
+ * Time loaded by PTP_CMD.set, ns bits 31:0. */
+#define MACDMA_PTP_SET_LO 0x510u
+#define MACDMA_PTP_SET_LO_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_SET_LO_SHIFT 0u
+#define MACDMA_PTP_SET_LO_WIDTH 32u
+#define MACDMA_PTP_SET_LO_MASK 0xFFFFFFFFu
+
+/* PTP_SET_HI (0x514)
+ * Time loaded by PTP_CMD.set, ns bits 63:32. */
+#define MACDMA_PTP_SET_HI 0x514u
+#define MACDMA_PTP_SET_HI_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_SET_HI_SHIFT 0u
+#define MACDMA_PTP_SET_HI_WIDTH 32u
+#define MACDMA_PTP_SET_HI_MASK 0xFFFFFFFFu
+
+/* PTP_STEP (0x518)
+ * Signed ns (two's complement) added by PTP_CMD.step; larger steps: read, add, set. */
+#define MACDMA_PTP_STEP 0x518u
+#define MACDMA_PTP_STEP_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_STEP_SHIFT 0u
+#define MACDMA_PTP_STEP_WIDTH 32u
+#define MACDMA_PTP_STEP_MASK 0xFFFFFFFFu
+
+/* PTP_INCREMENT (0x51C)
+ * ns added per system clock, unsigned fixed point with 24 fraction bits (8.24; adjfine:
+ * PTP_NOMINAL * (1 + ppb / 1e9)). 0, the reset value, means PTP_NOMINAL. */
+#define MACDMA_PTP_INCREMENT 0x51Cu
+#define MACDMA_PTP_INCREMENT_RESET_VALUE 0x00000000u
+#define MACDMA_PTP_INCREMENT_SHIFT 0u
+#define MACDMA_PTP_INCREMENT_WIDTH 32u
+#define MACDMA_PTP_INCREMENT_MASK 0xFFFFFFFFu
+
+/* PTP_NOMINAL (0x520)
+ * The build's nominal increment: the system clock period in ns as 8.24 fixed point
+ * (SocParams.sys_clk_hz), supplied by the hardware. */
+#define MACDMA_PTP_NOMINAL 0x520u
+#define MACDMA_PTP_NOMINAL_SHIFT 0u
+#define MACDMA_PTP_NOMINAL_WIDTH 32u
+#define MACDMA_PTP_NOMINAL_MASK 0xFFFFFFFFu
+
+/* PTP_RX_UNSTAMPED (0x524)
+ * Good frames delivered without a timestamp while PTP_CTRL.rx_timestamp was 1 (their SFD time
+ * could not be paired with them). 32-bit counter, wraps; cleared by reset only. */
+#define MACDMA_PTP_RX_UNSTAMPED 0x524u
+#define MACDMA_PTP_RX_UNSTAMPED_SHIFT 0u
+#define MACDMA_PTP_RX_UNSTAMPED_WIDTH 32u
+#define MACDMA_PTP_RX_UNSTAMPED_MASK 0xFFFFFFFFu
+
+/* PTP_TX_UNSTAMPED (0x528)
+ * TX frames that asked for a timestamp (ts_request) and were written back without one (a
+ * channel reset while waiting). 32-bit counter, wraps; cleared by reset only. */
+#define MACDMA_PTP_TX_UNSTAMPED 0x528u
+#define MACDMA_PTP_TX_UNSTAMPED_SHIFT 0u
+#define MACDMA_PTP_TX_UNSTAMPED_WIDTH 32u
+#define MACDMA_PTP_TX_UNSTAMPED_MASK 0xFFFFFFFFu
 
 /* enum DmaErrorCode
  * Why a DMA channel halted (STATUS.error_code). */

@@ -32,21 +32,25 @@ MAX_BUFFER_BYTES = 0xFFFF
 #: frame must never need more than one buffer just because the driver posted tiny ones.
 MIN_RX_BUFFER_BYTES = 64
 #: The DMA writes back words 1..3 (12 bytes at descriptor offset 4, one burst, so the word
-#: holding ``own`` lands last); it never writes word 0, so the posted address stays.
+#: holding ``own`` lands last); word 0 keeps the posted address, except on the EOP
+#: write-back of a timestamped frame, which is all 16 bytes (word 0 = the timestamp).
 WRITEBACK_FIRST_WORD = 1
 
 
 class Descriptor(data.Struct):
     """One ring entry, word 0 in bits 31:0 through word 3 in bits 127:96.
 
-    Word 0 (driver writes; the DMA only reads it):
-        addr:         buffer byte address, any alignment (TX fragment or RX buffer).
+    Word 0 (driver writes; the DMA reads it, and overwrites it only with a timestamp):
+        addr:         buffer byte address, any alignment (TX fragment or RX buffer). On
+                      the EOP write-back of a timestamped frame (``timestamped`` = 1) it
+                      holds the low 32 bits of the frame's PTP timestamp in ns instead.
     Word 1 (DMA writes back):
         done_length:  TX: fragment bytes read; RX: bytes written into this buffer.
         rx_csum:      RX, EOP descriptor of a good frame, with RX checksum built in: the
                       16-bit ones'-complement sum of the frame from byte 14 on
                       (CHECKSUM_COMPLETE, :mod:`macdma.hdl.mac.checksum`); 0 otherwise.
-    Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame):
+    Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame, and
+    ``timestamped`` on a timestamped TX EOP descriptor):
         frame_length: RX: the whole frame's length in bytes, without FCS.
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
         rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
@@ -54,6 +58,9 @@ class Descriptor(data.Struct):
         csum_start:   TX, SOP descriptor, read on fetch (written back 0): the frame byte
                       where the L4 checksum's sum starts (Linux CHECKSUM_PARTIAL
                       ``csum_start``, counted from the Ethernet header).
+        timestamped:  EOP descriptor (RX or TX): word 0 holds the low 32 bits of the
+                      frame's SFD time in ns (:mod:`macdma.hdl.mac.ptp`); the write-back
+                      was then 16 bytes at offset 0.
     Word 3 (driver writes, OWN last; DMA reads, then writes it back with ``own`` = 0):
         length:       TX: fragment bytes (>= 1); RX: buffer size (>= 64).
         csum_offset:  TX, SOP descriptor (written back 0): where the checksum goes, in
@@ -63,6 +70,8 @@ class Descriptor(data.Struct):
                       (:mod:`macdma.hdl.dma.tx_checksum`; builds with TX checksum).
         ip_csum_insert: TX, SOP descriptor (written back 0): insert the IPv4 header
                       checksum (header at byte 14, its length from IHL).
+        ts_request:   TX, SOP descriptor (written back 0): time-stamp this frame
+                      (SKBTX_HW_TSTAMP); its EOP write-back waits for the SFD time.
         sop, eop:     start / end of packet. TX: set by the driver on the first / last
                       fragment of a frame. RX: written by the DMA on the first / last buffer
                       of a frame (the driver posts them as 0; they are ignored on fetch).
@@ -70,7 +79,8 @@ class Descriptor(data.Struct):
                       the DMA clears it on write-back and never uses a descriptor without it.
 
     Bits 23:16 of word 2 (``rx_error``, ``rx_truncated`` and the low 4 bits of TX's
-    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0.
+    ``csum_start``) are the RX *status byte*; TX defines no status and writes word 2 as 0
+    (but ``timestamped``).
 
     Why the control word (with ``own``) is last: the DMA writes words 1..3 back in one
     INCR burst, whose beats reach memory in address order. With ``own`` in the last word a
@@ -88,7 +98,7 @@ class Descriptor(data.Struct):
     rx_error: RxError
     rx_truncated: 1
     csum_start: 10
-    reserved_w2_30: 1
+    timestamped: 1
     error: 1
     # Word 3
     length: 16
@@ -96,7 +106,7 @@ class Descriptor(data.Struct):
     ioc: 1
     csum_insert: 1
     ip_csum_insert: 1
-    reserved_w3_27: 1
+    ts_request: 1
     sop: 1
     eop: 1
     reserved_w3_30: 1

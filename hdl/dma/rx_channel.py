@@ -30,6 +30,8 @@ CHUNK_BEATS = 64
 #: Bytes of one descriptor write-back (words 1..3).
 WRITEBACK_BYTES = 12
 WRITEBACK_OFFSET = 4
+#: The EOP write-back of a timestamped frame: all four words (word 0 = the timestamp).
+TIMESTAMPED_WRITEBACK_BYTES = DESCRIPTOR_BYTES
 #: Write commands queued for the AXI writer (data chunks and write-backs).
 CMD_QUEUE_DEPTH = 8
 
@@ -72,6 +74,11 @@ class RxDmaChannel(wiring.Component):
     i_csum : In(16)
         The frame's CHECKSUM_COMPLETE sum, sampled with the last beat of ``i``; written
         into the EOP descriptor's ``rx_csum`` (tie to 0 without RX checksum).
+    i_ts, i_ts_valid : In(32), In(1)
+        The frame's PTP timestamp (low 32 bits, ns), sampled with the last beat of ``i``
+        (tie ``i_ts_valid`` to 0 without PTP). A good frame with one gets ``timestamped``
+        and the timestamp in word 0 of its EOP descriptor: that write-back is 16 bytes at
+        offset 0 instead of 12 at offset 4 (``own`` is still in the last word written).
     i_cause : In(RxError)
         The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
         NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
@@ -177,6 +184,8 @@ class RxDmaChannel(wiring.Component):
                 "i": In(stream.Signature(in_layout)),
                 "i_cause": In(RxError),
                 "i_csum": In(16),
+                "i_ts": In(32),
+                "i_ts_valid": In(1),
                 "head": Out(12),
                 "running": Out(1),
                 "halted": Out(1),
@@ -210,7 +219,8 @@ class RxDmaChannel(wiring.Component):
         DW = self._data_width
         chunk_bytes = CHUNK_BEATS * W
         desc_beats = DESCRIPTOR_BYTES // W
-        wb_beats = (WRITEBACK_BYTES + W - 1) // W
+        wb_beats_short = (WRITEBACK_BYTES + W - 1) // W
+        wb_beats_max = TIMESTAMPED_WRITEBACK_BYTES // W
 
         # ---- channel reset sequencing (outer, not reset itself) -------------------------------
         chan_rst = Signal()
@@ -476,7 +486,7 @@ class RxDmaChannel(wiring.Component):
         cmdq_in = cmd_layout(cmdq.w_data)
         cmdq_out = cmd_layout(cmdq.r_data)
         core.submodules.stage = stage = fifo.SyncFIFO(
-            width=DW, depth=2 * CHUNK_BEATS + 2 * wb_beats
+            width=DW, depth=2 * CHUNK_BEATS + 2 * wb_beats_max
         )
         core.d.comb += [
             writer.i.valid.eq(stage.r_rdy),
@@ -539,9 +549,11 @@ class RxDmaChannel(wiring.Component):
         f_ovf = Signal()
         f_cause = Signal(RxError)
         f_csum = Signal(16)
+        f_ts = Signal(32)
+        f_ts_valid = Signal()
         forced_trunc = Signal()
         wb_eop = Signal()
-        wb_beat = Signal(range(wb_beats + 1))
+        wb_beat = Signal(range(wb_beats_max + 1))
 
         acc = Signal(16 * W)
         acc_n = Signal(range(2 * W))
@@ -551,19 +563,26 @@ class RxDmaChannel(wiring.Component):
         status_err = f_err | f_ovf | forced_trunc | (f_cause != RxError.NONE)
         # The sum only means something for a frame that arrived whole and good.
         word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, f_csum, 0))
+        # A timestamp only for a frame that arrived whole and good (the FIFO gives none
+        # otherwise; the ring may still truncate it).
+        stamped = eop_status & ~status_err & f_ts_valid
         word2 = Mux(
             eop_status,
             Cat(
                 frame_len,
                 f_cause.as_value(),
                 f_ovf | forced_trunc,
-                Const(0, 11),
+                Const(0, 10),
+                stamped,
                 status_err,
             ),
             0,
         )
         word3 = Cat(buf_len, Const(0, 8), buf_ioc, Const(0, 3), sop, wb_eop, Const(0, 2))
-        wb_vec = Cat(word1, word2[:32], word3, Const(0, 8 * (wb_beats * W - WRITEBACK_BYTES)))
+        short_vec = Cat(word1, word2[:32], word3)
+        short_vec = Cat(short_vec, Const(0, 8 * (wb_beats_max * W) - len(short_vec)))
+        wb_vec = Mux(stamped, Cat(f_ts, word1, word2[:32], word3), short_vec)
+        wb_beats = Mux(stamped, wb_beats_max, wb_beats_short)
 
         def load_buffer():
             """Take the next prefetched descriptor as the current buffer."""
@@ -588,6 +607,8 @@ class RxDmaChannel(wiring.Component):
                 f_ovf.eq(self.i.p.overflow),
                 f_cause.eq(self.i_cause),
                 f_csum.eq(self.i_csum),
+                f_ts.eq(self.i_ts),
+                f_ts_valid.eq(self.i_ts_valid),
             ]
 
         in_p = self.i.p
@@ -607,6 +628,7 @@ class RxDmaChannel(wiring.Component):
                     f_ovf.eq(0),
                     f_cause.eq(RxError.NONE),
                     f_csum.eq(0),
+                    f_ts_valid.eq(0),
                     forced_trunc.eq(0),
                     frame_len.eq(0),
                     sop.eq(1),
@@ -746,8 +768,12 @@ class RxDmaChannel(wiring.Component):
                 with core.Else():
                     core.d.comb += [
                         cmdq.w_en.eq(1),
-                        cmdq_in.addr.eq(self.ring_base + (buf_idx << 4) + WRITEBACK_OFFSET),
-                        cmdq_in.length.eq(WRITEBACK_BYTES),
+                        cmdq_in.addr.eq(
+                            self.ring_base + (buf_idx << 4) + Mux(stamped, 0, WRITEBACK_OFFSET)
+                        ),
+                        cmdq_in.length.eq(
+                            Mux(stamped, TIMESTAMPED_WRITEBACK_BYTES, WRITEBACK_BYTES)
+                        ),
                         cmdq_in.kind.eq(KIND_WB),
                         cmdq_in.eop.eq(wb_eop),
                         cmdq_in.ioc.eq(buf_ioc),

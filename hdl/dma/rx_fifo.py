@@ -52,6 +52,12 @@ class RxFrameFifo(wiring.Component):
     o_csum : Out(16), ``sync`` domain (only with ``checksum=True``)
         With a last beat of ``o``: the frame's Internet checksum from byte 14 on
         (:mod:`macdma.hdl.mac.checksum`, CHECKSUM_COMPLETE), summed on the way in.
+    i_ts, i_ts_valid : In(32), In(1), ``rx`` domain (only with ``timestamps=True``)
+        The frame's PTP timestamp (:class:`~macdma.hdl.mac.ptp.RxTimestamper`), sampled
+        with its last byte like ``i_cause``.
+    o_ts, o_ts_valid : Out(32), Out(1), ``sync`` domain (only with ``timestamps=True``)
+        With a last beat of ``o``: the timestamp stored with the frame (``o_ts_valid`` 0
+        for a frame cut short or lost here).
     fill_bytes : Out(range(depth_bytes + 2 * W + 1)), ``rx`` domain
         Bytes of whole words stored and not yet taken by the DMA, as the overflow logic
         counts them (two rx cycles old): what 802.3x flow
@@ -88,15 +94,28 @@ class RxFrameFifo(wiring.Component):
     the first 2 cycles of each clock.
     """
 
-    def __init__(self, data_width: int = 32, depth_bytes: int = 4096, *, checksum: bool = False):
-        if not isinstance(checksum, bool):
-            raise ValueError(f"checksum must be True or False, not {checksum!r}")
+    def __init__(
+        self,
+        data_width: int = 32,
+        depth_bytes: int = 4096,
+        *,
+        checksum: bool = False,
+        timestamps: bool = False,
+    ):
+        for name, value in (("checksum", checksum), ("timestamps", timestamps)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, not {value!r}")
         check_fifo_params(data_width, depth_bytes)
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         self._memory_words = depth_bytes // (data_width // 8)
         self._checksum = checksum
+        self._timestamps = timestamps
         checksum_members = {"o_csum": Out(16)} if checksum else {}
+        if timestamps:
+            checksum_members.update(
+                {"i_ts": In(32), "i_ts_valid": In(1), "o_ts": Out(32), "o_ts_valid": Out(1)}
+            )
         super().__init__(
             {
                 **checksum_members,
@@ -146,7 +165,8 @@ class RxFrameFifo(wiring.Component):
         m.submodules.flush_sync = AsyncFFSynchronizer(rxf.rst, flush, o_domain="sync")
 
         # Each stored word is the packed beat plus the frame's cause (used on last beats).
-        cause_bits = RxError.as_shape().width
+        # With timestamps, the frame's time rides with the cause (last words only).
+        cause_bits = RxError.as_shape().width + (33 if self._timestamps else 0)
         csum_bits = PARTIAL_BITS if self._checksum else 0
         m.submodules.words = words = AsyncFIFOBuffered(
             width=layout.size + cause_bits + csum_bits,
@@ -244,7 +264,7 @@ class RxFrameFifo(wiring.Component):
                     write.eq(1),
                     w_word.last.eq(1),
                     w_word.error.eq(self.i.p.error),
-                    w_cause.eq(self.i_cause),
+                    w_cause.eq(self._cause_and_time()),
                 ]
                 m.d.rxf += stored.eq(0)
             with m.Elif(~self.i.p.last & room_2):
@@ -315,6 +335,7 @@ class RxFrameFifo(wiring.Component):
                 self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
                 self.o.payload.eq(fifo_word),
                 self.o_cause.eq(words.r_data[layout.size : layout.size + cause_bits]),
+                *self._time_out(words.r_data[layout.size : layout.size + cause_bits]),
             ]
             if self._checksum:
                 m.d.comb += self.o_csum.eq(fold_partial(words.r_data[layout.size + cause_bits :]))
@@ -342,3 +363,14 @@ class RxFrameFifo(wiring.Component):
             m.d.sync += self.overflows.eq(gray_decode(overflow_sync))
 
         return m
+
+    def _cause_and_time(self):
+        if self._timestamps:
+            return Cat(self.i_cause, self.i_ts, self.i_ts_valid)
+        return self.i_cause
+
+    def _time_out(self, stored):
+        if not self._timestamps:
+            return []
+        cause = RxError.as_shape().width
+        return [self.o_ts.eq(stored[cause : cause + 32]), self.o_ts_valid.eq(stored[cause + 32])]

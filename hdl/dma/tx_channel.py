@@ -18,6 +18,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
+from ..mac.ptp import TS_ID_BITS
 from ..regmap import DMA_ERROR_CODE
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
@@ -72,6 +73,24 @@ class TxDmaChannel(wiring.Component):
         had started ends with tx_er (counted by the MAC as an underrun) and is not counted
         here. Frames land and start in ring order, so the frames landed and not started
         are ``landed - started`` since the last flush. Wraps; kept across ``reset``.
+
+    PTP timestamps
+    --------------
+    o_ts_request : Out(TS_ID_BITS)
+        With the frame on ``o``: 0, or the number (1..7, cycling) the channel gave the
+        frame's request (SOP descriptor ``ts_request``).
+    ts_valid : In(1); ts_id : In(TS_ID_BITS); ts_ns : In(32)
+        A strobe with the SFD time of the frame numbered ``ts_id``.
+    ts_discarded : Out(1)
+        Strobe: a reset dropped an EOP write-back that was waiting for its timestamp.
+
+    The EOP write-back of a frame that asked waits until its time arrives, then writes
+    all 16 bytes (word 0 = the time's low 32 bits, ``timestamped`` = 1). Meanwhile the
+    channel goes on reading the next fragment but stops at its write-back: one frame's
+    timestamp is awaited at a time, and the wait is about the frame's time in the TX
+    FIFO plus its preamble. A frame that never reaches the wire (MAC disabled) holds the
+    channel until ``reset``, which drops the waiting write-back as it drops any write-back
+    not yet on the bus (``ts_discarded``).
 
     Other members
     -------------
@@ -146,6 +165,11 @@ class TxDmaChannel(wiring.Component):
                 "o": Out(stream.Signature(packed_layout(data_width, "error"))),
                 # The checksum request of the frame on ``o``, from its SOP descriptor.
                 "o_csum": Out(TxChecksumRequest),
+                "o_ts_request": Out(TS_ID_BITS),
+                "ts_valid": In(1),
+                "ts_id": In(TS_ID_BITS),
+                "ts_ns": In(32),
+                "ts_discarded": Out(1),
                 "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
                 "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
             }
@@ -252,6 +276,11 @@ class TxDmaChannel(wiring.Component):
         next_head = Mux(head + 1 >= self.ring_size, 0, head + 1)
 
         in_frame = Signal()  # some beats of a frame went to `o`, its last beat not yet
+        # PTP requests: the number given to the frame being read (0 = none).
+        frame_ts_id = Signal(TS_ID_BITS)
+        last_ts_id = Signal(TS_ID_BITS)
+        next_ts_id = Mux(last_ts_id == (1 << TS_ID_BITS) - 1, 1, last_ts_id + 1)
+        m.d.comb += self.o_ts_request.eq(frame_ts_id)
 
         # ---- write-back engine --------------------------------------------------------------
         # Writes descriptor k back while the main FSM already reads the fragment of k + 1.
@@ -261,26 +290,47 @@ class TxDmaChannel(wiring.Component):
         wb_ioc = Signal()
         wb_sop = Signal()
         wb_eop = Signal()
-        wb_beats = (12 + W - 1) // W
-        wb_index = Signal(range(wb_beats + 1))
+        short_beats = (12 + W - 1) // W
+        long_beats = DESCRIPTOR_BYTES // W
+        wb_index = Signal(range(long_beats + 1))
         wb_cmd_sent = Signal()
         wb_abort = Signal()  # a reset arrived during the write-back: finish it, no effects
+        # PTP: the EOP write-back of a frame that asked waits for its time (wb_ts_id).
+        wb_ts_id = Signal(TS_ID_BITS)
+        wb_stamped = Signal()
+        wb_ts_ns = Signal(32)
+        ts_held_id = Signal(TS_ID_BITS)  # the last time that came back, and its number
+        ts_held_ns = Signal(32)
+        wb_waiting = (wb_ts_id != 0) & ~wb_stamped
+        with m.If(wb_busy & wb_waiting & (ts_held_id == wb_ts_id)):
+            m.d.sync += [wb_stamped.eq(1), wb_ts_ns.eq(ts_held_ns), ts_held_id.eq(0)]
+        with m.If(self.ts_valid):
+            m.d.sync += [ts_held_id.eq(self.ts_id), ts_held_ns.eq(self.ts_ns)]
         word3 = Cat(wb_length, C(0, 8), wb_ioc, C(0, 3), wb_sop, wb_eop, C(0, 2))
-        wb_bytes = Cat(wb_length, C(0, 16), C(0, 32), word3)
-        wb_data = Array(wb_bytes[i * dw : (i + 1) * dw] for i in range(wb_beats))[wb_index]
+        word2 = Cat(C(0, 30), wb_stamped, C(0, 1))
+        short_bytes = Cat(wb_length, C(0, 16), C(0, 32), word3)
+        long_bytes = Cat(wb_ts_ns, wb_length, C(0, 16), word2, word3)
+        wb_data = Mux(
+            wb_stamped,
+            Array(long_bytes[i * dw : (i + 1) * dw] for i in range(long_beats))[wb_index],
+            Array(short_bytes[i * dw : (i + 1) * dw] for i in range(short_beats))[wb_index],
+        )
+        wb_beats = Mux(wb_stamped, long_beats, short_beats)
+        wb_last_count = Mux(wb_stamped, W, 12 - (short_beats - 1) * W)
         wb_ok = Signal()
 
         with m.If(wb_busy):
             m.d.comb += [
-                writer.cmd.valid.eq(~wb_cmd_sent & ~self.reset & ~wb_abort),
-                writer.cmd.p.addr.eq(wb_addr),
-                writer.cmd.p.length.eq(12),
+                writer.cmd.valid.eq(~wb_cmd_sent & ~self.reset & ~wb_abort & ~wb_waiting),
+                writer.cmd.p.addr.eq(Mux(wb_stamped, wb_addr - 4, wb_addr)),
+                writer.cmd.p.length.eq(Mux(wb_stamped, DESCRIPTOR_BYTES, 12)),
                 writer.i.valid.eq(wb_cmd_sent & (wb_index < wb_beats)),
                 writer.i.p.data.eq(wb_data),
-                writer.i.p.count.eq(Mux(wb_index == wb_beats - 1, 12 - (wb_beats - 1) * W, W)),
+                writer.i.p.count.eq(Mux(wb_index == wb_beats - 1, wb_last_count, W)),
                 writer.i.p.last.eq(wb_index == wb_beats - 1),
                 writer.done.ready.eq(1),
             ]
+            m.d.comb += self.ts_discarded.eq(self.reset & ~wb_cmd_sent & wb_waiting)
             with m.If(writer.cmd.valid & writer.cmd.ready):
                 m.d.sync += wb_cmd_sent.eq(1)
             with m.If(writer.i.valid & writer.i.ready):
@@ -427,6 +477,9 @@ class TxDmaChannel(wiring.Component):
                     with m.If(reader.cmd.ready):
                         m.d.sync += [cur_eop.eq(desc.eop), reading_fragment.eq(1)]
                         with m.If(desc.sop):
+                            m.d.sync += frame_ts_id.eq(Mux(desc.ts_request, next_ts_id, 0))
+                            with m.If(desc.ts_request):
+                                m.d.sync += last_ts_id.eq(next_ts_id)
                             m.d.sync += self.o_csum.eq(
                                 Cat(
                                     desc.csum_start,
@@ -485,6 +538,8 @@ class TxDmaChannel(wiring.Component):
                         wb_ioc.eq(desc.ioc),
                         wb_sop.eq(desc.sop),
                         wb_eop.eq(desc.eop),
+                        wb_ts_id.eq(Mux(desc.eop, frame_ts_id, 0)),
+                        wb_stamped.eq(0),
                         cursor.eq(next_cursor),
                         index.eq(index + 1),
                     ]

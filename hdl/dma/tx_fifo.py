@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
 from ..mac.frame import ByteBeat
+from ..mac.ptp import TS_ID_BITS
 from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, gray_decode, gray_encode
 from .tx_checksum import IP_CSUM_POS, TxChecksumRequest, TxChecksumResult, TxFrameChecksum
 
@@ -65,6 +66,9 @@ class TxFrameFifo(wiring.Component):
     checksum : bool
         Build TX checksum insertion (CHECKSUM_PARTIAL, :mod:`.tx_checksum`): ``i_csum`` is
         honoured. Without it ``i_csum`` is ignored and frames pass unchanged.
+    timestamps : bool
+        Carry ``i_ts_request`` to ``o_ts_request`` (PTP, :mod:`macdma.hdl.mac.ptp`);
+        without it ``o_ts_request`` is 0.
 
     Members
     -------
@@ -79,8 +83,13 @@ class TxFrameFifo(wiring.Component):
     i_csum : In(TxChecksumRequest), ``sync`` domain
         The checksum request of the frame whose first beat is on ``i`` (the SOP
         descriptor's ``csum_*`` fields), read with that beat.
+    i_ts_request : In(TS_ID_BITS), ``sync`` domain
+        With a frame's first beat: 0, or the number of its PTP timestamp request.
     o : Out(stream ByteBeat), ``tx`` domain
         Frames to the MAC, one byte per beat. ``valid`` never depends on ``ready``.
+    o_ts_request : Out(1), ``tx`` domain
+        The ``i_ts_request`` of the frame whose bytes are on ``o`` (held from before its
+        first byte until the next frame's first word is read).
     csum_skipped : Out(1), ``sync`` domain
         One-cycle pulse per frame whose checksum request was not honoured: the frame went
         cut-through (its sum is not known before it starts on the wire) or the request
@@ -119,7 +128,14 @@ class TxFrameFifo(wiring.Component):
     the first 2 cycles of each clock.
     """
 
-    def __init__(self, data_width: int = 32, depth_bytes: int = 4096, *, checksum: bool = False):
+    def __init__(
+        self,
+        data_width: int = 32,
+        depth_bytes: int = 4096,
+        *,
+        checksum: bool = False,
+        timestamps: bool = False,
+    ):
         try:
             check_fifo_params(data_width, depth_bytes)
             if not isinstance(checksum, bool):
@@ -129,6 +145,7 @@ class TxFrameFifo(wiring.Component):
             self._MustUse__silence = True
             raise
         self._checksum = checksum
+        self._timestamps = bool(timestamps)
         self._data_width = data_width
         self._depth_bytes = depth_bytes
         beat_bytes = data_width // 8
@@ -141,7 +158,9 @@ class TxFrameFifo(wiring.Component):
             {
                 "i": In(stream.Signature(packed_layout(data_width, "error"))),
                 "i_csum": In(TxChecksumRequest),
+                "i_ts_request": In(TS_ID_BITS),
                 "o": Out(stream.Signature(ByteBeat)),
+                "o_ts_request": Out(TS_ID_BITS),
                 "csum_skipped": Out(1),
                 "empty": Out(1, init=1),
                 "frames_queued": Out(self._frame_counter_bits),
@@ -181,6 +200,8 @@ class TxFrameFifo(wiring.Component):
                 "error": 1,
                 # First word of a frame whose checksum result waits in ``results``.
                 "csum": 1 if self._checksum else 0,
+                # First word of a frame that asked for a PTP timestamp.
+                "ts": TS_ID_BITS if self._timestamps else 0,
             }
         )
 
@@ -219,6 +240,7 @@ class TxFrameFifo(wiring.Component):
             w_word.keep.eq(beat.last | (beat.count != 0)),
             w_word.last.eq(beat.last),
             w_word.error.eq(beat.error | empty_end),
+            w_word.ts.eq(Mux(frame_open, 0, self.i_ts_request)),
             words.w_en.eq(self.i.valid & ~csum_wait),
             self.i.ready.eq(words.w_rdy & ~csum_wait),
             self.level_words.eq(words.w_level),
@@ -350,6 +372,7 @@ class TxFrameFifo(wiring.Component):
         with m.If(pop):
             m.d.txf += in_frame.eq(~fifo_word.last)
             with m.If(~in_frame):
+                m.d.txf += self.o_ts_request.eq(fifo_word.ts)
                 m.d.txf += [
                     started.eq(started + 1),
                     started_gray.eq(started_gray_after),

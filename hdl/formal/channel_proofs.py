@@ -120,6 +120,8 @@ class RxOwnershipHarness(_ChannelHarness):
             dut.prefetch.eq(1),
             dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
             dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
+            # PTP: any frame may come with a timestamp (a 16-byte EOP write-back).
+            dut.i_ts_valid.eq(self.any_seq(1, "i_ts_valid")),
         ]
         free_stream_source(self, m, dut.i, "i")
         m.submodules.ownership = ownership = RingOwnershipProperties(
@@ -132,6 +134,7 @@ class RxOwnershipHarness(_ChannelHarness):
             min_length=min_length,
             max_ring=MAX_RING,
             writeback_writes=writeback,
+            timestamp_word0=True,
         )
         if self._min_buffer_bytes is None:
             m.d.comb += [
@@ -166,6 +169,9 @@ class TxOwnershipHarness(_ChannelHarness):
         m.d.comb += [
             dut.prefetch.eq(self.any_const(5, "prefetch")),
             dut.o.ready.eq(self.any_seq(1, "o_ready")),
+            # PTP: timestamps may come back at any time, with any request number.
+            dut.ts_valid.eq(self.any_seq(1, "ts_valid")),
+            dut.ts_id.eq(self.any_seq(len(dut.ts_id), "ts_id")),
         ]
         reading_fragment = internal_signal(fragment, "reading_fragment")
         m.submodules.ownership = ownership = RingOwnershipProperties(
@@ -179,6 +185,7 @@ class TxOwnershipHarness(_ChannelHarness):
             max_ring=MAX_RING,
             fragment_reads=reading_fragment,
             buffer_writes=False,
+            timestamp_word0=True,
         )
         # The fragment read of an owned descriptor (step 11); its write-back (step 18),
         # beyond the bounded depth this proof can afford (docs/formal.md).

@@ -38,11 +38,14 @@ class RingOwnershipProperties(Elaboratable):
                    entry's ownership: a buffer may overlap the ring (memory is any data),
                    and the channel's data write there does not hand anything back.
                    ``None``: every write is a write-back (TX).
+        timestamp_word0: the channel may also write word 0 of an entry it owns (the PTP
+                   timestamp of a timestamped EOP write-back, 16 bytes at offset 0).
 
     Asserted: every descriptor fetch (AR) lies inside the ring ``[ring_base, ring_base +
     16 * ring_size)``, every buffer read (AR) inside the beats of an owned entry's buffer;
     every byte a W beat strobes is inside the buffer ``[addr, addr + length)`` (if the
-    channel writes buffers) or inside the write-back words (descriptor bytes 4..15) of a
+    channel writes buffers) or inside the write-back words (descriptor bytes 4..15, or
+    0..15 with ``timestamp_word0``) of a
     ring entry last fetched with OWN set and ``length >= min_length``, not yet written back.
     """
 
@@ -60,7 +63,9 @@ class RingOwnershipProperties(Elaboratable):
         fragment_reads=None,
         buffer_writes: bool = True,
         writeback_writes=None,
+        timestamp_word0: bool = False,
     ):
+        self._first_writeback_byte = 0 if timestamp_word0 else 4 * WRITEBACK_FIRST_WORD
         self._read_props = read_props
         self._write_props = write_props
         self._read_bus = read_bus
@@ -137,7 +142,7 @@ class RingOwnershipProperties(Elaboratable):
             for i in entries:
                 in_buffer = ((byte - buf_addr[i])[:addr_width]) < buf_length[i]
                 entry_offset = (byte - (base + i * DESCRIPTOR_BYTES))[:addr_width]
-                in_writeback = (entry_offset >= 4 * WRITEBACK_FIRST_WORD) & (
+                in_writeback = (entry_offset >= self._first_writeback_byte) & (
                     entry_offset < DESCRIPTOR_BYTES
                 )
                 if not self._buffer_writes:

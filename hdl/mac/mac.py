@@ -8,6 +8,7 @@ path's domain; the SoC puts async FIFOs between them and its system clock.
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from .flow_control import (
@@ -23,6 +24,7 @@ from .flow_control import (
 )
 from .frame import ByteBeat, RxError, RxStatus, TxStatus
 from .gmii import GmiiRxSignature, GmiiTxSignature
+from .ptp import TS_ID_BITS
 from .rx import GmiiRxDecoder, MacRx
 from .slice import StreamRegisterSlice
 from .tx import MacTx
@@ -75,6 +77,19 @@ _FLOW_CONTROL_MEMBERS = {
 }
 
 
+#: The members a build with PTP timestamps adds (docstring of :class:`EthMac`).
+_PTP_MEMBERS = {
+    "tx_ts_request": In(TS_ID_BITS),
+    "tx_ts_sfd": Out(1),
+    "tx_ts_id": Out(TS_ID_BITS),
+    "rx_sfd": Out(1),
+}
+
+#: Frames between the transmit stream's input and MacTx's SFD at once: two beats in the
+#: register slice (each may be a one-byte frame) and the frame MacTx is starting.
+TX_FRAMES_IN_FLIGHT = 4
+
+
 class EthMac(wiring.Component):
     """Ethernet MAC for GMII (1000 Mb/s) and MII (10/100 Mb/s).
 
@@ -116,15 +131,31 @@ class EthMac(wiring.Component):
     tx_lfc_config : In(PauseTxConfig), ``tx`` domain
     tx_flow_stats : Out(TxFlowStats), ``tx`` domain; rx_flow_stats : Out(RxFlowStats),
         ``rx`` domain
+
+    With ``ptp=True`` (timestamps, :mod:`.ptp`), also:
+
+    tx_ts_request : In(TS_ID_BITS), ``tx`` domain
+        With the first beat of a frame on ``tx``: 0, or the number of the frame's request
+        for its SFD time.
+    tx_ts_sfd : Out(1); tx_ts_id : Out(TS_ID_BITS), ``tx`` domain
+        Strobe: the SFD of a frame that asked goes onto the pins at the next symbol;
+        the request's number.
+    rx_sfd : Out(1), ``rx`` domain
+        Strobe: an SFD was received (one per frame start, delivered or not).
     """
 
-    def __init__(self, *, flow_control: bool = False):
+    def __init__(self, *, flow_control: bool = False, ptp: bool = False):
         if not isinstance(flow_control, bool):
             raise TypeError(f"flow_control must be True or False, not {flow_control!r}")
+        if not isinstance(ptp, bool):
+            raise TypeError(f"ptp must be True or False, not {ptp!r}")
         self.flow_control = flow_control
+        self.ptp = ptp
         members = dict(_MEMBERS)
         if flow_control:
             members.update(_FLOW_CONTROL_MEMBERS)
+        if ptp:
+            members.update(_PTP_MEMBERS)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -151,6 +182,8 @@ class EthMac(wiring.Component):
         ]
         # Status pulses leave through registers so they cannot glitch.
         m.d.tx += self.tx_error_underflow.eq(tx_mac.status.valid & tx_mac.status.p.underrun)
+        if self.ptp:
+            self._tx_timestamp_requests(m, tx_mac, tx_slice)
 
         m.submodules.rx_decoder = rx_decoder = rx_domain(GmiiRxDecoder())
         m.submodules.rx_mac = rx_mac = rx_domain(MacRx())
@@ -170,6 +203,8 @@ class EthMac(wiring.Component):
             self.rx_preamble_error.eq(rx_mac.preamble_error),
             self.rx_dropped_disabled.eq(rx_mac.dropped_disabled),
         ]
+        if self.ptp:
+            m.d.comb += self.rx_sfd.eq(rx_decoder.o.start)
         # The frame-error pulses come from the MAC's own checks, before any control frame
         # is taken out of the stream.
         rx_status = rx_mac.status
@@ -178,6 +213,27 @@ class EthMac(wiring.Component):
             self.rx_error_bad_fcs.eq(rx_status.valid & (rx_status.p.error == RxError.FCS)),
         ]
         return m
+
+    def _tx_timestamp_requests(self, m, tx_mac, tx_slice):
+        """Which MacTx SFD belongs to a frame that asked for a time: one flag per frame
+        entering the register slice (client frames carry ``tx_ts_request``, control
+        frames never ask), taken off in order by MacTx's SFDs, one per frame."""
+        tx_domain = DomainRenamer("tx")
+        m.submodules.tx_ts_flags = flags = tx_domain(
+            SyncFIFO(width=TS_ID_BITS, depth=TX_FRAMES_IN_FLIGHT)
+        )
+        slice_in_frame = Signal()
+        entering = tx_slice.i.valid & tx_slice.i.ready
+        with m.If(entering):
+            m.d.tx += slice_in_frame.eq(~tx_slice.i.p.last)
+        client = self.tx.valid & self.tx.ready  # the beat entering is the client's
+        m.d.comb += [
+            flags.w_en.eq(entering & ~slice_in_frame),
+            flags.w_data.eq(Mux(client, self.tx_ts_request, 0)),
+            flags.r_en.eq(tx_mac.sfd),
+            self.tx_ts_sfd.eq(tx_mac.sfd & flags.r_rdy & (flags.r_data != 0)),
+            self.tx_ts_id.eq(flags.r_data),
+        ]
 
     def _flow_control_tx(self, m, tx_mac, tx_slice):
         """Client -> control frame insertion and pause gate -> register slice -> MacTx;

@@ -47,6 +47,9 @@ class MacTx(wiring.Component):
         One beat per frame, after its last symbol.
     idle : Out(1)
         Between frames: not sending and not in the inter-frame gap.
+    sfd : Out(1)
+        One-cycle strobe, one per frame: the first symbol after the SFD goes onto the
+        pins at this clock edge (IEEE 1588's message timestamp point, :mod:`.ptp`).
     """
 
     i: In(stream.Signature(ByteBeat))
@@ -57,6 +60,7 @@ class MacTx(wiring.Component):
     cfg_ifg: In(8)
     status: Out(stream.Signature(TxStatus, always_ready=True))
     idle: Out(1)
+    sfd: Out(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -116,6 +120,7 @@ class MacTx(wiring.Component):
             with m.State("Frame Data"):
                 m.d.comb += symbol_en.eq(1)
                 with m.If(advance):
+                    m.d.comb += self.sfd.eq(data_count == 0)
                     with m.If(self.i.valid):
                         m.d.comb += [
                             self.i.ready.eq(1),

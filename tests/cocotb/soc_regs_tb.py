@@ -20,6 +20,7 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 from macdma.firmware.regs import IrqMode
+from macdma.hdl.mac.ptp import nominal_increment
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.hdl.soc import CSR_ADDR_WIDTH, SocParams
 from macdma.sim.benches.gmii import tx_rate
@@ -167,15 +168,18 @@ async def test_reset_values_and_quiet(dut):
         | int(params.flow_control) << regs.ID_FEATURES_FLOW_CONTROL_SHIFT
         | int(params.rx_checksum) << regs.ID_FEATURES_RX_CHECKSUM_SHIFT
         | int(params.tx_checksum) << regs.ID_FEATURES_TX_CHECKSUM_SHIFT
+        | int(params.ptp) << regs.ID_FEATURES_PTP_SHIFT
     )
     assert await read_ok(bench, regs.ID) == 0x4D444D41 == regs.ID_RESET_VALUE
     assert await read_ok(bench, regs.ID_VERSION) == regs.ID_VERSION_RESET_VALUE
     assert await read_ok(bench, regs.ID_FEATURES) == features
     assert len(dut.m_axi_wdata) == params.data_width, "the build is not the default SocParams"
 
+    assert await read_ok(bench, regs.PTP_NOMINAL) == nominal_increment(params.sys_clk_hz)
     mismatches = []
     for address, (_block, reg) in REGISTER_ADDRESSES.items():
-        if address == regs.ID_FEATURES:
+        # FEATURES and PTP_NOMINAL are the build's, checked above; the PTP clock runs.
+        if address in (regs.ID_FEATURES, regs.PTP_NOMINAL, regs.PTP_TIME_LO):
             continue
         # Hardware-supplied fields (status, HEAD, counters) are all 0 after reset too.
         expected = reg.reset
@@ -223,7 +227,12 @@ async def test_undefined_offsets_and_read_only(dut):
         assert resp == AxiResp.SLVERR, f"write of read-only 0x{address:03X} answered {resp!r}"
 
     after = {address: await read_ok(bench, address) for address in REGISTER_ADDRESSES}
-    changed = {f"0x{a:03X}": (before[a], after[a]) for a in before if before[a] != after[a]}
+    running = (regs.PTP_TIME_LO, regs.PTP_TIME_HI)  # the PTP clock moves by itself
+    changed = {
+        f"0x{a:03X}": (before[a], after[a])
+        for a in before
+        if before[a] != after[a] and a not in running
+    }
     assert not changed, f"SLVERR writes changed registers: {changed}"
     assert after[regs.ID_CFG_ERROR] == 0 and after[regs.IRQ_STATUS] == 0
 

@@ -1,0 +1,224 @@
+"""IEEE 1588 (PTP, two-step) support: the hardware clock and the SFD time capture.
+
+:class:`PtpClock` is the PHC: 64-bit time in ns plus a 24-bit fraction, advanced by
+PTP_INCREMENT every system clock, set and stepped from registers (docs/mac.md, "PTP").
+
+Capture: the MAC's SFD strobes (``rx`` and ``tx`` domains) cross into ``sync``, where the
+clock's value is latched. The crossing carries a small sequence number with each SFD and
+carries the latched time back with it, so that a time is only ever attached to the frame
+whose SFD it was latched for:
+
+* :class:`RxTimestamper` (RX): the ``rx`` side numbers every SFD, tags each frame entering
+  the RX FIFO with the number of the SFD before its first byte, and hands the RX FIFO a
+  time with the frame's last byte only when the time that came back carries that number
+  and the frame is good. The time then travels through the RX FIFO with the frame, so
+  frames the FIFO cuts or loses take their times with them.
+* :class:`TxTimestamper` (TX): the SFD strobes of frames that asked for a time cross to
+  ``sync`` and latch it there; the TX channel holds the frame's EOP write-back for it.
+
+Latency: the time latched is the clock a few cycles after the SFD left or reached the
+pins (the synchronisers' stages); docs/mac.md gives it per link speed, as measured.
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.wiring import In, Out
+
+__all__ = [
+    "INCREMENT_FRACTION_BITS",
+    "TS_ID_BITS",
+    "PtpClock",
+    "RxTimestamper",
+    "TxTimestamper",
+    "nominal_increment",
+]
+
+#: PTP_INCREMENT is ns per system clock as unsigned 8.24 fixed point.
+INCREMENT_FRACTION_BITS = 24
+INCREMENT_BITS = 32
+#: TX timestamp requests are numbered 1..7 (0 = none), cycling, so that a time coming
+#: back from the MAC is only ever taken by the write-back of the frame it was latched for.
+TS_ID_BITS = 3
+#: SFD numbers carried through the crossings: more than the frames that can be between
+#: the SFD and the RX FIFO's input at once (the MAC's control-frame FIFO holds 4).
+SEQUENCE_BITS = 4
+
+
+def nominal_increment(sys_clk_hz: float) -> int:
+    """PTP_INCREMENT for a system clock of ``sys_clk_hz``: its period in ns as 8.24 fixed
+    point, rounded to nearest."""
+    if not isinstance(sys_clk_hz, (int, float)) or sys_clk_hz <= 0:
+        raise ValueError(f"sys_clk_hz must be a positive frequency in Hz, not {sys_clk_hz!r}")
+    increment = round(1e9 / sys_clk_hz * (1 << INCREMENT_FRACTION_BITS))
+    if not 1 <= increment < 1 << INCREMENT_BITS:
+        raise ValueError(
+            f"sys_clk_hz {sys_clk_hz!r} gives a period that does not fit 8.24 fixed point "
+            "(the system clock must be above 3.91 MHz)"
+        )
+    return increment
+
+
+class PtpClock(wiring.Component):
+    """The PTP hardware clock, ``sync`` domain.
+
+    Every cycle ``{time_ns, fraction} += increment`` (8.24 fixed point ns; 0 selects
+    ``nominal``). ``set`` loads ``set_ns`` with fraction 0; ``step`` adds ``step_ns``
+    (signed) in the same cycle as the increment, so no cycle is lost or counted twice.
+
+    Parameters
+    ----------
+    nominal : int
+        The increment used while ``increment`` is 0 (:func:`nominal_increment`).
+
+    Members
+    -------
+    time_ns : Out(64)
+        Registered.
+    increment : In(32); set : In(1); set_ns : In(64); step : In(1); step_ns : In(signed(32))
+    """
+
+    def __init__(self, nominal: int):
+        if not isinstance(nominal, int) or not 1 <= nominal < 1 << INCREMENT_BITS:
+            raise ValueError(f"nominal must be a 32-bit increment >= 1, not {nominal!r}")
+        self._nominal = nominal
+        self._fraction = Signal(INCREMENT_FRACTION_BITS)  # below the ns, kept for tests
+        super().__init__(
+            {
+                "time_ns": Out(64),
+                "increment": In(INCREMENT_BITS),
+                "set": In(1),
+                "set_ns": In(64),
+                "step": In(1),
+                "step_ns": In(signed(32)),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        fraction = self._fraction
+        now = Cat(fraction, self.time_ns)
+        increment = Mux(self.increment == 0, self._nominal, self.increment)
+        step = Mux(self.step, self.step_ns, 0)
+        with m.If(self.set):
+            m.d.sync += now.eq(Cat(Const(0, INCREMENT_FRACTION_BITS), self.set_ns))
+        with m.Else():
+            m.d.sync += now.eq(now + increment + (step.as_signed() << INCREMENT_FRACTION_BITS))
+        return m
+
+
+class RxTimestamper(wiring.Component):
+    """SFD times for received frames, paired with the frames entering the RX FIFO.
+
+    Members
+    -------
+    sfd : In(1), ``rx`` domain
+        The MAC's SFD strobe (every frame start, delivered or not).
+    beat_valid, beat_last, beat_error : In(1), ``rx`` domain
+        The MAC's receive stream as the RX FIFO takes it (always ready).
+    ts_ns : Out(32), ts_valid : Out(1), ``rx`` domain
+        With a last beat: the low 32 bits of the frame's SFD time, and whether they are
+        the frame's (``ts_valid`` is 0 for bad frames and when the pairing is unsure).
+    time_ns : In(64), ``sync`` domain
+        From :class:`PtpClock`.
+
+    Why the pairing is right: a good frame is at least 64 bytes long, and its first byte
+    reaches the FIFO fewer byte times after its SFD than that (the MAC holds 5 bytes,
+    control-frame recognition about 20), so the last SFD before its first byte is its
+    own. A bad frame (a runt) may reach the FIFO after the next frame's SFD: it gets no
+    time. The time that comes back from ``sync`` carries the SFD's number, and a frame
+    whose number it does not match gets none either.
+    """
+
+    sfd: In(1)
+    beat_valid: In(1)
+    beat_last: In(1)
+    beat_error: In(1)
+    ts_ns: Out(32)
+    ts_valid: Out(1)
+    time_ns: In(64)
+
+    def elaborate(self, platform):
+        m = Module()
+        sequence = Signal(SEQUENCE_BITS)  # number of the last SFD
+        with m.If(self.sfd):
+            m.d.rx += sequence.eq(sequence + 1)
+
+        # rx -> sync: the SFD's number; its arrival latches the clock.
+        m.submodules.sfd_cdc = to_sync = AsyncFIFO(
+            width=SEQUENCE_BITS, depth=4, w_domain="rx", r_domain="sync"
+        )
+        # sync -> rx: the number with the time latched for it.
+        m.submodules.time_cdc = to_rx = AsyncFIFO(
+            width=SEQUENCE_BITS + 32, depth=4, w_domain="sync", r_domain="rx"
+        )
+        m.d.comb += [
+            to_sync.w_en.eq(self.sfd),
+            to_sync.w_data.eq(sequence + 1),
+            to_sync.r_en.eq(1),
+            to_rx.w_en.eq(to_sync.r_rdy),
+            to_rx.w_data.eq(Cat(to_sync.r_data, self.time_ns[:32])),
+            to_rx.r_en.eq(1),
+        ]
+
+        returned_sequence = Signal(SEQUENCE_BITS)
+        returned_ns = Signal(32)
+        returned = Signal()
+        with m.If(to_rx.r_rdy):
+            m.d.rx += [
+                returned_sequence.eq(to_rx.r_data[:SEQUENCE_BITS]),
+                returned_ns.eq(to_rx.r_data[SEQUENCE_BITS:]),
+                returned.eq(1),
+            ]
+
+        in_frame = Signal()
+        tag = Signal(SEQUENCE_BITS)
+        with m.If(self.beat_valid):
+            m.d.rx += in_frame.eq(~self.beat_last)
+            with m.If(~in_frame):
+                m.d.rx += tag.eq(sequence)
+        frame_tag = Mux(in_frame, tag, sequence)
+        m.d.comb += [
+            self.ts_ns.eq(returned_ns),
+            self.ts_valid.eq(returned & (returned_sequence == frame_tag) & ~self.beat_error),
+        ]
+        return m
+
+
+class TxTimestamper(wiring.Component):
+    """SFD times for transmitted frames that asked for one.
+
+    Members
+    -------
+    sfd : In(1), sfd_id : In(TS_ID_BITS), ``tx`` domain
+        The MAC's strobe for the SFD of a frame that asked for a time, with the
+        request's number.
+    time_ns : In(64), ``sync`` domain
+    ts_valid : Out(1), ts_id : Out(TS_ID_BITS), ts_ns : Out(32), ``sync`` domain
+        A one-cycle pulse with the request's number and the low 32 bits of the clock
+        when the strobe arrived.
+    """
+
+    sfd: In(1)
+    sfd_id: In(TS_ID_BITS)
+    time_ns: In(64)
+    ts_valid: Out(1)
+    ts_id: Out(TS_ID_BITS)
+    ts_ns: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        # An AsyncFIFO rather than a pulse synchronizer: its read side sees each strobe
+        # exactly once whatever the two clocks' ratio.
+        m.submodules.sfd_cdc = to_sync = AsyncFIFO(
+            width=TS_ID_BITS, depth=4, w_domain="tx", r_domain="sync"
+        )
+        m.d.comb += [
+            to_sync.w_en.eq(self.sfd),
+            to_sync.w_data.eq(self.sfd_id),
+            to_sync.r_en.eq(1),
+            self.ts_valid.eq(to_sync.r_rdy),
+            self.ts_id.eq(to_sync.r_data),
+            self.ts_ns.eq(self.time_ns[:32]),
+        ]
+        return m
