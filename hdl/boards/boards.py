@@ -29,13 +29,13 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # (jumbo frames go cut-through) and leave flow control and RX checksum out. With TX
 # checksum insertion its tx clock reached 107.8 MHz (docs/synthesis.md): left out too.
 COLORLIGHT_SOC = SocParams(
-    tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, tx_checksum=False
+    tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, tx_checksum=False, ptp=False
 )
 
 # The Versa met 125 MHz with TX checksum insertion on its own (tx 131.4 MHz) but not once
 # the reset-discard counters and the coalescing-timer restart were merged beside it (tx
 # 115.96 MHz in the suite's build): left out until the TX FIFO's read side is pipelined.
-VERSA_SOC = SocParams(tx_checksum=False)
+VERSA_SOC = SocParams(tx_checksum=False, ptp=False)
 
 BOARDS = {
     # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The

@@ -54,7 +54,7 @@ class BoardConfig:
     ram_bytes: int = 16384
     uart_baud: int = 115200
     # RX checksum is off in the board builds until it has been synthesised and timed there.
-    soc: SocParams = SocParams(rx_checksum=False)
+    soc: SocParams = SocParams(rx_checksum=False, ptp=False)
 
     def __post_init__(self):
         if self.link_mbps not in (100, 1000):
