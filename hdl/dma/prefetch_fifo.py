@@ -6,7 +6,8 @@ same cycle. A consumer whose ``ready`` settles late (a MAC at 125 MHz) then make
 that an ECP5 at speed grade 6 cannot close. Here the RAM is read ahead into a small queue
 instead: its address is a register, its read is started from registered state only, its
 data goes into a register before anything else, and the consumer takes words from the
-queue.
+queue, whose first word is a register too, so that taking it (``ready``) only enables
+registers.
 """
 
 from amaranth import *

@@ -113,7 +113,10 @@ class TxFrameFifo(wiring.Component):
     Resets: the ``sync`` reset (DMA channel reset) empties the FIFO and, through a reset
     synchronizer, clears the ``tx`` side. If the MAC was in the middle of a frame it then gets
     one byte 0x00 with ``last=1, error=1`` so it ends that frame cleanly. The ``tx`` reset
-    (MAC reset) drops the rest of the frame in progress on ``o`` and keeps later frames.
+    (MAC reset) drops the rest of the frame in progress on ``o`` and keeps later frames; it
+    is registered before it acts (on a board it is a chip-wide net), so a frame whose first
+    word is taken in the reset's first cycle counts as in progress (none of it has reached
+    the MAC, which does not take bytes while the reset is seen).
     Hold either reset for at least 4 cycles of the slower clock.
     The reset synchronizers start asserted, so after power-up the block stays in reset for
     the first 2 cycles of each clock.
