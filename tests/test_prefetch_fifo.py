@@ -8,7 +8,7 @@ from amaranth import *
 from amaranth.sim import Simulator
 from unbuilt import rejected
 
-from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo
+from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, _ReadAheadQueue
 
 
 def simulate(words, *, depth=8, w_period=10e-9, r_period=8e-9, w_prob=1.0, r_prob=1.0, seed=0):
@@ -87,3 +87,50 @@ def test_fills_ram_and_queue_then_streams_a_word_per_cycle():
 def test_depth_must_be_a_power_of_two_of_at_least_4(depth):
     with rejected(ValueError, "depth must be a power of two"):
         AsyncPrefetchFifo(8, depth, w_domain="sync", r_domain="rd")
+
+
+@pytest.mark.parametrize(("w_prob", "r_prob"), [(1.0, 1.0), (0.5, 0.5), (0.9, 0.3), (0.3, 0.9)])
+def test_read_ahead_queue_order_level_and_write_through(w_prob, r_prob):
+    """The queue behind the RAM (first word in a register): words come out in order, its
+    level counts the words held (the register included), and a word written while the
+    register is free or being freed and nothing waits behind it is readable the next
+    cycle, as from a FIFO without the register."""
+    dut = _ReadAheadQueue(16, QUEUE_DEPTH)
+    sim = Simulator(dut)
+    sim.add_clock(8e-9)
+    rng = random.Random(int(w_prob * 10 + r_prob * 100))
+    words = [rng.randrange(1 << 16) for _ in range(400)]
+    got, late = [], []
+
+    async def bench(ctx):
+        sent = 0
+        held = 0  # words written and not yet read, as the bench counts them
+        fresh = None  # (word, whether it must be readable now) written in the last cycle
+        for _ in range(4000):
+            if len(got) == len(words):
+                break
+            assert ctx.get(dut.level) == held
+            if (
+                fresh is not None
+                and fresh[1]
+                and not (ctx.get(dut.r_valid) and ctx.get(dut.r_data) == fresh[0])
+            ):
+                late.append(fresh[0])
+            valid = ctx.get(dut.r_valid)
+            read = valid and rng.random() < r_prob
+            write = sent < len(words) and held < QUEUE_DEPTH and rng.random() < w_prob
+            ctx.set(dut.r_en, read)
+            ctx.set(dut.w_en, write)
+            ctx.set(dut.w_data, words[sent] if write else 0)
+            if read:
+                got.append(ctx.get(dut.r_data))
+            # Straight into the register: it is empty or being read, nothing behind it.
+            fresh = (words[sent], held - read == 0) if write else None
+            sent += write
+            held += write - read
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == words
+    assert late == []

@@ -26,16 +26,20 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # The speed-6 Colorlight misses 125 MHz with issue 15's options: in its synthesis with
 # them, tx reached 102.7 MHz (the 16 KiB TX FIFO's block-RAM read-ahead) and rx 116.4 MHz
 # (802.3x control-frame recognition, since registered). Its builds keep the 4 KiB TX FIFO
-# (jumbo frames go cut-through) and leave flow control and RX checksum out. With TX
-# checksum insertion its tx clock reached 107.8 MHz (docs/synthesis.md): left out too.
+# (jumbo frames go cut-through) and leave flow control and RX checksum out. TX checksum
+# insertion stays in since the TX FIFO's read side was pipelined (tx 138.7 MHz, 107.8
+# before): with or without it the tx clock's critical path is the TX FIFO's block RAM to
+# its first register (5.83 ns clock-to-output, then 1.4 to 2.2 ns of routing depending on
+# placement: 124.0 to 138.7 MHz over two seeds each, docs/synthesis.md).
+# PTP timestamps are left out of both boards until synthesised with them.
 COLORLIGHT_SOC = SocParams(
-    tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, tx_checksum=False, ptp=False
+    tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False
 )
 
-# The Versa met 125 MHz with TX checksum insertion on its own (tx 131.4 MHz) but not once
-# the reset-discard counters and the coalescing-timer restart were merged beside it (tx
-# 115.96 MHz in the suite's build): left out until the TX FIFO's read side is pipelined.
-VERSA_SOC = SocParams(tx_checksum=False, ptp=False)
+# The Versa keeps every option but PTP. With TX checksum insertion its tx clock had fallen to
+# 115.96 MHz (the TX FIFO's read side: frame start and word pop chains); with that read
+# side pipelined it reached 146.3 MHz (docs/synthesis.md).
+VERSA_SOC = SocParams(tx_checksum=True, ptp=False)
 
 BOARDS = {
     # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The

@@ -6,7 +6,8 @@ same cycle. A consumer whose ``ready`` settles late (a MAC at 125 MHz) then make
 that an ECP5 at speed grade 6 cannot close. Here the RAM is read ahead into a small queue
 instead: its address is a register, its read is started from registered state only, its
 data goes into a register before anything else, and the consumer takes words from the
-queue.
+queue, whose first word is a register too, so that taking it (``ready``) only enables
+registers.
 """
 
 from amaranth import *
@@ -126,7 +127,7 @@ class AsyncPrefetchFifo(wiring.Component):
         )
 
         m.submodules.queue = queue = DomainRenamer(r_domain)(
-            SyncFIFO(width=self._width, depth=QUEUE_DEPTH)
+            _ReadAheadQueue(self._width, QUEUE_DEPTH)
         )
         answering = Signal()  # the read started last cycle is on r_port.data
         arriving = Signal()  # the read started two cycles ago is in ``ram_data``
@@ -151,8 +152,44 @@ class AsyncPrefetchFifo(wiring.Component):
             m.d[r_domain] += [fetch.eq(fetch + 1), fetch_gray.eq(gray_encode(fetch + 1, pbits))]
 
         m.d.comb += [
-            self.r.valid.eq(queue.r_rdy),
+            self.r.valid.eq(queue.r_valid),
             self.r.payload.eq(queue.r_data),
             queue.r_en.eq(self.r.ready),
+        ]
+        return m
+
+
+class _ReadAheadQueue(Elaboratable):
+    """The read-ahead queue: ``depth`` words, the first in a register (``r_valid``,
+    ``r_data``) and the others in a small FIFO behind it. ``r_en`` (take the first) only
+    enables that register and the small FIFO's pointers; a word written while the register
+    is free, or being freed, and nothing waits behind it goes straight into it, so a word
+    is readable the cycle after it is written, as from a FIFO read without a register.
+    ``level`` (words held) is registered state only. Never written when full."""
+
+    def __init__(self, width: int, depth: int):
+        self.w_en = Signal()
+        self.w_data = Signal(width)
+        self.r_valid = Signal()
+        self.r_data = Signal(width)
+        self.r_en = Signal()
+        self.level = Signal(range(depth + 1))
+        self._width = width
+        self._depth = depth
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.behind = behind = SyncFIFO(width=self._width, depth=self._depth - 1)
+        head_free = ~self.r_valid | self.r_en  # the register is free for the next cycle
+        with m.If(head_free):
+            m.d.sync += [
+                self.r_data.eq(Mux(behind.r_rdy, behind.r_data, self.w_data)),
+                self.r_valid.eq(behind.r_rdy | self.w_en),
+            ]
+        m.d.comb += [
+            behind.r_en.eq(head_free),
+            behind.w_en.eq(self.w_en & ~(head_free & ~behind.r_rdy)),
+            behind.w_data.eq(self.w_data),
+            self.level.eq(behind.level + self.r_valid),
         ]
         return m

@@ -122,7 +122,10 @@ class TxFrameFifo(wiring.Component):
     Resets: the ``sync`` reset (DMA channel reset) empties the FIFO and, through a reset
     synchronizer, clears the ``tx`` side. If the MAC was in the middle of a frame it then gets
     one byte 0x00 with ``last=1, error=1`` so it ends that frame cleanly. The ``tx`` reset
-    (MAC reset) drops the rest of the frame in progress on ``o`` and keeps later frames.
+    (MAC reset) drops the rest of the frame in progress on ``o`` and keeps later frames; it
+    is registered before it acts (on a board it is a chip-wide net), so a frame whose first
+    word is taken in the reset's first cycle counts as in progress (none of it has reached
+    the MAC, which does not take bytes while the reset is seen).
     Hold either reset for at least 4 cycles of the slower clock.
     The reset synchronizers start asserted, so after power-up the block stays in reset for
     the first 2 cycles of each clock.
@@ -283,6 +286,22 @@ class TxFrameFifo(wiring.Component):
         m.submodules.released_sync = FFSynchronizer(
             released_gray, released_tx, o_domain="txf", stages=3, reset_less=False
         )
+        # Timing at 125 MHz: taking a word (``pop``) loads the byte side's word registers
+        # and, at a frame start, the frame's counters and checksum state; at speed grade 6
+        # the routing of such a net takes most of the cycle, so ``pop`` is two LUTs from
+        # flip-flops and drives as few loads as it can:
+        # * the word about to be taken comes from a register of the FIFO's read-ahead queue
+        #   (``AsyncPrefetchFifo``), and taking it only enables that register;
+        # * the tx reset, a chip-wide net from the PLL's lock on a board, is registered
+        #   here first (``tx_reset_r``); only ``o.valid`` and ``taken`` also see it directly;
+        # * whether a frame may start (``may_start``) is a register, worked out a cycle
+        #   ahead from the next state of the byte side;
+        # * the frame counters and the checksum state follow a cycle after a frame starts,
+        #   from the registered pulse ``started_now``.
+        fifo_word = stored(words.r.payload)
+        tx_reset_r = Signal(reset_less=True)
+        m.d.txf += tx_reset_r.eq(tx_reset)
+
         started = Signal(counter_bits)
         started_gray = Signal(counter_bits)  # compared in Gray code: no decoder on the path
         started_gray_after = Signal(counter_bits, init=1)  # Gray code of started + 1
@@ -313,34 +332,47 @@ class TxFrameFifo(wiring.Component):
         abort_pending = Signal()  # tx domain: a sync reset cut a frame the MAC had started
         mac_in_frame = Signal()
 
-        fifo_word = stored(words.r.payload)
         pop = Signal()
-        # A released frame not yet started is waiting: registered, so that the pointer
-        # comparison is not on the read path. It looks one pop ahead (a frame started in
-        # this cycle no longer counts); a frame released meanwhile is seen a cycle later.
-        frame_available = Signal()
-        m.d.txf += frame_available.eq(
-            Mux(pop & ~in_frame, released_tx != started_gray_after, released_tx != started_gray)
-        )
-        csum_ready = Signal(init=1)  # the next frame's checksum result (if any) is here
+        start = Signal()  # ``pop`` takes a frame's first word
+        started_now = Signal()  # a frame started in the previous cycle
+        may_start = Signal()  # a frame may start in this cycle (registered, see below)
         patch = Signal()  # the byte at the head of ``word`` is replaced by ``patch_byte``
         patch_byte = Signal(8)
         push = Signal()  # a byte of ``word`` goes into the skid buffer
-        m.d.comb += push.eq(word_valid & ~spare_valid & ~tx_reset)
+        taken = Signal()  # the MAC takes ``out`` (not the abort byte)
+        m.d.comb += push.eq(word_valid & ~spare_valid & ~tx_reset_r)
         word_done = push & one_left
         tx_side_empty = ~word_valid & ~out_valid & ~spare_valid
         m.d.comb += [
             pop.eq(
                 words.r.valid
-                & ~tx_reset
-                & Mux(
-                    in_frame,
-                    discard | ~word_valid | word_done,
-                    frame_available & tx_side_empty & csum_ready,
-                )
+                & ~tx_reset_r
+                & Mux(in_frame, discard | ~word_valid | word_done, may_start)
             ),
             words.r.ready.eq(pop),
+            start.eq(pop & ~in_frame),
         ]
+
+        # A frame's counters move a cycle after it starts; until then ``started_now`` says
+        # that the frame started is no longer waiting.
+        m.d.txf += started_now.eq(start)
+        with m.If(start):
+            m.d.txf += self.o_ts_request.eq(fifo_word.ts)  # held for the whole frame
+        with m.If(started_now):
+            m.d.txf += [
+                started.eq(started + 1),
+                started_gray.eq(started_gray_after),
+                started_gray_after.eq(gray_encode(started + 2, counter_bits)),
+            ]
+        frame_available = Mux(
+            started_now, released_tx != started_gray_after, released_tx != started_gray
+        )
+        # The byte side is empty in the next cycle: the skid buffer empties (nothing in
+        # ``spare``, ``out`` free or taken), ``word`` holds nothing and gets nothing now.
+        # The next state of ``tx_side_empty`` (see the registers' updates below).
+        idle_next = tx_reset_r | (
+            ~spare_valid & ~word_valid & (~out_valid | taken) & ~(pop & ~discard & fifo_word.keep)
+        )
 
         def frame_finished():
             return [
@@ -349,17 +381,25 @@ class TxFrameFifo(wiring.Component):
             ]
 
         if self._checksum:
-            self._checksum_read_side(
+            csum_ready = self._checksum_read_side(
                 m,
                 results,
                 fifo_word=fifo_word,
-                pop=pop,
-                in_frame=in_frame,
+                start=start,
+                started_now=started_now,
                 push=push,
-                csum_ready=csum_ready,
                 patch=patch,
                 patch_byte=patch_byte,
             )
+            # The next frame's result (if it asks for one) is in its register. Conservative:
+            # 0 while no word is at the FIFO's head (its flag is not known yet).
+            csum_ready = words.r.valid & (~fifo_word.csum | csum_ready)
+        else:
+            csum_ready = 1
+        # Never 1 in the cycle after a pop: the word at the head is then a new one, and a
+        # frame never starts right after a pop anyway (its word keeps the byte side busy).
+        m.d.txf += may_start.eq(~pop & frame_available & idle_next & csum_ready)
+
         with m.If(push):
             m.d.txf += [
                 word_data.eq(word_data >> 8),
@@ -371,13 +411,6 @@ class TxFrameFifo(wiring.Component):
 
         with m.If(pop):
             m.d.txf += in_frame.eq(~fifo_word.last)
-            with m.If(~in_frame):
-                m.d.txf += self.o_ts_request.eq(fifo_word.ts)
-                m.d.txf += [
-                    started.eq(started + 1),
-                    started_gray.eq(started_gray_after),
-                    started_gray_after.eq(gray_encode(started + 2, counter_bits)),
-                ]
             with m.If(discard):
                 with m.If(fifo_word.last):
                     m.d.txf += [discard.eq(0), *frame_finished()]
@@ -400,8 +433,8 @@ class TxFrameFifo(wiring.Component):
             pushed.last.eq(is_last),
             pushed.error.eq(is_last & frame_error),
         ]
-        taken = Signal()  # the MAC takes ``out`` (not the abort byte)
-        m.d.comb += taken.eq(self.o.ready & out_valid & ~abort_pending & ~tx_reset & ~flush)
+        mac_reset = tx_reset | tx_reset_r
+        m.d.comb += taken.eq(self.o.ready & out_valid & ~abort_pending & ~mac_reset & ~flush)
         with m.If(taken & out.last):
             m.d.txf += frame_finished()
         with m.If(spare_valid):
@@ -412,7 +445,7 @@ class TxFrameFifo(wiring.Component):
         with m.Elif(push):
             m.d.txf += [spare.eq(pushed), spare_valid.eq(1)]
 
-        with m.If(tx_reset):
+        with m.If(tx_reset_r):
             # The MAC restarts between frames: whatever of the current frame it has not
             # taken must not reach it, or it would go out as a new (corrupt) frame.
             m.d.txf += [word_valid.eq(0), out_valid.eq(0), spare_valid.eq(0)]
@@ -433,7 +466,7 @@ class TxFrameFifo(wiring.Component):
             m.d.comb += [
                 # Nothing moves during a flush: the MAC must not take a byte (maybe the last)
                 # in the very cycle that decides whether it needs the abort byte.
-                self.o.valid.eq(out_valid & ~tx_reset & ~flush),
+                self.o.valid.eq(out_valid & ~mac_reset & ~flush),
                 self.o.payload.eq(out),
             ]
 
@@ -490,28 +523,35 @@ class TxFrameFifo(wiring.Component):
         return results
 
     def _checksum_read_side(
-        self, m, results, *, fifo_word, pop, in_frame, push, csum_ready, patch, patch_byte
+        self, m, results, *, fifo_word, start, started_now, push, patch, patch_byte
     ):
-        """Take a frame's result with its first word and replace the bytes it names as they
-        pass. Everything the byte path sees is registered one byte ahead (125 MHz)."""
-        result = Signal(TxChecksumResult)
-        l4_left = Signal.like(result.l4_pos)  # bytes before the L4 checksum's high byte
+        """Take a frame's result as it starts and replace the bytes it names as they pass;
+        returns "the next result is waiting". Everything the byte path sees is registered
+        one byte ahead (125 MHz); the frame start only sets ``asked``, the rest is loaded
+        a cycle later (``started_now``), before the frame's first byte can be
+        one to patch (both checksums lie after the Ethernet header)."""
+        # The result FIFO's first word is a register; the frame start only notes that it
+        # is taken (``asked``), and the FIFO moves on a cycle later.
+        waiting = TxChecksumResult(results.r.payload)
+        asked = Signal()  # the frame started in the previous cycle takes ``waiting``
+        m.d.txf += asked.eq(start & fifo_word.csum)
+        m.d.comb += results.r.ready.eq(asked)
+
+        l4_csum = Signal(16)
+        ip_csum = Signal(16)
+        l4_left = Signal.like(waiting.l4_pos)  # bytes before the L4 checksum's high byte
         ip_left = Signal(range(IP_CSUM_POS + 1))
         l4_on = Signal()
         ip_on = Signal()
-        start = pop & ~in_frame
-        m.d.comb += results.r.ready.eq(start & fifo_word.csum)
-        # Stale for a cycle after a pop, when the word at the head is a new one: never
-        # used then (the tx side is busy with that word, or the frame start waits).
-        m.d.txf += csum_ready.eq(~pop & (~fifo_word.csum | results.r.valid))
-        with m.If(start):
-            payload = TxChecksumResult(results.r.payload)
+        with m.If(started_now):
+            # The frame's first byte may be pushed in this cycle already.
             m.d.txf += [
-                result.eq(payload),
-                l4_on.eq(fifo_word.csum & payload.l4),
-                ip_on.eq(fifo_word.csum & payload.ip),
-                l4_left.eq(payload.l4_pos),
-                ip_left.eq(IP_CSUM_POS),
+                l4_csum.eq(waiting.l4_csum),
+                ip_csum.eq(waiting.ip_csum),
+                l4_on.eq(asked & waiting.l4),
+                ip_on.eq(asked & waiting.ip),
+                l4_left.eq(waiting.l4_pos - push),
+                ip_left.eq(IP_CSUM_POS - push),
                 patch.eq(0),
             ]
         with m.Elif(push):
@@ -526,12 +566,8 @@ class TxFrameFifo(wiring.Component):
                 patch_byte.eq(
                     Mux(
                         l4_high,
-                        result.l4_csum[8:],
-                        Mux(
-                            l4_low,
-                            result.l4_csum[:8],
-                            Mux(ip_high, result.ip_csum[8:], result.ip_csum[:8]),
-                        ),
+                        l4_csum[8:],
+                        Mux(l4_low, l4_csum[:8], Mux(ip_high, ip_csum[8:], ip_csum[:8])),
                     )
                 ),
             ]
@@ -539,3 +575,4 @@ class TxFrameFifo(wiring.Component):
                 m.d.txf += l4_on.eq(0)
             with m.If(ip_low):
                 m.d.txf += ip_on.eq(0)
+        return results.r.valid & ~asked
