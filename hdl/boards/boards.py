@@ -32,9 +32,7 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # its first register (5.83 ns clock-to-output, then 1.4 to 2.2 ns of routing depending on
 # placement: 124.0 to 138.7 MHz over two seeds each, docs/synthesis.md).
 # PTP timestamps are left out of both boards until synthesised with them.
-COLORLIGHT_SOC = SocParams(
-    tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False
-)
+COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False)
 
 # The Versa keeps every option but PTP. With TX checksum insertion its tx clock had fallen to
 # 115.96 MHz (the TX FIFO's read side: frame start and word pop chains); with that read
