@@ -133,21 +133,22 @@ class Harness:
     async def reset(self, ctx, limit=5000):
         """CTRL.reset as a driver does it: the strobe, then STATUS.resetting polled until
         0; from then on the channel has nothing on the write bus (no late data burst can
-        land in a buffer the driver re-posts)."""
+        land in a buffer the driver re-posts). Returns the cycles it read 1."""
         d = self.dut
         ctx.set(d.reset, 1)
         await ctx.tick()
         ctx.set(d.reset, 0)
         assert ctx.get(d.resetting), "STATUS.resetting not set by CTRL.reset"
-        for _ in range(limit):
-            if not ctx.get(d.resetting):
-                break
+        busy_cycles = 0
+        while ctx.get(d.resetting):
+            busy_cycles += 1
+            if busy_cycles == limit:
+                raise AssertionError(f"STATUS.resetting still 1 {limit} cycles after CTRL.reset")
             await ctx.tick()
-        else:
-            raise AssertionError(f"STATUS.resetting still 1 {limit} cycles after CTRL.reset")
         for _ in range(20):
             assert not ctx.get(d.axi_write.awvalid) and not ctx.get(d.axi_write.wvalid)
             await ctx.tick()
+        return busy_cycles
 
     def beats(self, payload, error, overflow, marker_after=False):
         w = self.w
@@ -694,15 +695,7 @@ def test_reset_waits_for_the_data_burst_in_flight():
         ctx.set(d.i.valid, 0)
         assert ctx.get(d.axi_write.wvalid), "no data burst started"
         ctx.set(d.run, 0)
-        ctx.set(d.reset, 1)
-        await ctx.tick()
-        ctx.set(d.reset, 0)
-        busy_cycles = 0
-        while ctx.get(d.resetting):
-            busy_cycles += 1
-            assert busy_cycles < 5000, "STATUS.resetting never cleared"
-            await ctx.tick()
-        assert busy_cycles > 1, "the reset did not wait for the burst on the bus"
+        assert await h.reset(ctx) > 1, "the reset did not wait for the burst on the bus"
         landed = bytes(h.mem)
         for _ in range(300):
             assert not ctx.get(d.axi_write.awvalid) and not ctx.get(d.axi_write.wvalid)
