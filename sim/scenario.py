@@ -735,8 +735,13 @@ def compute_metrics(record: dict) -> dict:
         result["rx"] = {
             "frames_offered": len(wire),
             "frames_received": len(received),
-            "frames_dropped": len(wire) - len(received) - rx.get("errored", 0),
+            # not delivered and not flagged: lost before the driver saw them
+            "frames_dropped": len(wire) - len(received) - rx.get("errored", 0)
+            - rx.get("truncated", 0),
+            # flagged bad (FCS, rx_er, ...); the ring's truncations are in frames_truncated
+            # and, like every frame the hardware lost, in frames_dropped_hw
             "frames_errored": rx.get("errored", 0),
+            "frames_truncated": rx.get("truncated", 0),
             "frames_dropped_hw": counters.get("RX_DROPS", 0) + counters.get("RX_FIFO_OVERFLOWS", 0),
             "frames_in_window": done["rx"],
             # goodput: frames delivered to on_receive per second inside the window

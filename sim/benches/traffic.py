@@ -149,7 +149,10 @@ class Traffic:
         self.rx_wire: list[dict | None] = [None] * scenario.frames
         self.rx_sent = 0
         self.received: list[tuple[int, float]] = []  # (seq, time) reaching the application
-        self.errored: list[int | None] = []  # frames the driver flagged bad (ok False)
+        # Frames the driver flagged bad (ok False), in two kinds: the ring's truncations are
+        # also in RX_DROPS (each lost frame counts once), the rest (FCS, rx_er, ...) only here.
+        self.errored: list[int | None] = []
+        self.truncated: list[int | None] = []
         self.errors: list[str] = []
         self.drops: Counter = Counter()  # software drops, by where they happened
         self.last_seq = -1
@@ -227,13 +230,14 @@ class Traffic:
             await Timer(5, "us")
 
     # -- checks -----------------------------------------------------------------------------
-    def check_rx(self, data: bytes, ok: bool) -> int | None:
+    def check_rx(self, data: bytes, ok: bool, meta=None) -> int | None:
         """The sequence number of a good RX frame in order, else None (counted/flagged)."""
         data = bytes(data)
         seq = frame_seq(data)
         if not ok:
             # Flagged by the hardware (cut short, FCS, ...): reported, never taken as data.
-            self.errored.append(seq)
+            truncated = meta is not None and meta.rx_truncated
+            (self.truncated if truncated else self.errored).append(seq)
             return None
         if seq is None or seq >= self.frames:
             self.errors.append(f"RX frame of {len(data)} bytes with no valid sequence number")
@@ -331,6 +335,7 @@ class Traffic:
                 "wire": [w for w in self.rx_wire if w is not None],
                 "received": self.received,
                 "errored": len(self.errored),
+                "truncated": len(self.truncated),
             }
         if self.peer is not None:
             record["peer"] = {
@@ -348,7 +353,7 @@ class Pktgen(Traffic):
     name = "pktgen"
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok)
+        seq = self.check_rx(data, ok, meta)
         if seq is not None:
             self.deliver(seq)
 
@@ -410,7 +415,7 @@ class Udp(Pktgen):
     name = "udp"
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok)
+        seq = self.check_rx(data, ok, meta)
         if seq is not None:
             self.to_socket(seq)
 
@@ -482,7 +487,7 @@ class Forward(Traffic):
             self.losses_seen = lost
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok)
+        seq = self.check_rx(data, ok, meta)
         if seq is None:
             return
         self.deliver(seq)
@@ -564,7 +569,7 @@ class RequestResponse(Traffic):
         self.round_trips: list[tuple[float, float]] = []  # (response end ns, round trip ns)
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok)
+        seq = self.check_rx(data, ok, meta)
         if seq is not None:
             self.to_socket(seq)
 
@@ -622,7 +627,7 @@ class Stream(Traffic):
         self.window = min(self.scenario.window_frames, self.socket_packets)
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok)
+        seq = self.check_rx(data, ok, meta)
         if seq is not None:
             self.to_socket(seq)
 
