@@ -127,10 +127,8 @@ class TxDmaChannel(wiring.Component):
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
         if data_width not in (32, 64):
-            self._MustUse__silence = True
             raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
         if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
-            self._MustUse__silence = True
             raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
         self._data_width = data_width
         self._addr_width = addr_width
