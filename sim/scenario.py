@@ -732,12 +732,12 @@ def compute_metrics(record: dict) -> dict:
         fps, fps_ci = _rate_in(events["rx"], window)
         offered_fps, _ = _rate_in([w["start_ps"] / 1e3 for w in wire], window)
         latency = [t - wire[seq]["end_ps"] / 1e3 for seq, t in received if in_window(t)]
+        flagged = rx.get("errored", 0) + rx.get("truncated", 0)  # delivered with ok False
         result["rx"] = {
             "frames_offered": len(wire),
             "frames_received": len(received),
             # not delivered and not flagged: lost before the driver saw them
-            "frames_dropped": len(wire) - len(received) - rx.get("errored", 0)
-            - rx.get("truncated", 0),
+            "frames_dropped": len(wire) - len(received) - flagged,
             # flagged bad (FCS, rx_er, ...); the ring's truncations are in frames_truncated
             # and, like every frame the hardware lost, in frames_dropped_hw
             "frames_errored": rx.get("errored", 0),
