@@ -168,10 +168,26 @@ class EthMac(wiring.Component):
         # registers the stream (and its ready) between whatever feeds it and MacTx.
         m.submodules.tx_slice = tx_slice = tx_domain(StreamRegisterSlice(ByteBeat))
         connect(m, tx_slice.o, tx_mac.i)
+        # What enters the slice is committed to the wire: MacTx sends it as soon as it
+        # can. While the transmitter is off, a frame's first byte waits outside (the rest
+        # of a frame that already entered still follows), so a frame that cannot start
+        # stays where a TX channel reset can still flush it whole: never held in the slice
+        # and sent as a runt (the start of a flushed frame, then the FIFO's abort byte)
+        # when the transmitter is turned on again (issue 17).
+        tx_slice_in = stream.Signature(ByteBeat).flip().create()
+        slice_in_frame = Signal()  # the slice has taken a frame's first byte, not its last
+        may_enter = slice_in_frame | self.config.tx_enable
+        m.d.comb += [
+            tx_slice.i.payload.eq(tx_slice_in.payload),
+            tx_slice.i.valid.eq(tx_slice_in.valid & may_enter),
+            tx_slice_in.ready.eq(tx_slice.i.ready & may_enter),
+        ]
+        with m.If(tx_slice.i.valid & tx_slice.i.ready):
+            m.d.tx += slice_in_frame.eq(~tx_slice.i.p.last)
         if self.flow_control:
-            self._flow_control_tx(m, tx_mac, tx_slice)
+            self._flow_control_tx(m, tx_mac, tx_slice, tx_slice_in)
         else:
-            connect(m, flipped(self.tx), tx_slice.i)
+            connect(m, flipped(self.tx), tx_slice_in)
         connect(m, tx_mac.gmii, flipped(self.gmii_tx))
         connect(m, tx_mac.status, flipped(self.tx_status))
         m.d.comb += [
@@ -235,14 +251,14 @@ class EthMac(wiring.Component):
             self.tx_ts_id.eq(flags.r_data),
         ]
 
-    def _flow_control_tx(self, m, tx_mac, tx_slice):
+    def _flow_control_tx(self, m, tx_mac, tx_slice, tx_slice_in):
         """Client -> control frame insertion and pause gate -> register slice -> MacTx;
         the PAUSE sender."""
         tx_domain = DomainRenamer("tx")
         m.submodules.mcf_tx = mcf_tx = tx_domain(McfTransmitter())
         m.submodules.pause_tx = pause_tx = tx_domain(PauseTransmitter())
         connect(m, flipped(self.tx), mcf_tx.i)
-        connect(m, mcf_tx.o, tx_slice.i)
+        connect(m, mcf_tx.o, tx_slice_in)
         connect(m, pause_tx.request, mcf_tx.request)
         # A received PAUSE (rx domain) pauses this transmitter when tx_lfc_pause_en.
         rx_pause_req = Signal()
