@@ -5,15 +5,17 @@ callers (the driver model's platform, the scenario's sampler and checks): ``read
 ``write`` of bytes, ``latency_cycles``, ``error_windows`` and the ``bursts`` record. The
 bytes live in the RAM's word array in the simulator; ``read``/``write`` reach it through
 the array's handle (a backdoor: no bus cycles, effective at once), and the burst record
-comes from the RAM's one-pulse-per-burst ports, so Python wakes once per burst rather than
-on every beat.
+comes from the RAM's ports that flip once per accepted burst, so Python wakes once per
+burst rather than on every beat. The RAM's bench timing is AxiRam's with the bench's
+per-burst latency, clock for clock (``_BenchTiming`` in hdl/bus/axi4_ram.py), so a scenario
+gives the same numbers on either memory.
 """
 
 from __future__ import annotations
 
 import cocotb
 from cocotb.handle import Immediate
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ValueChange
 
 from macdma.hdl.bus.axi4_ram import ERROR_WINDOWS
 
@@ -60,8 +62,14 @@ class HdlHostMemory:
         seen = getattr(self.dut, f"mem_{channel}_seen")
         addr = getattr(self.dut, f"mem_{channel}_seen_addr")
         length = getattr(self.dut, f"mem_{channel}_seen_len")
+        flipped_to = 0  # the port's reset value
         while True:
-            await RisingEdge(seen)
+            await ValueChange(seen)
+            # Icarus starts the port at X and settles it to 0 at time 0: not a burst.
+            value = seen.value
+            if not value.is_resolvable or int(value) == flipped_to:
+                continue
+            flipped_to = int(value)
             self.bursts.append(
                 BurstRecord(write, int(addr.value), int(length.value) + 1, _WORD_SIZE)
             )
