@@ -728,7 +728,9 @@ def compute_metrics(record: dict) -> dict:
             "frames_offered": len(wire),
             "frames_received": len(received),
             # not delivered and not flagged: lost before the driver saw them
-            "frames_dropped": len(wire) - len(received) - rx.get("errored", 0)
+            "frames_dropped": len(wire)
+            - len(received)
+            - rx.get("errored", 0)
             - rx.get("truncated", 0),
             # flagged bad (FCS, rx_er, ...); the ring's truncations are in frames_truncated
             # and, like every frame the hardware lost, in frames_dropped_hw

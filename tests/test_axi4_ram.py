@@ -161,7 +161,7 @@ def run_bench_ports(testbench):
     sim.run_until(1e-3)
 
 
-def test_latency_delays_every_burst_and_each_burst_flips_seen_once():
+def test_latency_delays_every_burst_and_each_burst_counts_once():
     done = []
     pulses = []
 
@@ -191,12 +191,12 @@ def test_latency_delays_every_burst_and_each_burst_flips_seen_once():
 
     async def watch(ctx, dut):
         before = 0
-        async for _, _, seen, addr, length in ctx.tick().sample(
-            dut.ar_seen, dut.ar_seen_addr, dut.ar_seen_len
+        async for _, _, count, addr, length in ctx.tick().sample(
+            dut.ar_bursts, dut.ar_burst_addr, dut.ar_burst_len
         ):
-            if seen != before:
-                pulses.append(("ar", addr, length))
-            before = seen
+            if count != before:
+                pulses.append(("ar", count - before, addr, length))
+            before = count
 
     dut = Axi4Ram(SIZE, bench_ports=True)
     sim = Simulator(dut)
@@ -212,7 +212,7 @@ def test_latency_delays_every_burst_and_each_burst_flips_seen_once():
     sim.add_process(monitor)
     sim.run_until(1e-4)
     assert done
-    assert pulses == [("ar", 0x80, 1)]
+    assert pulses == [("ar", 1, 0x80, 1)]
 
 
 @pytest.mark.parametrize(
@@ -352,3 +352,62 @@ def test_bench_write_queues_two_beats_during_the_latency():
     (aw,) = timeline["aw"]
     assert [clock - aw for clock in timeline["w"]] == [0, 1, latency + 2, latency + 3]
     assert [clock - aw for clock in timeline["b"]] == [latency + 5]
+
+
+def test_bench_counts_back_to_back_bursts_on_both_channels_at_the_take():
+    """Single-beat reads and writes offered on every clock at latency 0, and longer ones
+    among them: the RAM takes a burst per direction on consecutive clocks, the counters
+    count each once, in the clock it is taken (as AxiRam's coroutine takes it), and the
+    address and length ports show each in turn. The burst record's reference."""
+    lengths = [1, 1, 1, 1, 2, 1, 3, 1, 1, 4, 1, 1]
+    offered = {"ar": [], "aw": []}
+    addr = {"ar": 0x400, "aw": 0x800}
+    for beats in lengths:
+        for channel in offered:
+            offered[channel].append((addr[channel], beats))
+            addr[channel] += 4 * beats
+    seen = {"ar": [], "aw": []}  # (address, beats, clock of the count)
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        left = {channel: list(bursts) for channel, bursts in offered.items()}
+        w_beats = [beat == beats - 1 for _, beats in offered["aw"] for beat in range(beats)]
+        ctx.set(bus.rready, 1)
+        ctx.set(bus.bready, 1)
+        before = {"ar": 0, "aw": 0}
+        for clock in range(120):
+            for channel in ("ar", "aw"):
+                pending = bool(left[channel])
+                ctx.set(getattr(bus, f"{channel}valid"), pending)
+                if pending:
+                    ctx.set(getattr(bus, f"{channel}addr"), left[channel][0][0])
+                    ctx.set(getattr(bus, f"{channel}len"), left[channel][0][1] - 1)
+            ctx.set(bus.wvalid, bool(w_beats))
+            if w_beats:
+                ctx.set(bus.wstrb, 0xF)
+                ctx.set(bus.wlast, w_beats[0])
+            _, _, arready, awready, wready = await ctx.tick().sample(
+                bus.arready, bus.awready, bus.wready
+            )
+            for channel, ready in (("ar", arready), ("aw", awready)):
+                if left[channel] and ready:
+                    left[channel].pop(0)
+            if w_beats and wready:
+                w_beats.pop(0)
+            for channel in ("ar", "aw"):
+                count = ctx.get(getattr(dut, f"{channel}_bursts"))
+                assert count - before[channel] in (0, 1), "one take per clock"
+                if count != before[channel]:
+                    addr = ctx.get(getattr(dut, f"{channel}_burst_addr"))
+                    beats = ctx.get(getattr(dut, f"{channel}_burst_len")) + 1
+                    seen[channel].append((addr, beats, clock))
+                before[channel] = count
+
+    run_timeline(bench, 0)
+    for channel in ("ar", "aw"):
+        assert [(a, b) for a, b, _ in seen[channel]] == offered[channel], channel
+        clocks = [clock for _, _, clock in seen[channel]]
+        assert clocks[:4] == list(range(clocks[0], clocks[0] + 4)), (
+            f"{channel}: the first single-beat bursts are taken on consecutive clocks"
+        )
+    assert seen["ar"][0][2] == seen["aw"][0][2], "both directions take in the same clock"

@@ -8,14 +8,15 @@ beyond ``size_bytes`` answers SLVERR for the whole burst and writes nothing; the
 base address is 0 (a top that maps it elsewhere subtracts the base first).
 
 With ``bench_ports=True`` (a simulation top's host memory, not a board's) the RAM also has
-the ports a bench drives: a per-burst latency, error windows, and a flip per accepted
-burst with its address and length, so a bench records bursts without watching every
-clock; and its AXI timing is then not the board's but that of cocotbext-axi's AxiRam with
-the bench's per-burst latency (:class:`_BenchTiming`), so a scenario gives the same
-numbers on either host memory. With ``verilog_array=True`` its words are a plain Verilog array
-(:data:`ARRAY_VERILOG`, which the exported file must carry beside the design) that a bench
-reads and writes through the simulator's handle, and that holds up to 64 MiB without an
-initialiser per word in the netlist (Amaranth's simulator cannot run that one).
+the ports a bench drives: a per-burst latency, error windows, and a counter of the bursts
+it took with the last one's address and length, so a bench records bursts without
+watching every clock; and its AXI timing is then not the board's but that of
+cocotbext-axi's AxiRam with the bench's per-burst latency (:class:`_BenchTiming`), so a
+scenario gives the same numbers on either host memory. With ``verilog_array=True`` its
+words are a plain Verilog array (:data:`ARRAY_VERILOG`, which the exported file must carry
+beside the design) that a bench reads and writes through the simulator's handle, and that
+holds up to 64 MiB without an initialiser per word in the netlist (Amaranth's simulator
+cannot run that one).
 """
 
 from types import SimpleNamespace
@@ -74,6 +75,8 @@ endmodule
 ERROR_WINDOWS = 2
 #: Width of the bench-port RAM's ``latency_cycles`` input.
 LATENCY_BITS = 10
+#: Width of the bench-port RAM's burst counters (``ar_bursts``, ``aw_bursts``).
+BURST_COUNT_BITS = 32
 
 
 class Axi4Ram(wiring.Component):
@@ -99,11 +102,14 @@ class Axi4Ram(wiring.Component):
     err<i>_start, err<i>_end : In(addr_width); err<i>_read, err<i>_write : In(1)
         Error window ``i`` (0..1): a read (write) burst any of whose bytes lies in
         [start, end) answers SLVERR for the whole burst and writes nothing.
-    ar_seen, aw_seen : Out(1)
-        Flips at every AR (AW) handshake (the RAM may take a burst on every clock, so a
-        pulse could not tell two in a row apart); a bench wakes on its value change.
-    ar_seen_addr, ar_seen_len, aw_seen_addr, aw_seen_len : Out
-        That burst's address and AxLEN, held until the next one.
+    ar_bursts, aw_bursts : Out(32)
+        Read (write) bursts taken so far: counted when the RAM takes a burst from its
+        address queue, the moment AxiRam's coroutine takes it (and the bench's
+        ``HostMemory`` records it); never reset, wrapping at 2**32. A bench wakes on its
+        value change and reads it, and the two below, once the time step has settled;
+        at the end of a run the count tells whether the record missed any.
+    ar_burst_addr, ar_burst_len, aw_burst_addr, aw_burst_len : Out
+        The last taken burst's AxADDR and AxLEN, held until the next one.
     """
 
     def __init__(
@@ -143,9 +149,9 @@ class Axi4Ram(wiring.Component):
                 members[f"err{index}_read"] = In(1)
                 members[f"err{index}_write"] = In(1)
             for channel in ("ar", "aw"):
-                members[f"{channel}_seen"] = Out(1)
-                members[f"{channel}_seen_addr"] = Out(addr_width)
-                members[f"{channel}_seen_len"] = Out(8)
+                members[f"{channel}_bursts"] = Out(BURST_COUNT_BITS)
+                members[f"{channel}_burst_addr"] = Out(addr_width)
+                members[f"{channel}_burst_len"] = Out(8)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -182,18 +188,25 @@ class Axi4Ram(wiring.Component):
             return out_of_range(addr) | in_error_window(addr, length, kind)
 
         if self.bench_ports:
-            _BenchTiming(bus, word_shift, word_bits, self.latency_cycles).elaborate(
+            takes = _BenchTiming(bus, word_shift, word_bits, self.latency_cycles).elaborate(
                 m, read_port, write_ports, burst_error
             )
-            for channel in ("ar", "aw"):
-                fire = getattr(bus, f"{channel}valid") & getattr(bus, f"{channel}ready")
-                seen = getattr(self, f"{channel}_seen")
-                with m.If(fire):
+            for channel, (take, head) in takes.items():
+                # Registers of their own, outside reset: a reset never takes a count back.
+                count = Signal(BURST_COUNT_BITS, name=f"{channel}_taken", reset_less=True)
+                addr = Signal(addr_width, name=f"{channel}_taken_addr", reset_less=True)
+                length = Signal(8, name=f"{channel}_taken_len", reset_less=True)
+                with m.If(take):
                     m.d.sync += [
-                        seen.eq(~seen),
-                        getattr(self, f"{channel}_seen_addr").eq(getattr(bus, f"{channel}addr")),
-                        getattr(self, f"{channel}_seen_len").eq(getattr(bus, f"{channel}len")),
+                        count.eq(count + 1),
+                        addr.eq(head["axaddr"]),
+                        length.eq(head["beats"] - 1),
                     ]
+                m.d.comb += [
+                    getattr(self, f"{channel}_bursts").eq(count),
+                    getattr(self, f"{channel}_burst_addr").eq(addr),
+                    getattr(self, f"{channel}_burst_len").eq(length),
+                ]
         else:
             m.d.comb += [port.en.eq(0) for port in write_ports[1:]]
             self._one_burst_datapath(
@@ -372,6 +385,7 @@ class _BenchTiming:
         queue = _Slots(
             channel,
             addr=self.word_bits,
+            axaddr=len(getattr(bus, f"{channel}addr")),  # for the burst record
             beats=9,
             id=len(getattr(bus, f"{channel}id")),
             error=1,
@@ -380,6 +394,7 @@ class _BenchTiming:
         fire = getattr(bus, f"{channel}valid") & ready
         incoming = {
             "addr": getattr(bus, f"{channel}addr")[self.word_shift :][: self.word_bits],
+            "axaddr": getattr(bus, f"{channel}addr"),
             "beats": getattr(bus, f"{channel}len") + 1,
             "id": getattr(bus, f"{channel}id"),
             "error": burst_error(channel),
@@ -420,8 +435,13 @@ class _BenchTiming:
             m.d.sync += cur.wait.eq(cur.wait - 1)
 
     def elaborate(self, m, read_port, write_ports, burst_error):
-        self._read(m, read_port, burst_error)
-        self._write(m, write_ports, burst_error)
+        """Add the timing to ``m``; return ``{"ar": (take, head), "aw": (take, head)}``:
+        each direction's take of a burst from its address queue in this clock, and the
+        queue's head it takes (the fields of :meth:`_address_queue`)."""
+        return {
+            "ar": self._read(m, read_port, burst_error),
+            "aw": self._write(m, write_ports, burst_error),
+        }
 
     def _read(self, m, read_port, burst_error):
         bus = self.bus
@@ -487,6 +507,7 @@ class _BenchTiming:
             m.d.sync += [cur.addr.eq(cur.addr + old), cur.left.eq(cur.left - old)]
             with m.If(done):
                 m.d.sync += cur.active.eq(0)
+        return take, head
 
     def _write(self, m, write_ports, burst_error):
         bus = self.bus
@@ -564,3 +585,4 @@ class _BenchTiming:
             m.d.sync += [cur.addr.eq(cur.addr + old), cur.left.eq(cur.left - old)]
             with m.If(old_b):
                 m.d.sync += cur.active.eq(0)
+        return take, head
