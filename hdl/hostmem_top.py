@@ -4,10 +4,11 @@ The SoC's AXI4 master drives an :class:`~macdma.hdl.bus.axi4_ram.Axi4Ram` with b
 instead of leaving the ``m_axi_*`` ports to a Python memory model, so the per-beat work of
 the bus runs in the simulator. Every other port is the SoC's (``clk``, the AXI4-Lite slave,
 ``irq``, the GMII side, MDIO), plus the RAM's bench ports under ``mem_``:
-``mem_latency_cycles``, ``mem_err<i>_{start,end,read,write}`` and the burst pulses
-``mem_{ar,aw}_seen{,_addr,_len}`` (see ``Axi4Ram``). ``macdma run`` and ``macdma regress``
-use it (sim/benches/hdl_memory.py is its bench side); the SoC cocotb tests keep
-``macdma_soc`` and cocotbext-axi's AxiRam, whose pause generators they need.
+``mem_latency_cycles``, ``mem_err<i>_{start,end,read,write}`` and the burst record
+``mem_{ar,aw}_bursts``, ``mem_{ar,aw}_burst_{addr,len}`` (see ``Axi4Ram``). ``macdma run``
+and ``macdma regress`` use it with ``--memory hdl`` (sim/benches/hdl_memory.py is its bench
+side); the SoC cocotb tests keep ``macdma_soc`` and cocotbext-axi's AxiRam, whose pause
+generators they need.
 """
 
 from amaranth import *

@@ -182,8 +182,9 @@ class Scenario:
         unit="cycles", low=0, high=1000, why=" per burst",
     )  # fmt: skip
     memory: str = knob(
-        "python", str, "host memory model: python = cocotbext-axi's AxiRam, hdl = an AXI4 "
-        "RAM inside the simulated top, faster (docs/performance.md)", choices=MEMORY_MODELS,
+        "hdl", str, "host memory model: hdl = an AXI4 RAM inside the simulated top with "
+        "AxiRam's timing, faster; python = cocotbext-axi's AxiRam (docs/performance.md)",
+        choices=MEMORY_MODELS,
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
@@ -295,15 +296,6 @@ class Scenario:
                     f"{name} {value} needs an IRQ strategy that takes TX interrupts, "
                     "not irq 'polling'"
                 )
-        if self.memory == "hdl" and self.mem_latency_cycles:
-            # Measured: at 20 cycles per 4-beat burst the HDL RAM gave 11% less TX rate than
-            # AxiRam, which overlaps a burst's wait with the previous burst's beats
-            # (docs/performance.md); latency experiments stay on the model they were
-            # calibrated with.
-            raise ValueError(
-                f"mem_latency_cycles {self.mem_latency_cycles} needs memory 'python': the "
-                "HDL RAM does not yet wait per burst as AxiRam does"
-            )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "

@@ -161,7 +161,7 @@ def run_bench_ports(testbench):
     sim.run_until(1e-3)
 
 
-def test_latency_delays_every_burst_and_each_burst_pulses_once():
+def test_latency_delays_every_burst_and_each_burst_counts_once():
     done = []
     pulses = []
 
@@ -190,11 +190,13 @@ def test_latency_delays_every_burst_and_each_burst_pulses_once():
         done.append(True)
 
     async def watch(ctx, dut):
-        async for _, _, seen, addr, length in ctx.tick().sample(
-            dut.ar_seen, dut.ar_seen_addr, dut.ar_seen_len
+        before = 0
+        async for _, _, count, addr, length in ctx.tick().sample(
+            dut.ar_bursts, dut.ar_burst_addr, dut.ar_burst_len
         ):
-            if seen:
-                pulses.append(("ar", addr, length))
+            if count != before:
+                pulses.append(("ar", count - before, addr, length))
+            before = count
 
     dut = Axi4Ram(SIZE, bench_ports=True)
     sim = Simulator(dut)
@@ -210,7 +212,7 @@ def test_latency_delays_every_burst_and_each_burst_pulses_once():
     sim.add_process(monitor)
     sim.run_until(1e-4)
     assert done
-    assert pulses == [("ar", 0x80, 1)]
+    assert pulses == [("ar", 1, 0x80, 1)]
 
 
 @pytest.mark.parametrize(
@@ -253,3 +255,159 @@ def test_error_window_write_is_dropped():
 
     run_bench_ports(bench)
     assert done
+
+
+# -- bench timing: cocotbext-axi's AxiRam with the bench's per-burst latency ---------------
+
+
+def run_timeline(testbench, latency: int):
+    """Run ``testbench(ctx, dut)`` on a bench-port RAM at ``latency`` clocks per burst."""
+    dut = Axi4Ram(SIZE, bench_ports=True)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        ctx.set(dut.latency_cycles, latency)
+        await ctx.tick()  # out of reset: the sinks raise READY on the first clock
+        await testbench(ctx, dut)
+
+    sim.add_testbench(bench)
+    sim.run_until(1e-4)
+
+
+def test_bench_latency_overlaps_the_previous_bursts_queued_beats():
+    """Two 4-beat reads offered back to back at 20 clocks per burst: the second AR is
+    queued at once, and its latency counts from when the first burst's last beat enters
+    the two-beat R queue (two clocks before it goes out), as AxiRam's read coroutine
+    takes the next burst then: 4 + 20 - 2 clocks between the bursts' first beats."""
+    latency, beats = 20, 4
+    timeline = {"ar": [], "r": []}
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        offered = [0x100, 0x200]
+        ctx.set(bus.rready, 1)
+        for clock in range(80):
+            if offered:
+                ctx.set(bus.araddr, offered[0])
+                ctx.set(bus.arlen, beats - 1)
+                ctx.set(bus.arvalid, 1)
+            else:
+                ctx.set(bus.arvalid, 0)
+            _, _, arvalid, arready, rvalid = await ctx.tick().sample(
+                bus.arvalid, bus.arready, bus.rvalid
+            )
+            if arvalid and arready:
+                timeline["ar"].append(clock)
+                offered.pop(0)
+            if rvalid:
+                timeline["r"].append(clock)
+
+    run_timeline(bench, latency)
+    first = timeline["ar"][0]
+    assert timeline["ar"] == [first, first + 1], "the second AR waits in the queue"
+    burst0 = [first + latency + 2 + beat for beat in range(beats)]
+    burst1 = [burst0[0] + beats + latency - 2 + beat for beat in range(beats)]
+    assert timeline["r"] == burst0 + burst1
+
+
+def test_bench_write_queues_two_beats_during_the_latency():
+    """AW and W offered together at 7 clocks per burst: the W queue takes two beats at
+    once, WREADY drops until the latency ends and the write coroutine drains them, the
+    rest stream, and B goes out two clocks after the last beat (AxiRam's B source)."""
+    latency, words = 7, [0x11, 0x22, 0x33, 0x44]
+    timeline = {"aw": [], "w": [], "b": []}
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        left = list(words)
+        aw_pending = True
+        ctx.set(bus.bready, 1)
+        for clock in range(40):
+            ctx.set(bus.awaddr, 0x300)
+            ctx.set(bus.awlen, len(words) - 1)
+            ctx.set(bus.awvalid, aw_pending)
+            ctx.set(bus.wvalid, bool(left))
+            if left:
+                ctx.set(bus.wdata, left[0])
+                ctx.set(bus.wstrb, 0xF)
+                ctx.set(bus.wlast, len(left) == 1)
+            _, _, awready, wready, bvalid = await ctx.tick().sample(
+                bus.awready, bus.wready, bus.bvalid
+            )
+            if aw_pending and awready:
+                timeline["aw"].append(clock)
+                aw_pending = False
+            if left and wready:
+                timeline["w"].append(clock)
+                left.pop(0)
+            if bvalid:
+                timeline["b"].append(clock)
+        ctx.set(bus.awvalid, 0)
+        ctx.set(bus.wvalid, 0)
+        got = await read_burst(ctx, bus, 0x300, len(words), random.Random(0))
+        assert [data for data, _, _ in got] == words
+
+    run_timeline(bench, latency)
+    (aw,) = timeline["aw"]
+    assert [clock - aw for clock in timeline["w"]] == [0, 1, latency + 2, latency + 3]
+    assert [clock - aw for clock in timeline["b"]] == [latency + 5]
+
+
+def test_bench_counts_back_to_back_bursts_on_both_channels_at_the_take():
+    """Single-beat reads and writes offered on every clock at latency 0, and longer ones
+    among them: the RAM takes a burst per direction on consecutive clocks, the counters
+    count each once, in the clock it is taken (as AxiRam's coroutine takes it), and the
+    address and length ports show each in turn. The burst record's reference."""
+    lengths = [1, 1, 1, 1, 2, 1, 3, 1, 1, 4, 1, 1]
+    offered = {"ar": [], "aw": []}
+    addr = {"ar": 0x400, "aw": 0x800}
+    for beats in lengths:
+        for channel in offered:
+            offered[channel].append((addr[channel], beats))
+            addr[channel] += 4 * beats
+    seen = {"ar": [], "aw": []}  # (address, beats, clock of the count)
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        left = {channel: list(bursts) for channel, bursts in offered.items()}
+        w_beats = [beat == beats - 1 for _, beats in offered["aw"] for beat in range(beats)]
+        ctx.set(bus.rready, 1)
+        ctx.set(bus.bready, 1)
+        before = {"ar": 0, "aw": 0}
+        for clock in range(120):
+            for channel in ("ar", "aw"):
+                pending = bool(left[channel])
+                ctx.set(getattr(bus, f"{channel}valid"), pending)
+                if pending:
+                    ctx.set(getattr(bus, f"{channel}addr"), left[channel][0][0])
+                    ctx.set(getattr(bus, f"{channel}len"), left[channel][0][1] - 1)
+            ctx.set(bus.wvalid, bool(w_beats))
+            if w_beats:
+                ctx.set(bus.wstrb, 0xF)
+                ctx.set(bus.wlast, w_beats[0])
+            _, _, arready, awready, wready = await ctx.tick().sample(
+                bus.arready, bus.awready, bus.wready
+            )
+            for channel, ready in (("ar", arready), ("aw", awready)):
+                if left[channel] and ready:
+                    left[channel].pop(0)
+            if w_beats and wready:
+                w_beats.pop(0)
+            for channel in ("ar", "aw"):
+                count = ctx.get(getattr(dut, f"{channel}_bursts"))
+                assert count - before[channel] in (0, 1), "one take per clock"
+                if count != before[channel]:
+                    addr = ctx.get(getattr(dut, f"{channel}_burst_addr"))
+                    beats = ctx.get(getattr(dut, f"{channel}_burst_len")) + 1
+                    seen[channel].append((addr, beats, clock))
+                before[channel] = count
+
+    run_timeline(bench, 0)
+    for channel in ("ar", "aw"):
+        assert [(a, b) for a, b, _ in seen[channel]] == offered[channel], channel
+        clocks = [clock for _, _, clock in seen[channel]]
+        assert clocks[:4] == list(range(clocks[0], clocks[0] + 4)), (
+            f"{channel}: the first single-beat bursts are taken on consecutive clocks"
+        )
+    assert seen["ar"][0][2] == seen["aw"][0][2], "both directions take in the same clock"

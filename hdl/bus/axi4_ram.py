@@ -8,12 +8,15 @@ beyond ``size_bytes`` answers SLVERR for the whole burst and writes nothing; the
 base address is 0 (a top that maps it elsewhere subtracts the base first).
 
 With ``bench_ports=True`` (a simulation top's host memory, not a board's) the RAM also has
-the ports a bench drives: a per-burst latency, error windows, and one pulse per accepted
-burst with its address and length, so a bench records bursts without watching every
-clock. With ``verilog_array=True`` its words are a plain Verilog array
-(:data:`ARRAY_VERILOG`, which the exported file must carry beside the design) that a bench
-reads and writes through the simulator's handle, and that holds up to 64 MiB without an
-initialiser per word in the netlist (Amaranth's simulator cannot run that one).
+the ports a bench drives: a per-burst latency, error windows, and a counter of the bursts
+it took with the last one's address and length, so a bench records bursts without
+watching every clock; and its AXI timing is then not the board's but that of
+cocotbext-axi's AxiRam with the bench's per-burst latency (:class:`_BenchTiming`), so a
+scenario gives the same numbers on either host memory. With ``verilog_array=True`` its
+words are a plain Verilog array (:data:`ARRAY_VERILOG`, which the exported file must carry
+beside the design) that a bench reads and writes through the simulator's handle, and that
+holds up to 64 MiB without an initialiser per word in the netlist (Amaranth's simulator
+cannot run that one).
 """
 
 from types import SimpleNamespace
@@ -43,7 +46,10 @@ module {ARRAY_MODULE} #(parameter DEPTH = 1024, parameter ADDR_BITS = 10) (
   output reg [31:0] read_data,
   input wire [3:0] write_en,
   input wire [ADDR_BITS-1:0] write_addr,
-  input wire [31:0] write_data
+  input wire [31:0] write_data,
+  input wire [3:0] write2_en,
+  input wire [ADDR_BITS-1:0] write2_addr,
+  input wire [31:0] write2_data
 );
   reg [31:0] words [0:DEPTH-1] /*verilator public_flat_rw*/;
   integer i;
@@ -57,6 +63,10 @@ module {ARRAY_MODULE} #(parameter DEPTH = 1024, parameter ADDR_BITS = 10) (
     if (write_en[1]) words[write_addr][15:8] <= write_data[15:8];
     if (write_en[2]) words[write_addr][23:16] <= write_data[23:16];
     if (write_en[3]) words[write_addr][31:24] <= write_data[31:24];
+    if (write2_en[0]) words[write2_addr][7:0] <= write2_data[7:0];
+    if (write2_en[1]) words[write2_addr][15:8] <= write2_data[15:8];
+    if (write2_en[2]) words[write2_addr][23:16] <= write2_data[23:16];
+    if (write2_en[3]) words[write2_addr][31:24] <= write2_data[31:24];
   end
 endmodule
 """
@@ -65,6 +75,8 @@ endmodule
 ERROR_WINDOWS = 2
 #: Width of the bench-port RAM's ``latency_cycles`` input.
 LATENCY_BITS = 10
+#: Width of the bench-port RAM's burst counters (``ar_bursts``, ``aw_bursts``).
+BURST_COUNT_BITS = 32
 
 
 class Axi4Ram(wiring.Component):
@@ -75,24 +87,29 @@ class Axi4Ram(wiring.Component):
     axi : In(Axi4Signature(addr_width, data_width, id_width))
         The slave port; connect the master's port to it directly.
 
-    Reads have one clock of latency after AR is accepted, then stream one beat per clock
-    while RREADY is high. A write burst's B response follows one clock after WLAST.
-    FIXED and WRAP bursts are treated as INCR; AxSIZE is assumed to be the bus width.
+    Without bench ports, reads have one clock of latency after AR is accepted, then stream
+    one beat per clock while RREADY is high, and a write burst's B response follows one
+    clock after WLAST. FIXED and WRAP bursts are treated as INCR; AxSIZE is assumed to be
+    the bus width.
 
     With ``verilog_array``, 32-bit data only and ``size_bytes`` up to 64 MiB. With
     ``bench_ports`` also:
 
     latency_cycles : In(10)
-        Clocks every burst waits after its AR/AW handshake before its first R beat or
-        before WREADY rises.
+        Clocks every burst waits, from when the RAM takes it from its address queue, before
+        its beats move (AxiRam's timing: the take comes while the previous burst's last
+        beats still stream, so the wait overlaps them).
     err<i>_start, err<i>_end : In(addr_width); err<i>_read, err<i>_write : In(1)
         Error window ``i`` (0..1): a read (write) burst any of whose bytes lies in
         [start, end) answers SLVERR for the whole burst and writes nothing.
-    ar_seen, aw_seen : Out(1)
-        High for the one clock after an AR (AW) handshake; never two clocks in a row (the
-        RAM takes one burst per direction at a time).
-    ar_seen_addr, ar_seen_len, aw_seen_addr, aw_seen_len : Out
-        That burst's address and AxLEN, held until the next one.
+    ar_bursts, aw_bursts : Out(32)
+        Read (write) bursts taken so far: counted when the RAM takes a burst from its
+        address queue, the moment AxiRam's coroutine takes it (and the bench's
+        ``HostMemory`` records it); never reset, wrapping at 2**32. A bench wakes on its
+        value change and reads it, and the two below, once the time step has settled;
+        at the end of a run the count tells whether the record missed any.
+    ar_burst_addr, ar_burst_len, aw_burst_addr, aw_burst_len : Out
+        The last taken burst's AxADDR and AxLEN, held until the next one.
     """
 
     def __init__(
@@ -132,9 +149,9 @@ class Axi4Ram(wiring.Component):
                 members[f"err{index}_read"] = In(1)
                 members[f"err{index}_write"] = In(1)
             for channel in ("ar", "aw"):
-                members[f"{channel}_seen"] = Out(1)
-                members[f"{channel}_seen_addr"] = Out(addr_width)
-                members[f"{channel}_seen_len"] = Out(8)
+                members[f"{channel}_bursts"] = Out(BURST_COUNT_BITS)
+                members[f"{channel}_burst_addr"] = Out(addr_width)
+                members[f"{channel}_burst_len"] = Out(8)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -146,7 +163,7 @@ class Axi4Ram(wiring.Component):
         word_bits = exact_log2(depth)
         addr_width = len(bus.araddr)
 
-        read_port, write_port = self._storage(m, depth, word_bits)
+        read_port, write_ports = self._storage(m, depth, word_bits)
 
         def out_of_range(addr):
             if addr_width <= word_shift + word_bits:
@@ -165,10 +182,41 @@ class Axi4Ram(wiring.Component):
             ]
             return Cat(*hits).any()
 
-        # Clocks the current burst still waits before its first beat (bench ports only).
-        latency = self.latency_cycles if self.bench_ports else C(0, 1)
-        read_wait = Signal(LATENCY_BITS)
-        write_wait = Signal(LATENCY_BITS)
+        def burst_error(channel):
+            addr, length = getattr(bus, f"{channel}addr"), getattr(bus, f"{channel}len")
+            kind = "read" if channel == "ar" else "write"
+            return out_of_range(addr) | in_error_window(addr, length, kind)
+
+        if self.bench_ports:
+            takes = _BenchTiming(bus, word_shift, word_bits, self.latency_cycles).elaborate(
+                m, read_port, write_ports, burst_error
+            )
+            for channel, (take, head) in takes.items():
+                # Registers of their own, outside reset: a reset never takes a count back.
+                count = Signal(BURST_COUNT_BITS, name=f"{channel}_taken", reset_less=True)
+                addr = Signal(addr_width, name=f"{channel}_taken_addr", reset_less=True)
+                length = Signal(8, name=f"{channel}_taken_len", reset_less=True)
+                with m.If(take):
+                    m.d.sync += [
+                        count.eq(count + 1),
+                        addr.eq(head["axaddr"]),
+                        length.eq(head["beats"] - 1),
+                    ]
+                m.d.comb += [
+                    getattr(self, f"{channel}_bursts").eq(count),
+                    getattr(self, f"{channel}_burst_addr").eq(addr),
+                    getattr(self, f"{channel}_burst_len").eq(length),
+                ]
+        else:
+            m.d.comb += [port.en.eq(0) for port in write_ports[1:]]
+            self._one_burst_datapath(
+                m, read_port, write_ports[0], word_shift, word_bits, burst_error
+            )
+        return m
+
+    def _one_burst_datapath(self, m, read_port, write_port, word_shift, word_bits, burst_error):
+        """The board's RAM: one burst per direction at a time, no latency of its own."""
+        bus = self.axi
 
         # Read: a pipeline of one stage. The memory's output register only advances when
         # the R beat it holds is taken (or there is none), so RREADY low stalls cleanly.
@@ -178,7 +226,6 @@ class Axi4Ram(wiring.Component):
         read_error = Signal()
         read_id = Signal.like(bus.arid)
         advance = ~bus.rvalid | bus.rready
-        issuing = read_busy & (read_wait == 0)
         m.d.comb += [
             read_port.addr.eq(read_addr),
             read_port.en.eq(advance),
@@ -187,10 +234,10 @@ class Axi4Ram(wiring.Component):
         ]
         with m.If(advance):
             m.d.sync += [
-                bus.rvalid.eq(issuing),
-                bus.rlast.eq(issuing & (read_left == 0)),
+                bus.rvalid.eq(read_busy),
+                bus.rlast.eq(read_busy & (read_left == 0)),
             ]
-            with m.If(issuing):
+            with m.If(read_busy):
                 m.d.sync += [read_addr.eq(read_addr + 1), read_left.eq(read_left - 1)]
                 with m.If(read_left == 0):
                     m.d.sync += read_busy.eq(0)
@@ -199,17 +246,12 @@ class Axi4Ram(wiring.Component):
                 read_busy.eq(1),
                 read_addr.eq(bus.araddr[word_shift:]),
                 read_left.eq(bus.arlen),
-                read_error.eq(
-                    out_of_range(bus.araddr) | in_error_window(bus.araddr, bus.arlen, "read")
-                ),
-                read_wait.eq(latency),
+                read_error.eq(burst_error("ar")),
                 read_id.eq(bus.arid),
             ]
-        with m.If(read_busy & (read_wait != 0)):
-            m.d.sync += read_wait.eq(read_wait - 1)
         # RID and RRESP change with the burst's first beat, not at its AR handshake: the
         # previous burst's last beat may still be waiting for RREADY then.
-        with m.If(advance & issuing):
+        with m.If(advance & read_busy):
             m.d.sync += [
                 bus.rresp.eq(Mux(read_error, RESP_SLVERR, RESP_OKAY)),
                 bus.rid.eq(read_id),
@@ -221,7 +263,7 @@ class Axi4Ram(wiring.Component):
         write_error = Signal()
         m.d.comb += [
             bus.awready.eq(~write_busy & ~bus.bvalid),
-            bus.wready.eq(write_busy & (write_wait == 0)),
+            bus.wready.eq(write_busy),
             write_port.addr.eq(write_addr),
             write_port.data.eq(bus.wdata),
         ]
@@ -229,14 +271,9 @@ class Axi4Ram(wiring.Component):
             m.d.sync += [
                 write_busy.eq(1),
                 write_addr.eq(bus.awaddr[word_shift:]),
-                write_error.eq(
-                    out_of_range(bus.awaddr) | in_error_window(bus.awaddr, bus.awlen, "write")
-                ),
-                write_wait.eq(latency),
+                write_error.eq(burst_error("aw")),
                 bus.bid.eq(bus.awid),
             ]
-        with m.If(write_busy & (write_wait != 0)):
-            m.d.sync += write_wait.eq(write_wait - 1)
         with m.If(bus.wvalid & bus.wready):
             m.d.comb += write_port.en.eq(Mux(write_error, 0, bus.wstrb))
             m.d.sync += write_addr.eq(write_addr + 1)
@@ -249,27 +286,18 @@ class Axi4Ram(wiring.Component):
         with m.If(bus.bvalid & bus.bready):
             m.d.sync += bus.bvalid.eq(0)
 
-        if self.bench_ports:
-            for channel in ("ar", "aw"):
-                fire = getattr(bus, f"{channel}valid") & getattr(bus, f"{channel}ready")
-                m.d.sync += getattr(self, f"{channel}_seen").eq(fire)
-                with m.If(fire):
-                    m.d.sync += [
-                        getattr(self, f"{channel}_seen_addr").eq(getattr(bus, f"{channel}addr")),
-                        getattr(self, f"{channel}_seen_len").eq(getattr(bus, f"{channel}len")),
-                    ]
-        return m
-
     def _storage(self, m, depth: int, word_bits: int):
-        """The word store's read and write port: an Amaranth Memory, or the plain Verilog
-        array behind ports of the same shape."""
+        """The word store's read port and two write ports: an Amaranth Memory, or the plain
+        Verilog array behind ports of the same shape."""
         if not self.verilog_array:
             m.submodules.memory = memory = Memory(
                 shape=self.data_width, depth=depth, init=self._init
             )
-            return memory.read_port(), memory.write_port(granularity=8)
+            return memory.read_port(), [memory.write_port(granularity=8) for _ in range(2)]
         read_port = SimpleNamespace(addr=Signal(word_bits), en=Signal(), data=Signal(32))
-        write_port = SimpleNamespace(addr=Signal(word_bits), en=Signal(4), data=Signal(32))
+        write_ports = [
+            SimpleNamespace(addr=Signal(word_bits), en=Signal(4), data=Signal(32)) for _ in range(2)
+        ]
         m.submodules.array = Instance(
             ARRAY_MODULE,
             p_DEPTH=depth,
@@ -278,8 +306,283 @@ class Axi4Ram(wiring.Component):
             i_read_en=read_port.en,
             i_read_addr=read_port.addr,
             o_read_data=read_port.data,
-            i_write_en=write_port.en,
-            i_write_addr=write_port.addr,
-            i_write_data=write_port.data,
+            i_write_en=write_ports[0].en,
+            i_write_addr=write_ports[0].addr,
+            i_write_data=write_ports[0].data,
+            i_write2_en=write_ports[1].en,
+            i_write2_addr=write_ports[1].addr,
+            i_write2_data=write_ports[1].data,
         )
-        return read_port, write_port
+        return read_port, write_ports
+
+
+#: Entries each bench-timing queue holds: cocotbext-axi's AXI slave gives each channel of
+#: AxiRam a queue_occupancy_limit of 2.
+QUEUE_DEPTH = 2
+
+
+class _Slots:
+    """A queue of :data:`QUEUE_DEPTH` entries of named fields in registers, slot 0 the
+    head, with at most two entries taken and two added per clock (taken first)."""
+
+    def __init__(self, name: str, **fields):
+        self.fields = fields
+        self.slots = [
+            {f: Signal(shape, name=f"{name}{i}_{f}") for f, shape in fields.items()}
+            for i in range(QUEUE_DEPTH)
+        ]
+        self.count = Signal(range(QUEUE_DEPTH + 1), name=f"{name}_count")
+
+    def head(self):
+        return self.slots[0]
+
+    def update(self, m, taken, added: list):
+        """Append ``added`` (a list of (valid, entry dict), the valid ones first), then drop
+        ``taken`` entries from the head: the result is entries ``taken ..`` of the queue
+        followed by the added ones (a sink's handshake and its consumer's take in one
+        clock, or a source's beat out and its producer's beats in)."""
+        for index, slot in enumerate(self.slots):
+            position = taken + index  # in the queue followed by the added entries
+            with m.If((position == 0) & (self.count > 0)):
+                m.d.sync += [slot[f].eq(self.slots[0][f]) for f in self.fields]
+            with m.Elif((position == 1) & (self.count > 1)):
+                m.d.sync += [slot[f].eq(self.slots[1][f]) for f in self.fields]
+            for offset, (_, entry) in enumerate(added):
+                with m.Elif(position == self.count + offset):
+                    m.d.sync += [slot[f].eq(entry[f]) for f in self.fields]
+        m.d.sync += self.count.eq(self.count + sum(valid for valid, _ in added) - taken)
+
+
+class _BenchTiming:
+    """The bench RAM's AXI timing: cocotbext-axi's ``AxiRam`` with the bench's per-burst
+    latency, clock for clock (sim/benches/soc.py ``HostMemory``), so either host memory
+    gives a scenario the same rates.
+
+    That model is a sink queue of two per address and W channel, one coroutine per
+    direction that takes a burst from its address queue, waits ``latency_cycles`` clocks,
+    then moves its beats (into a two-beat R queue; out of the W queue), and a source queue
+    of two for R and B. Its timing, as each becomes a register here:
+
+    - a sink's READY for the next clock is "its queue holds fewer than two" after this
+      clock's handshake (the coroutine's take in the same clock is seen a clock later);
+    - a burst is taken as soon as the previous one is done (its last beat queued or
+      consumed, its B queued) and one is queued, even one accepted in this clock; the
+      latency counts from that take, so it overlaps the previous burst's queued beats;
+    - a source offers a queued beat the clock after it was queued, and the next one in the
+      clock its VALID handshake completes.
+    """
+
+    def __init__(self, bus, word_shift: int, word_bits: int, latency):
+        self.bus = bus
+        self.word_shift = word_shift
+        self.word_bits = word_bits
+        self.latency = latency
+
+    def _address_queue(self, m, channel: str, burst_error):
+        """The AR or AW sink: the queue, its READY register and this clock's view of it
+        (count and head after the handshake, before the coroutine takes)."""
+        bus = self.bus
+        queue = _Slots(
+            channel,
+            addr=self.word_bits,
+            axaddr=len(getattr(bus, f"{channel}addr")),  # for the burst record
+            beats=9,
+            id=len(getattr(bus, f"{channel}id")),
+            error=1,
+        )
+        ready = getattr(bus, f"{channel}ready")
+        fire = getattr(bus, f"{channel}valid") & ready
+        incoming = {
+            "addr": getattr(bus, f"{channel}addr")[self.word_shift :][: self.word_bits],
+            "axaddr": getattr(bus, f"{channel}addr"),
+            "beats": getattr(bus, f"{channel}len") + 1,
+            "id": getattr(bus, f"{channel}id"),
+            "error": burst_error(channel),
+        }
+        count = Signal(range(QUEUE_DEPTH + 1), name=f"{channel}_queued")
+        head = {f: Signal(queue.fields[f], name=f"{channel}_head_{f}") for f in queue.fields}
+        m.d.comb += [
+            count.eq(queue.count + fire),
+            *[head[f].eq(Mux(queue.count == 0, incoming[f], queue.head()[f])) for f in head],
+        ]
+        m.d.sync += ready.eq(count < QUEUE_DEPTH)
+        return queue, fire, incoming, count, head
+
+    def _burst_state(self, channel: str):
+        return SimpleNamespace(
+            active=Signal(name=f"{channel}_active"),
+            wait=Signal(LATENCY_BITS, name=f"{channel}_wait"),
+            addr=Signal(self.word_bits, name=f"{channel}_addr"),
+            left=Signal(9, name=f"{channel}_left"),
+            id=Signal(len(getattr(self.bus, f"{channel}id")), name=f"{channel}_id"),
+            error=Signal(name=f"{channel}_error"),
+        )
+
+    def _take(self, m, cur, head, take, moved_now):
+        """Burst bookkeeping for this clock: a take of ``head`` (moving ``moved_now`` of
+        its beats at once when the latency is 0), else the current burst's progress."""
+        latency = self.latency
+        with m.If(take):
+            m.d.sync += [
+                cur.id.eq(head["id"]),
+                cur.error.eq(head["error"]),
+                cur.addr.eq(head["addr"] + moved_now),
+                cur.left.eq(head["beats"] - moved_now),
+                cur.active.eq(1),
+                cur.wait.eq(Mux(latency == 0, 0, latency - 1)),
+            ]
+        with m.Elif(cur.active & (cur.wait != 0)):
+            m.d.sync += cur.wait.eq(cur.wait - 1)
+
+    def elaborate(self, m, read_port, write_ports, burst_error):
+        """Add the timing to ``m``; return ``{"ar": (take, head), "aw": (take, head)}``:
+        each direction's take of a burst from its address queue in this clock, and the
+        queue's head it takes (the fields of :meth:`_address_queue`)."""
+        return {
+            "ar": self._read(m, read_port, burst_error),
+            "aw": self._write(m, write_ports, burst_error),
+        }
+
+    def _read(self, m, read_port, burst_error):
+        bus = self.bus
+        latency = self.latency
+        arq, ar_fire, ar_in, ar_count, head = self._address_queue(m, "ar", burst_error)
+        cur = self._burst_state("ar")
+        rq = _Slots("rq", addr=self.word_bits, last=1, id=len(bus.arid), error=1)
+
+        # The R source: the head beat goes out when the output is free.
+        pop = Signal()
+        m.d.comb += pop.eq((~bus.rvalid | bus.rready) & (rq.count != 0))
+        with m.If(~bus.rvalid | bus.rready):
+            m.d.sync += bus.rvalid.eq(rq.count != 0)
+        beat = rq.head()
+        with m.If(pop):
+            m.d.sync += [
+                bus.rlast.eq(beat["last"]),
+                bus.rid.eq(beat["id"]),
+                bus.rresp.eq(Mux(beat["error"], RESP_SLVERR, RESP_OKAY)),
+            ]
+        m.d.comb += [
+            read_port.addr.eq(beat["addr"]),
+            read_port.en.eq(pop),
+            bus.rdata.eq(Mux(bus.rresp == RESP_OKAY, read_port.data, 0)),
+        ]
+
+        # The read coroutine: queue beats of the current burst while the R queue has room;
+        # when all are queued, take the next burst.
+        space = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += space.eq(QUEUE_DEPTH - (rq.count - pop))
+        moving = cur.active & (cur.wait == 0)
+        old = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += old.eq(Mux(moving, Mux(cur.left < space, cur.left, space), 0))
+        done = moving & (old == cur.left)
+        take = Signal()
+        m.d.comb += take.eq((~cur.active | done) & (ar_count != 0))
+        new = Signal(range(QUEUE_DEPTH + 1))
+        new_now = take & (latency == 0) & (old == 0)
+        m.d.comb += new.eq(Mux(new_now, Mux(head["beats"] < space, head["beats"], space), 0))
+
+        source = {f: Mux(old != 0, getattr(cur, f), head[f]) for f in ("addr", "id", "error")}
+        source["left"] = Mux(old != 0, cur.left, head["beats"])
+        added = []
+        for index in range(QUEUE_DEPTH):
+            added.append(
+                (
+                    (old + new) > index,
+                    {
+                        "addr": source["addr"] + index,
+                        "last": source["left"] == index + 1,
+                        "id": source["id"],
+                        "error": source["error"],
+                    },
+                )
+            )
+        rq.update(m, pop, added)
+        arq.update(m, take, [(ar_fire, ar_in)])
+
+        self._take(m, cur, head, take, new)
+        with m.If(take & new_now & (new == head["beats"])):
+            m.d.sync += cur.active.eq(0)
+        with m.If(~take & (old != 0)):
+            m.d.sync += [cur.addr.eq(cur.addr + old), cur.left.eq(cur.left - old)]
+            with m.If(done):
+                m.d.sync += cur.active.eq(0)
+        return take, head
+
+    def _write(self, m, write_ports, burst_error):
+        bus = self.bus
+        latency = self.latency
+        awq, aw_fire, aw_in, aw_count, head = self._address_queue(m, "aw", burst_error)
+        cur = self._burst_state("aw")
+        wq = _Slots("wq", data=len(bus.wdata), strb=len(bus.wstrb))
+        bq = _Slots("bq", id=len(bus.awid), error=1)
+
+        # The W sink, then this clock's view of its queue.
+        w_fire = bus.wvalid & bus.wready
+        w_in = {"data": bus.wdata, "strb": bus.wstrb}
+        w_count = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += w_count.eq(wq.count + w_fire)
+        m.d.sync += bus.wready.eq(w_count < QUEUE_DEPTH)
+        w_beats = [
+            {f: Mux(wq.count == 0, w_in[f], wq.slots[0][f]) for f in w_in},
+            {f: Mux(wq.count == 1, w_in[f], wq.slots[1][f]) for f in w_in},
+        ]
+
+        # The B source.
+        b_pop = Signal()
+        m.d.comb += b_pop.eq((~bus.bvalid | bus.bready) & (bq.count != 0))
+        with m.If(~bus.bvalid | bus.bready):
+            m.d.sync += bus.bvalid.eq(bq.count != 0)
+        with m.If(b_pop):
+            m.d.sync += [
+                bus.bid.eq(bq.head()["id"]),
+                bus.bresp.eq(Mux(bq.head()["error"], RESP_SLVERR, RESP_OKAY)),
+            ]
+        b_kept = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += b_kept.eq(bq.count - b_pop)
+
+        # The write coroutine: consume the current burst's beats as they are queued; after
+        # the last, queue its B (waiting for room); then take the next burst.
+        moving = cur.active & (cur.wait == 0)
+        old = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += old.eq(Mux(moving, Mux(cur.left < w_count, cur.left, w_count), 0))
+        old_b = Signal()
+        m.d.comb += old_b.eq(moving & (old == cur.left) & (b_kept < QUEUE_DEPTH))
+        take = Signal()
+        m.d.comb += take.eq((~cur.active | old_b) & (aw_count != 0))
+        new_now = take & (latency == 0) & (old == 0)
+        new = Signal(range(QUEUE_DEPTH + 1))
+        m.d.comb += new.eq(Mux(new_now, Mux(head["beats"] < w_count, head["beats"], w_count), 0))
+        new_b = Signal()
+        m.d.comb += new_b.eq(new_now & (new == head["beats"]) & (b_kept + old_b < QUEUE_DEPTH))
+
+        for index, port in enumerate(write_ports):
+            # Beat `index` of this clock's consumed ones: the current burst's first, then
+            # the new burst's.
+            from_old = index < old
+            addr = Mux(from_old, cur.addr + index, head["addr"] + index - old)
+            error = Mux(from_old, cur.error, head["error"])
+            m.d.comb += [
+                port.addr.eq(addr),
+                port.data.eq(w_beats[index]["data"]),
+                port.en.eq(Mux((index < old + new) & ~error, w_beats[index]["strb"], 0)),
+            ]
+        wq.update(m, old + new, [(w_fire, w_in)])
+        # Two B responses in one clock only when a B that waited for room goes with a burst
+        # taken and finished at once.
+        first_b = {f: Mux(old_b, getattr(cur, f), head[f]) for f in ("id", "error")}
+        bq.update(
+            m,
+            b_pop,
+            [(old_b | new_b, first_b), (old_b & new_b, {"id": head["id"], "error": head["error"]})],
+        )
+        awq.update(m, take, [(aw_fire, aw_in)])
+
+        self._take(m, cur, head, take, new)
+        with m.If(take & new_b):
+            m.d.sync += cur.active.eq(0)
+        with m.If(~take & moving):
+            m.d.sync += [cur.addr.eq(cur.addr + old), cur.left.eq(cur.left - old)]
+            with m.If(old_b):
+                m.d.sync += cur.active.eq(0)
+        return take, head

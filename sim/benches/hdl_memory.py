@@ -5,17 +5,21 @@ callers (the driver model's platform, the scenario's sampler and checks): ``read
 ``write`` of bytes, ``latency_cycles``, ``error_windows`` and the ``bursts`` record. The
 bytes live in the RAM's word array in the simulator; ``read``/``write`` reach it through
 the array's handle (a backdoor: no bus cycles, effective at once), and the burst record
-comes from the RAM's one-pulse-per-burst ports, so Python wakes once per burst rather than
-on every beat.
+comes from the RAM's counters of the bursts it took (with the last one's address and
+length), so Python wakes once per burst rather than on every beat, reads those ports only
+once the time step has settled, and checks at the end that it saw every burst the
+counters counted. The RAM's bench timing is AxiRam's with the bench's
+per-burst latency, clock for clock (``_BenchTiming`` in hdl/bus/axi4_ram.py), so a scenario
+gives the same numbers on either memory.
 """
 
 from __future__ import annotations
 
 import cocotb
 from cocotb.handle import Immediate
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, ValueChange
 
-from macdma.hdl.bus.axi4_ram import ERROR_WINDOWS
+from macdma.hdl.bus.axi4_ram import BURST_COUNT_BITS, ERROR_WINDOWS
 
 from .soc import BurstRecord
 
@@ -29,7 +33,8 @@ class HdlHostMemory:
     """Host memory of ``size`` bytes in ``dut``'s ``host_ram`` (a ``macdma_soc_hostmem``).
 
     Members: ``bursts`` (a list of :class:`~macdma.sim.benches.soc.BurstRecord`, appended
-    as the RAM accepts each burst once :meth:`start` ran), ``latency_cycles`` and
+    as the RAM takes each burst once :meth:`start` ran, when AxiRam's coroutine would take
+    it), ``latency_cycles`` and
     ``error_windows`` (``(start, end, "r"/"w"/"rw")``, at most two), both set on the RAM's
     ports when assigned.
     """
@@ -46,6 +51,9 @@ class HdlHostMemory:
         self._words = dut.host_ram.array.words
         self._handles: dict[int, object] = {}
         self.bursts: list[BurstRecord] = []
+        # Bursts recorded per direction (write?) since start(), and the RAM's count then.
+        self._recorded = {False: 0, True: 0}
+        self._counted_from: dict[bool, int] = {}
         self._latency_cycles = 0
         self._error_windows: tuple[tuple[int, int, str], ...] = ()
         self.latency_cycles = 0
@@ -54,17 +62,52 @@ class HdlHostMemory:
     def start(self) -> None:
         """Start recording bursts."""
         for channel, write in (("ar", False), ("aw", True)):
+            self._counted_from[write] = self._count(channel)
             cocotb.start_soon(self._record(channel, write))
 
+    def _count(self, channel: str) -> int:
+        value = getattr(self.dut, f"mem_{channel}_bursts").value
+        # Icarus starts the counter at X and settles it to 0 at time 0.
+        return int(value) if value.is_resolvable else 0
+
     async def _record(self, channel: str, write: bool) -> None:
-        seen = getattr(self.dut, f"mem_{channel}_seen")
-        addr = getattr(self.dut, f"mem_{channel}_seen_addr")
-        length = getattr(self.dut, f"mem_{channel}_seen_len")
+        counter = getattr(self.dut, f"mem_{channel}_bursts")
+        addr = getattr(self.dut, f"mem_{channel}_burst_addr")
+        length = getattr(self.dut, f"mem_{channel}_burst_len")
+        recorded = self._counted_from[write]
         while True:
-            await RisingEdge(seen)
+            await ValueChange(counter)
+            # The address and length registers change in the same clock edge as the
+            # counter, but a simulator may call back on the counter before it applied
+            # them (Icarus does): read all three once the time step has settled.
+            await ReadOnly()
+            value = counter.value
+            if not value.is_resolvable:
+                continue
+            count = int(value)
+            if count == recorded:
+                continue  # Icarus' X -> 0 at time 0: not a burst
+            # One burst per change: the RAM takes at most one per clock and direction. A
+            # skipped count is not recorded here; check_record() reports it.
+            recorded = count
+            self._recorded[write] += 1
             self.bursts.append(
                 BurstRecord(write, int(addr.value), int(length.value) + 1, _WORD_SIZE)
             )
+
+    async def check_record(self) -> None:
+        """Raise if the burst record missed a burst the RAM's counters counted since
+        :meth:`start` (call it at the end of a run; it waits for the time step to settle,
+        so the record has every burst taken up to now)."""
+        await ReadOnly()
+        for channel, write in (("ar", False), ("aw", True)):
+            counted = (self._count(channel) - self._counted_from[write]) % (1 << BURST_COUNT_BITS)
+            if counted != self._recorded[write]:
+                raise AssertionError(
+                    f"host memory burst record: the RAM took {counted} "
+                    f"{'write' if write else 'read'} bursts, the record has "
+                    f"{self._recorded[write]}"
+                )
 
     @property
     def latency_cycles(self) -> int:

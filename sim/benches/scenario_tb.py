@@ -233,6 +233,9 @@ async def test_scenario(dut):
         else stats_after[key]
         for key in stats_after
     }
+    # The burst record is complete up to now (the HDL memory checks it against its
+    # counters; this ends the run's simulated time).
+    await bench.memory.check_record()
     record.update(
         driver=driver_stats,
         cpu=cpu_report,
