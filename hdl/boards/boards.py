@@ -32,9 +32,9 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # its first register (5.83 ns clock-to-output, then 1.4 to 2.2 ns of routing depending on
 # placement: 124.0 to 138.7 MHz over two seeds each, docs/synthesis.md).
 # PTP timestamps stay out too: with them (ptp=True, otherwise as here) tx reached 124.8 MHz
-# at the default seed (sync 48.6, rx 130.4): MacTx's MII nibble phase -> the register
-# slice's ready -> MacTx's CRC register, 8.02 ns (5.60 of it routing), the 10/100 select
-# path the design has without PTP too (docs/synthesis.md).
+# at the default seed (sync 48.6, rx 130.4): MAC_CTRL.mii_select -> MacTx's nibble phase
+# -> LUTs of the register slice's handshake (shared with PTP's request queue beside it)
+# -> MacTx's CRC register, 8.02 ns, 5.60 of it routing (docs/synthesis.md).
 COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False)
 
 # The Versa has every option. With TX checksum insertion its tx clock had fallen to
