@@ -34,7 +34,8 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # PTP timestamps stay out too: with them (ptp=True, otherwise as here) tx reached 124.8 MHz
 # at the default seed (sync 48.6, rx 130.4): MAC_CTRL.mii_select -> MacTx's nibble phase
 # -> LUTs of the register slice's handshake (shared with PTP's request queue beside it)
-# -> MacTx's CRC register, 8.02 ns, 5.60 of it routing (docs/synthesis.md).
+# -> MacTx's CRC register, 8.02 ns, 5.60 of it routing; 121.9 MHz on the same path with
+# nextpnr --seed 2 (docs/synthesis.md).
 COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False)
 
 # The Versa has every option. With TX checksum insertion its tx clock had fallen to
