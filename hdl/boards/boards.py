@@ -31,13 +31,20 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # before): with or without it the tx clock's critical path is the TX FIFO's block RAM to
 # its first register (5.83 ns clock-to-output, then 1.4 to 2.2 ns of routing depending on
 # placement: 124.0 to 138.7 MHz over two seeds each, docs/synthesis.md).
-# PTP timestamps are left out of both boards until synthesised with them.
+# PTP timestamps stay out too: with them (ptp=True, otherwise as here) tx reached 124.8 MHz
+# at the default seed (sync 48.6, rx 130.4): MAC_CTRL.mii_select -> MacTx's nibble phase
+# -> LUTs of the register slice's handshake (shared with PTP's request queue beside it)
+# -> MacTx's CRC register, 8.02 ns, 5.60 of it routing; 121.9 MHz on the same path with
+# nextpnr --seed 2 (docs/synthesis.md).
 COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False)
 
-# The Versa keeps every option but PTP. With TX checksum insertion its tx clock had fallen to
+# The Versa has every option. With TX checksum insertion its tx clock had fallen to
 # 115.96 MHz (the TX FIFO's read side: frame start and word pop chains); with that read
-# side pipelined it reached 146.3 MHz (docs/synthesis.md).
-VERSA_SOC = SocParams(tx_checksum=True, ptp=False)
+# side pipelined it reached 146.3 MHz. PTP then took it to 115.0 MHz (the TX SFD strobe
+# into an AsyncFIFO's write pointer logic); with that crossing's pointer moved by the
+# strobe alone: sync 60.7, tx 127.8, rx 138.6 MHz, all met (docs/synthesis.md). The
+# versa-ecp5-100m build keeps BoardConfig's default options (no RX checksum, no PTP).
+VERSA_SOC = SocParams(tx_checksum=True, ptp=True)
 
 BOARDS = {
     # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The

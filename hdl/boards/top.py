@@ -14,7 +14,7 @@ Every domain's reset is released synchronously to its own clock once the PLL has
 others have a clock).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from amaranth import *
 from amaranth.lib import io, wiring
@@ -54,6 +54,7 @@ class BoardConfig:
     ram_bytes: int = 16384
     uart_baud: int = 115200
     # RX checksum is off in the board builds until it has been synthesised and timed there.
+    # Its sys_clk_hz is ignored: BoardCore gives the SoC this board's.
     soc: SocParams = SocParams(rx_checksum=False, ptp=False)
 
     def __post_init__(self):
@@ -113,7 +114,9 @@ class BoardCore(wiring.Component):
         m = Module()
         cfg = self.config
 
-        m.submodules.soc = soc = MacDmaSoc(cfg.soc)
+        # The SoC is told the board's system clock: PTP_NOMINAL, the PTP clock's default
+        # increment, is its period.
+        m.submodules.soc = soc = MacDmaSoc(replace(cfg.soc, sys_clk_hz=cfg.sys_clk_hz))
         m.submodules.rgmii = adapter = self.adapter
         connect(m, soc.gmii_tx, adapter.gmii_tx)
         connect(m, soc.gmii_rx, adapter.gmii_rx)

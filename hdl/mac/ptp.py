@@ -22,6 +22,7 @@ pins (the synchronisers' stages); docs/mac.md gives it per link speed, as measur
 
 from amaranth import *
 from amaranth.lib import wiring
+from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
@@ -208,17 +209,57 @@ class TxTimestamper(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # An AsyncFIFO rather than a pulse synchronizer: its read side sees each strobe
-        # exactly once whatever the two clocks' ratio.
-        m.submodules.sfd_cdc = to_sync = AsyncFIFO(
-            width=TS_ID_BITS, depth=4, w_domain="tx", r_domain="sync"
+        # A 4-entry ring of request numbers with a Gray-coded write pointer, read in
+        # ``sync`` like an AsyncFIFO (which it replaced: its write pointer's next value
+        # hung off ``w_en``, and in a board build the strobe -> full check -> increment ->
+        # Gray encode chain was the tx clock's critical path). Here the strobe only enables
+        # flip-flops whose next values come from registers, and the pointer moves at the
+        # same tx edge as the AsyncFIFO's did: the ``sync`` side sees each strobe exactly
+        # once, as many cycles later as before, whatever the two clocks' ratio.
+        # No full check: one strobe per transmitted frame (more than 72 byte times apart)
+        # while ``sync`` (at least 41.7 MHz at 1 Gb/s) takes one per cycle, 2 to 3 cycles
+        # after it crossed, so the ring never holds more than one.
+        w_bin = Signal(3)
+        w_gry = Signal(3)
+        w_next = Signal(3)
+        m.d.comb += w_next.eq(w_bin + 1)
+        ids = Array(Signal(TS_ID_BITS, name=f"id{i}") for i in range(4))
+        with m.If(self.sfd):
+            m.d.tx += [
+                w_bin.eq(w_next),
+                w_gry.eq(w_next ^ (w_next >> 1)),
+                ids[w_bin[:2]].eq(self.sfd_id),
+            ]
+
+        w_gry_sync = Signal(3)
+        m.submodules.pointer_cdc = FFSynchronizer(w_gry, w_gry_sync, o_domain="sync")
+        r_bin = Signal(3, reset_less=True)
+        r_gry = Signal(3, reset_less=True)
+        r_next = Signal(3)
+        m.d.comb += r_next.eq(r_bin + 1)
+        # As in AsyncFIFO, the write side's reset empties the ring: the read pointer
+        # (reset-less) takes the synchronised write pointer while the reset lasts.
+        tx_reset = Signal()
+        m.submodules.reset_cdc = AsyncFFSynchronizer(
+            ResetSignal("tx", allow_reset_less=True), tx_reset, o_domain="sync"
         )
+        available = Signal()
+        m.d.comb += available.eq((r_gry != w_gry_sync) & ~tx_reset)
+        with m.If(tx_reset):
+            m.d.sync += [r_gry.eq(w_gry_sync), r_bin.eq(_gray_decode(w_gry_sync))]
+        with m.Elif(available):
+            m.d.sync += [r_bin.eq(r_next), r_gry.eq(r_next ^ (r_next >> 1))]
         m.d.comb += [
-            to_sync.w_en.eq(self.sfd),
-            to_sync.w_data.eq(self.sfd_id),
-            to_sync.r_en.eq(1),
-            self.ts_valid.eq(to_sync.r_rdy),
-            self.ts_id.eq(to_sync.r_data),
+            self.ts_valid.eq(available),
+            self.ts_id.eq(ids[r_bin[:2]]),
             self.ts_ns.eq(self.time_ns[:32]),
         ]
         return m
+
+
+def _gray_decode(gray):
+    """Binary value of a Gray code (an XOR of each bit and the ones above it)."""
+    bits = [gray[-1]]
+    for i in reversed(range(len(gray) - 1)):
+        bits.insert(0, bits[0] ^ gray[i])
+    return Cat(*bits)
