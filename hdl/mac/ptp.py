@@ -26,6 +26,8 @@ from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from ..dma.prefetch_fifo import gray_decode, gray_encode
+
 __all__ = [
     "INCREMENT_FRACTION_BITS",
     "TS_ID_BITS",
@@ -227,7 +229,7 @@ class TxTimestamper(wiring.Component):
         with m.If(self.sfd):
             m.d.tx += [
                 w_bin.eq(w_next),
-                w_gry.eq(w_next ^ (w_next >> 1)),
+                w_gry.eq(gray_encode(w_next, 3)),
                 ids[w_bin[:2]].eq(self.sfd_id),
             ]
 
@@ -246,20 +248,12 @@ class TxTimestamper(wiring.Component):
         available = Signal()
         m.d.comb += available.eq((r_gry != w_gry_sync) & ~tx_reset)
         with m.If(tx_reset):
-            m.d.sync += [r_gry.eq(w_gry_sync), r_bin.eq(_gray_decode(w_gry_sync))]
+            m.d.sync += [r_gry.eq(w_gry_sync), r_bin.eq(gray_decode(w_gry_sync))]
         with m.Elif(available):
-            m.d.sync += [r_bin.eq(r_next), r_gry.eq(r_next ^ (r_next >> 1))]
+            m.d.sync += [r_bin.eq(r_next), r_gry.eq(gray_encode(r_next, 3))]
         m.d.comb += [
             self.ts_valid.eq(available),
             self.ts_id.eq(ids[r_bin[:2]]),
             self.ts_ns.eq(self.time_ns[:32]),
         ]
         return m
-
-
-def _gray_decode(gray):
-    """Binary value of a Gray code (an XOR of each bit and the ones above it)."""
-    bits = [gray[-1]]
-    for i in reversed(range(len(gray) - 1)):
-        bits.insert(0, bits[0] ^ gray[i])
-    return Cat(*bits)
