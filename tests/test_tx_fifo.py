@@ -8,6 +8,7 @@ import pytest
 from amaranth import *
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+from unbuilt import rejected
 
 from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH, gray_decode, gray_encode
 from macdma.hdl.dma.tx_fifo import TxFrameFifo
@@ -510,10 +511,11 @@ def test_tx_reset_drops_the_rest_of_the_current_frame_only():
         {"depth_bytes": 3000},
         {"depth_bytes": 131072},
         {"data_width": "32"},
+        {"checksum": 1},
     ],
 )
 def test_bad_parameters(kwargs):
-    with pytest.raises(ValueError, match=str(next(iter(kwargs.values())))):
+    with rejected(ValueError, str(next(iter(kwargs.values())))):
         TxFrameFifo(**kwargs)
 
 

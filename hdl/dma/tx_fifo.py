@@ -139,14 +139,9 @@ class TxFrameFifo(wiring.Component):
         checksum: bool = False,
         timestamps: bool = False,
     ):
-        try:
-            check_fifo_params(data_width, depth_bytes)
-            if not isinstance(checksum, bool):
-                raise ValueError(f"checksum must be True or False, not {checksum!r}")
-        except ValueError:
-            # The half-built object would otherwise warn "created but never used" at GC.
-            self._MustUse__silence = True
-            raise
+        check_fifo_params(data_width, depth_bytes)
+        if not isinstance(checksum, bool):
+            raise ValueError(f"checksum must be True or False, not {checksum!r}")
         self._checksum = checksum
         self._timestamps = bool(timestamps)
         self._data_width = data_width
