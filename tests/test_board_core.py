@@ -10,9 +10,12 @@ from amaranth import *
 from amaranth.sim import Simulator
 from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
 from uart_model import SimUart
+from unbuilt import elaborate
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
+from macdma.hdl.boards import top
+from macdma.hdl.boards.boards import BOARDS
 from macdma.hdl.boards.top import BoardConfig, BoardCore
 from macdma.hdl.boards.uart_bridge import PHY_ADDR, RAM_BASE
 
@@ -174,3 +177,20 @@ def test_mdio_through_the_bridge_and_the_register_bank():
     assert phy.registers[0] == 0x1140 and phy.contention == 0
     for rises in (phy.rises[:64], phy.rises[64:]):
         assert {b - a for a, b in zip(rises, rises[1:], strict=False)} == {8}  # MDIO_CTRL 4
+
+
+def test_the_soc_is_told_the_boards_system_clock(monkeypatch):
+    """PTP_NOMINAL, the PTP clock's default increment, is the system clock's period: the
+    board core builds its SoC for the board's clock, whatever its SocParams say."""
+    built = []
+
+    class RecordingSoc(top.MacDmaSoc):
+        def __init__(self, params):
+            built.append(params)
+            super().__init__(params)
+
+    monkeypatch.setattr(top, "MacDmaSoc", RecordingSoc)
+    config = BOARDS["versa-ecp5"].config
+    assert config.soc.sys_clk_hz != config.sys_clk_hz  # the default would be wrong here
+    elaborate(BoardCore(config))
+    assert [params.sys_clk_hz for params in built] == [config.sys_clk_hz]
