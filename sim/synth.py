@@ -206,6 +206,8 @@ BLOCKS = {
         "soc.mac.tx_pause_ack_sync",
         "soc.flow_control",
     ),
+    # Before the MAC, which would otherwise take its TX timestamp request queue.
+    "PTP clock and timestamps": ("soc.ptp", "soc.mac.tx_ts_flags"),
     "MAC (TX, RX, RGMII)": ("soc.mac", "rgmii"),
     "TX frame FIFO": ("soc.tx_fifo",),
     "RX frame FIFO": ("soc.rx_fifo",),
