@@ -68,9 +68,12 @@ class MacTx(wiring.Component):
 
         # The framer produces one symbol (byte) per `advance`; the output stage below
         # puts it on the pins, as two nibbles in MII mode.
+        # nibble_phase is only ever set in MII mode (the output stage below), so it alone
+        # says a high nibble is still to go: mii_select, a configuration bit from another
+        # clock domain, stays off the path from `advance` to the CRC and the FSM.
         nibble_phase = Signal()
         advance = Signal()
-        m.d.comb += advance.eq(self.clk_enable & ~(self.mii_select & nibble_phase))
+        m.d.comb += advance.eq(self.clk_enable & ~nibble_phase)
 
         symbol = Signal(8)
         symbol_en = Signal()
@@ -111,9 +114,10 @@ class MacTx(wiring.Component):
                         m.next = "Start Delimiter"
 
             with m.State("Start Delimiter"):
-                m.d.comb += [symbol.eq(SFD_BYTE), symbol_en.eq(1)]
+                # The CRC restarts on every clock of this state, `advance` or not, so its
+                # `start` comes from the state register alone (it feeds the CRC's XOR tree).
+                m.d.comb += [symbol.eq(SFD_BYTE), symbol_en.eq(1), crc.start.eq(1)]
                 with m.If(advance):
-                    m.d.comb += crc.start.eq(1)
                     m.d.sync += [data_count.eq(0), short.eq(1)]
                     m.next = "Frame Data"
 
@@ -126,7 +130,6 @@ class MacTx(wiring.Component):
                             self.i.ready.eq(1),
                             symbol.eq(self.i.p.data),
                             crc.valid.eq(1),
-                            crc.data.eq(self.i.p.data),
                         ]
                         m.d.sync += [
                             data_count.eq(next_count),
@@ -149,7 +152,7 @@ class MacTx(wiring.Component):
             with m.State("Pad"):
                 m.d.comb += symbol_en.eq(1)
                 with m.If(advance):
-                    m.d.comb += [crc.valid.eq(1), crc.data.eq(0)]
+                    m.d.comb += crc.valid.eq(1)
                     m.d.sync += [
                         data_count.eq(next_count),
                         short.eq(data_count < MIN_DATA_LENGTH - 2),
@@ -180,6 +183,10 @@ class MacTx(wiring.Component):
                         m.next = "Idle"
 
         m.d.comb += self.idle.eq(fsm.ongoing("Idle"))
+        # The CRC's data, like its `start`, depends on registers only (the client's byte,
+        # or zero while padding); `advance` reaches the CRC through `valid` alone, the
+        # enable of its register, not through the XOR tree.
+        m.d.comb += crc.data.eq(Mux(fsm.ongoing("Pad"), 0, self.i.p.data))
 
         # Counted down from the configured gap (0 counts as 1), so no adder or comparison
         # with the configuration sits on the path to the state register.
