@@ -33,6 +33,7 @@ __all__ = [
     "TS_ID_BITS",
     "PtpClock",
     "RxTimestamper",
+    "StrobeCounterCrossing",
     "TxTimestamper",
     "nominal_increment",
 ]
@@ -110,6 +111,68 @@ class PtpClock(wiring.Component):
         return m
 
 
+class StrobeCounterCrossing(wiring.Component):
+    """Strobes in domain ``w`` counted into domain ``r``, one per ``r`` cycle.
+
+    The ``w`` side counts strobes in binary and Gray code; the strobe only enables those
+    flip-flops, whose next values come from registers, so no logic hangs off it (an
+    AsyncFIFO's write pointer hung its full check, increment and Gray encode off
+    ``w_en``: in the board builds that chain behind the MAC's SFD strobe was the tx and
+    rx clocks' critical path). The ``r`` side follows the synchronised Gray count one step
+    per cycle. No full check: strobes come once per frame (more than 64 byte times apart)
+    and ``r`` (``sync``, at least 41.7 MHz at 1 Gb/s) takes one per cycle, 2 to 3 cycles
+    after it crossed, so it never falls a whole count behind.
+
+    Members
+    -------
+    strobe : In(1), ``w`` domain
+    count : Out(width), ``w`` domain
+        Strobes so far (modulo ``2**width``), the strobe of this cycle not included.
+    pending : Out(1), ``r`` domain
+        A strobe has crossed and is taken in this cycle.
+    taken : Out(width), ``r`` domain
+        Strobes taken before this cycle's: ``taken + 1`` is the number the pending
+        strobe had on the ``w`` side (``count`` after it).
+
+    As in an AsyncFIFO, a reset of ``w`` empties the crossing: the reset-less ``r`` count
+    takes the synchronised ``w`` count while the reset lasts.
+    """
+
+    def __init__(self, width: int, *, w_domain: str, r_domain: str):
+        self._width = width
+        self._w_domain = w_domain
+        self._r_domain = r_domain
+        super().__init__(
+            {"strobe": In(1), "count": Out(width), "pending": Out(1), "taken": Out(width)}
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        width, w, r = self._width, self._w_domain, self._r_domain
+        w_gry = Signal(width)
+        w_next = Signal(width)
+        m.d.comb += w_next.eq(self.count + 1)
+        with m.If(self.strobe):
+            m.d[w] += [self.count.eq(w_next), w_gry.eq(gray_encode(w_next, width))]
+
+        w_gry_sync = Signal(width)
+        m.submodules.count_cdc = FFSynchronizer(w_gry, w_gry_sync, o_domain=r)
+        r_gry = Signal(width, reset_less=True)
+        r_next = Signal(width)
+        taken = Signal(width, reset_less=True)
+        m.d.comb += [self.taken.eq(taken), r_next.eq(taken + 1)]
+        w_reset = Signal()
+        m.submodules.reset_cdc = AsyncFFSynchronizer(
+            ResetSignal(w, allow_reset_less=True), w_reset, o_domain=r
+        )
+        m.d.comb += self.pending.eq((r_gry != w_gry_sync) & ~w_reset)
+        with m.If(w_reset):
+            m.d[r] += [r_gry.eq(w_gry_sync), taken.eq(gray_decode(w_gry_sync))]
+        with m.Elif(self.pending):
+            m.d[r] += [taken.eq(r_next), r_gry.eq(gray_encode(r_next, width))]
+        return m
+
+
 class RxTimestamper(wiring.Component):
     """SFD times for received frames, paired with the frames entering the RX FIFO.
 
@@ -143,24 +206,19 @@ class RxTimestamper(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        sequence = Signal(SEQUENCE_BITS)  # number of the last SFD
-        with m.If(self.sfd):
-            m.d.rx += sequence.eq(sequence + 1)
-
-        # rx -> sync: the SFD's number; its arrival latches the clock.
-        m.submodules.sfd_cdc = to_sync = AsyncFIFO(
-            width=SEQUENCE_BITS, depth=4, w_domain="rx", r_domain="sync"
+        # rx -> sync: the SFDs, numbered; a number's arrival latches the clock.
+        m.submodules.sfd_cdc = to_sync = StrobeCounterCrossing(
+            SEQUENCE_BITS, w_domain="rx", r_domain="sync"
         )
+        sequence = to_sync.count  # number of the last SFD
         # sync -> rx: the number with the time latched for it.
         m.submodules.time_cdc = to_rx = AsyncFIFO(
             width=SEQUENCE_BITS + 32, depth=4, w_domain="sync", r_domain="rx"
         )
         m.d.comb += [
-            to_sync.w_en.eq(self.sfd),
-            to_sync.w_data.eq(sequence + 1),
-            to_sync.r_en.eq(1),
-            to_rx.w_en.eq(to_sync.r_rdy),
-            to_rx.w_data.eq(Cat(to_sync.r_data, self.time_ns[:32])),
+            to_sync.strobe.eq(self.sfd),
+            to_rx.w_en.eq(to_sync.pending),
+            to_rx.w_data.eq(Cat((to_sync.taken + 1)[:SEQUENCE_BITS], self.time_ns[:32])),
             to_rx.r_en.eq(1),
         ]
 
@@ -211,49 +269,17 @@ class TxTimestamper(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # A 4-entry ring of request numbers with a Gray-coded write pointer, read in
-        # ``sync`` like an AsyncFIFO (which it replaced: its write pointer's next value
-        # hung off ``w_en``, and in a board build the strobe -> full check -> increment ->
-        # Gray encode chain was the tx clock's critical path). Here the strobe only enables
-        # flip-flops whose next values come from registers, and the pointer moves at the
-        # same tx edge as the AsyncFIFO's did: the ``sync`` side sees each strobe exactly
-        # once, as many cycles later as before, whatever the two clocks' ratio.
-        # No full check: one strobe per transmitted frame (more than 72 byte times apart)
-        # while ``sync`` (at least 41.7 MHz at 1 Gb/s) takes one per cycle, 2 to 3 cycles
-        # after it crossed, so the ring never holds more than one.
-        w_bin = Signal(3)
-        w_gry = Signal(3)
-        w_next = Signal(3)
-        m.d.comb += w_next.eq(w_bin + 1)
+        # The strobes cross as a count; the request numbers wait in a 4-entry ring written
+        # in ``tx`` at the strobe and read in ``sync`` once the strobe has crossed (stable
+        # by then). The ``sync`` side sees each strobe exactly once.
+        m.submodules.sfd_cdc = crossing = StrobeCounterCrossing(3, w_domain="tx", r_domain="sync")
         ids = Array(Signal(TS_ID_BITS, name=f"id{i}") for i in range(4))
+        m.d.comb += crossing.strobe.eq(self.sfd)
         with m.If(self.sfd):
-            m.d.tx += [
-                w_bin.eq(w_next),
-                w_gry.eq(gray_encode(w_next, 3)),
-                ids[w_bin[:2]].eq(self.sfd_id),
-            ]
-
-        w_gry_sync = Signal(3)
-        m.submodules.pointer_cdc = FFSynchronizer(w_gry, w_gry_sync, o_domain="sync")
-        r_bin = Signal(3, reset_less=True)
-        r_gry = Signal(3, reset_less=True)
-        r_next = Signal(3)
-        m.d.comb += r_next.eq(r_bin + 1)
-        # As in AsyncFIFO, the write side's reset empties the ring: the read pointer
-        # (reset-less) takes the synchronised write pointer while the reset lasts.
-        tx_reset = Signal()
-        m.submodules.reset_cdc = AsyncFFSynchronizer(
-            ResetSignal("tx", allow_reset_less=True), tx_reset, o_domain="sync"
-        )
-        available = Signal()
-        m.d.comb += available.eq((r_gry != w_gry_sync) & ~tx_reset)
-        with m.If(tx_reset):
-            m.d.sync += [r_gry.eq(w_gry_sync), r_bin.eq(gray_decode(w_gry_sync))]
-        with m.Elif(available):
-            m.d.sync += [r_bin.eq(r_next), r_gry.eq(gray_encode(r_next, 3))]
+            m.d.tx += ids[crossing.count[:2]].eq(self.sfd_id)
         m.d.comb += [
-            self.ts_valid.eq(available),
-            self.ts_id.eq(ids[r_bin[:2]]),
+            self.ts_valid.eq(crossing.pending),
+            self.ts_id.eq(ids[crossing.taken[:2]]),
             self.ts_ns.eq(self.time_ns[:32]),
         ]
         return m
