@@ -159,3 +159,36 @@ def test_other_opcodes_do_not_pause():
             assert not ctx.get(dut.stats.lfc_pkt)
 
     run(dut, bench)
+
+
+def pause_events_run(events, *, clocks):
+    """Drive a PauseReceiver with PAUSE events {clock: quanta} (rx_lfc_ack always high);
+    return the clocks at which rx_lfc_req is high."""
+    dut = PauseReceiver()
+    high = []
+
+    async def bench(ctx):
+        ctx.set(dut.config.en, 1)
+        ctx.set(dut.config.opcode, PAUSE_OPCODE)
+        ctx.set(dut.rx_lfc_en, 1)
+        ctx.set(dut.rx_lfc_ack, 1)
+        ctx.set(dut.clk_enable, 1)
+        ctx.set(dut.event.p.opcode, PAUSE_OPCODE)
+        for clock in range(clocks):
+            ctx.set(dut.event.valid, clock in events)
+            ctx.set(dut.event.p.quanta, events.get(clock, 0))
+            await ctx.tick()
+            if ctx.get(dut.rx_lfc_req):
+                high.append(clock)
+
+    run(dut, bench)
+    return high
+
+
+def test_a_new_pause_restarts_the_count_and_an_xon_ends_it():
+    # A second PAUSE mid-count starts its own quanta from its own clock, fraction included.
+    high = pause_events_run({0: 1, 40: 2}, clocks=300)
+    assert high == list(range(1, 41 + 2 * GMII_CLOCKS_PER_QUANTUM))
+    # An XON (quanta 0) ends the pause at once.
+    high = pause_events_run({0: 100, 10: 0}, clocks=50)
+    assert high == list(range(1, 11))

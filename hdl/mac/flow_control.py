@@ -51,6 +51,63 @@ def quanta_step(mii_select):
     return Mux(mii_select, mii_step, gmii_step)
 
 
+class QuantaTimer(wiring.Component):
+    """Counts pause quanta (512 bit times) down to zero, in the PHY's clock domain.
+
+    Whole quanta and the fraction of the current one are counted apart: the fraction
+    counts up by :func:`quanta_step` per counting clock and each wrap takes one quantum,
+    so no wide comparison or saturating subtraction sits on the counter's path (the
+    24-bit ``timer - step`` with ``timer > step`` it replaced was the tx clock's critical
+    path in a board build). A timer loaded with Q quanta runs out after exactly Q * 512
+    bit times of counting clocks.
+
+    Members
+    -------
+    load : In(1)
+        Load ``quanta`` (0 stops the timer); wins over ``count``.
+    quanta : In(16)
+    count : In(1)
+        One PHY clock's worth of bit times has passed (clock enable, and whatever else
+        the timer waits for).
+    mii_select : In(1)
+        MII: a clock carries 4 bits, not 8.
+    running : Out(1)
+        Quanta remain (a register's bit).
+    expire : Out(1)
+        This clock's count takes the last quantum: ``running`` falls at the clock edge
+        (unless a ``load`` in the same clock starts the timer again).
+    """
+
+    load: In(1)
+    quanta: In(16)
+    count: In(1)
+    mii_select: In(1)
+    running: Out(1)
+    expire: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        # Whole quanta left less one, as a 17-bit two's complement number: its sign bit is
+        # "stopped", so neither `running` nor the expiry needs a comparison of its own.
+        remaining = Signal(17, init=(1 << 17) - 1)
+        fraction = Signal(QUANTA_FRACTION_BITS)
+        step = quanta_step(self.mii_select)
+        advanced = fraction + step
+        wraps = advanced[QUANTA_FRACTION_BITS]
+        decremented = remaining - 1
+        m.d.comb += [
+            self.running.eq(~remaining[16]),
+            self.expire.eq(self.count & self.running & wraps & decremented[16]),
+        ]
+        with m.If(self.load):
+            m.d.sync += [remaining.eq(self.quanta - 1), fraction.eq(0)]
+        with m.Elif(self.count & self.running):
+            m.d.sync += fraction.eq(advanced)
+            with m.If(wraps):
+                m.d.sync += remaining.eq(decremented)
+        return m
+
+
 def _big_endian(byte_values):
     """The value of bytes in wire order (first byte most significant), as on the wire."""
     return Cat(*reversed(byte_values))
@@ -305,26 +362,29 @@ class PauseReceiver(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        timer = Signal(16 + QUANTA_FRACTION_BITS)
-        step = quanta_step(self.mii_select)
+        m.submodules.timer = timer = QuantaTimer()
+        pause = self.event.valid & self.config.en & (self.event.p.opcode == self.config.opcode)
+        m.d.comb += [
+            timer.load.eq(pause),
+            timer.quanta.eq(self.event.p.quanta),
+            timer.count.eq(self.clk_enable & self.rx_lfc_ack),
+            timer.mii_select.eq(self.mii_select),
+        ]
 
         m.d.sync += [
-            self.rx_lfc_req.eq((timer != 0) & self.rx_lfc_en & self.config.en),
+            self.rx_lfc_req.eq(timer.running & self.rx_lfc_en & self.config.en),
             self.stats.lfc_pkt.eq(0),
             self.stats.lfc_xon.eq(0),
             self.stats.lfc_xoff.eq(0),
         ]
         m.d.comb += self.stats.lfc_paused.eq(self.rx_lfc_req)
 
-        with m.If(self.event.valid & self.config.en & (self.event.p.opcode == self.config.opcode)):
+        with m.If(pause):
             m.d.sync += [
-                timer.eq(self.event.p.quanta << QUANTA_FRACTION_BITS),
                 self.stats.lfc_pkt.eq(1),
                 self.stats.lfc_xon.eq(self.event.p.quanta == 0),
                 self.stats.lfc_xoff.eq(self.event.p.quanta != 0),
             ]
-        with m.Elif(self.clk_enable & self.rx_lfc_ack):
-            m.d.sync += timer.eq(Mux(timer > step, timer - step, 0))
         return m
 
 
@@ -369,8 +429,11 @@ class PauseTransmitter(wiring.Component):
         requested = Signal()  # tx_lfc_req as last acted on
         xoff_in_force = Signal()  # an XOFF went out and no XON since
         send = Signal()  # a PAUSE reflecting `requested` is due
-        refresh_timer = Signal(16 + QUANTA_FRACTION_BITS)
-        step = quanta_step(self.mii_select)
+        m.submodules.refresh_timer = refresh_timer = QuantaTimer()
+        m.d.comb += [
+            refresh_timer.count.eq(self.clk_enable),
+            refresh_timer.mii_select.eq(self.mii_select),
+        ]
 
         m.d.comb += self.stats.lfc_paused.eq(requested)
         m.d.sync += [
@@ -383,10 +446,8 @@ class PauseTransmitter(wiring.Component):
 
         send_next = Signal()
         m.d.comb += send_next.eq(send | self.tx_lfc_resend)
-        with m.If(self.clk_enable & (refresh_timer != 0)):
-            m.d.sync += refresh_timer.eq(Mux(refresh_timer > step, refresh_timer - step, 0))
-            with m.If((refresh_timer <= step) & requested):
-                m.d.comb += send_next.eq(1)
+        with m.If(refresh_timer.expire & requested):
+            m.d.comb += send_next.eq(1)
         m.d.sync += send.eq(send_next)
 
         with m.If(cfg.en & ~self.request.valid):
@@ -402,10 +463,10 @@ class PauseTransmitter(wiring.Component):
                         self.stats.lfc_xon.eq(~requested),
                         self.stats.lfc_xoff.eq(requested),
                     ]
-                m.d.sync += [
-                    send.eq(0),
-                    xoff_in_force.eq(requested),
-                    refresh_timer.eq(Mux(requested, cfg.refresh << QUANTA_FRACTION_BITS, 0)),
+                m.d.sync += [send.eq(0), xoff_in_force.eq(requested)]
+                m.d.comb += [
+                    refresh_timer.load.eq(1),
+                    refresh_timer.quanta.eq(Mux(requested, cfg.refresh, 0)),
                 ]
         return m
 
