@@ -56,18 +56,29 @@ class FrameChecksum(wiring.Component):
         acc = Signal(SUM_BITS)  # this frame's words so far, unfolded
         total = Signal(SUM_BITS)  # the last finished frame's sum
         skipped = Signal(range(self.start_bytes + 1))  # header bytes seen, saturating
+        # skipped == start_bytes, kept in a register beside it so the comparison is not
+        # on the path into the 32-bit adder (the rx clock's critical path in a board build).
+        summed = Signal(init=self.start_bytes == 0)
         high = Signal(init=1)  # the next summed byte is the high byte of its word
 
-        summed = skipped == self.start_bytes
         addend = Mux(summed, Mux(high, self.i.p.data << 8, self.i.p.data), 0)
         with m.If(self.i.valid):
             with m.If(self.i.p.last):
-                m.d.sync += [total.eq(acc + addend), acc.eq(0), skipped.eq(0), high.eq(1)]
+                m.d.sync += [
+                    total.eq(acc + addend),
+                    acc.eq(0),
+                    skipped.eq(0),
+                    summed.eq(self.start_bytes == 0),
+                    high.eq(1),
+                ]
             with m.Else():
                 m.d.sync += acc.eq(acc + addend)
                 with m.If(summed):
                     m.d.sync += high.eq(~high)
                 with m.Else():
-                    m.d.sync += skipped.eq(skipped + 1)
+                    m.d.sync += [
+                        skipped.eq(skipped + 1),
+                        summed.eq(skipped == self.start_bytes - 1),
+                    ]
         m.d.comb += self.partial.eq(total[:16] + total[16:])
         return m
