@@ -20,6 +20,8 @@ SYSTEM_DEPS := sim/system-deps.sh
 BENCH_ARGS ?=
 # `make soak SOAK_ARGS="--frames 5000 --seed 1 --faults all"`: `macdma soak` options.
 SOAK_ARGS ?=
+# `make synth BOARD=colorlight-5a75b SYNTH_ARGS="--with ptp"`: `python -m macdma.sim.synth` options.
+SYNTH_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
 export SIM WAVES
@@ -33,6 +35,7 @@ help: ## list the targets
 	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
 	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
 	@echo "             SOAK_ARGS='--frames N --seed S --faults CLASS,... --json FILE'"
+	@echo "             BOARD=colorlight-5a75b|versa-ecp5[-100m]  SYNTH_ARGS='--with FEATURE --without FEATURE --yosys-only'"
 
 $(INSTALLED): pyproject.toml setup.py
 	@test -x $(PY) || { $(SYSTEM_DEPS) venv && $(PYTHON) -m venv $(VENV); }
@@ -96,7 +99,7 @@ $(SYNTH_INSTALLED): $(INSTALLED)
 	@touch $@
 
 synth: $(SYNTH_INSTALLED) ## bitstream + fit/timing report, BOARD=colorlight-5a75b|versa-ecp5[-100m]
-	$(PY) -m macdma.sim.synth --board $(BOARD)
+	$(PY) -m macdma.sim.synth --board $(BOARD) $(SYNTH_ARGS)
 
 clean: ## remove build/ (Verilog cache, simulator builds, waves)
 	rm -rf build

@@ -13,6 +13,10 @@ the failing clocks when timing is not met, 2 when a tool fails.
 
 ``--yosys-only`` stops after synthesis (no place and route, no bitstream) and reports
 yosys' cell counts; the CI test uses it.
+
+``--with FEATURE`` and ``--without FEATURE`` (repeatable; FEATURES below) build the board
+with an SoC option switched on or off instead of the board's own selection in
+``macdma.hdl.boards.boards``, e.g. ``--with ptp`` for PTP timestamps on the Colorlight.
 """
 
 from __future__ import annotations
@@ -24,16 +28,21 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .verilog import build_dir
+
+# The SoC's build-time options (SocParams fields) that --with/--without switch.
+FEATURES = ("flow_control", "ptp", "rx_checksum", "tx_checksum")
 
 __all__ = [
     "ClockTiming",
     "SynthReport",
     "BLOCKS",
+    "FEATURES",
     "block_of",
+    "board_config",
     "logic_by_block",
     "main",
     "parse_nextpnr",
@@ -287,19 +296,44 @@ def _tool_environment() -> dict:
     return env
 
 
-def synthesize(board: str, *, out_dir: Path | None = None, yosys_only: bool = False) -> SynthReport:
-    """Build ``board`` into ``out_dir`` (default build/synth/<board>) and return the report
-    (also written there as report.md and report.json). Raises CalledProcessError if a tool
-    fails."""
-    from macdma.hdl.boards.boards import BOARDS, platform_for
+def board_config(board: str, features: dict[str, bool] | None = None):
+    """``board``'s BoardConfig with the SoC options in ``features`` (FEATURES -> on/off)
+    replacing the board's own; ValueError for an unknown board or feature."""
+    from macdma.hdl.boards.boards import BOARDS
+
+    if board not in BOARDS:
+        raise ValueError(f"unknown board {board!r}; known boards: {', '.join(BOARDS)}")
+    features = dict(features or {})
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown:
+        raise ValueError(
+            f"unknown feature {', '.join(unknown)}; known features: {', '.join(FEATURES)}"
+        )
+    config = BOARDS[board].config
+    return replace(config, soc=replace(config.soc, **features))
+
+
+def synthesize(
+    board: str,
+    *,
+    out_dir: Path | None = None,
+    yosys_only: bool = False,
+    features: dict[str, bool] | None = None,
+) -> SynthReport:
+    """Build ``board`` (with the SoC options ``features`` changed, see
+    :func:`board_config`) into ``out_dir`` (default build/synth/<board>) and return the
+    report (also written there as report.md and report.json). Raises CalledProcessError if
+    a tool fails."""
+    from macdma.hdl.boards.boards import platform_for
     from macdma.hdl.boards.top import BoardTop
 
+    config = board_config(board, features)
     platform = platform_for(board)
     env = _tool_environment()
     out_dir = Path(out_dir) if out_dir else build_dir() / "synth" / board
     out_dir.mkdir(parents=True, exist_ok=True)
     name = "macdma_" + board.replace("-", "_")
-    top = BoardTop(BOARDS[board].config)
+    top = BoardTop(config)
     device = f"{platform.device}-{platform.speed}{platform.package}"
     plan = platform.build(
         top,
@@ -350,9 +384,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--yosys-only", action="store_true", help="synthesis only, no place and route"
     )
+    for flag, state in (("--with", "on"), ("--without", "off")):
+        parser.add_argument(
+            flag,
+            dest=f"{flag[2:]}_features",
+            action="append",
+            default=[],
+            choices=FEATURES,
+            metavar="FEATURE",
+            help=f"switch an SoC option {state} for this build ({', '.join(FEATURES)}; repeatable)",
+        )
     args = parser.parse_args(argv)
+    both = sorted(set(args.with_features) & set(args.without_features))
+    if both:
+        parser.error(f"--with and --without both name {', '.join(both)}")
+    features = {name: True for name in args.with_features}
+    features.update({name: False for name in args.without_features})
     try:
-        report = synthesize(args.board, out_dir=args.out, yosys_only=args.yosys_only)
+        report = synthesize(
+            args.board, out_dir=args.out, yosys_only=args.yosys_only, features=features
+        )
     except subprocess.CalledProcessError as error:
         print(f"error: {error.cmd[0]} failed with status {error.returncode}", file=sys.stderr)
         return 2

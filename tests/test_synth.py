@@ -16,10 +16,12 @@ from macdma.sim.synth import (
     BLOCKS,
     SynthReport,
     block_of,
+    board_config,
     logic_by_block,
     parse_nextpnr,
     parse_yosys,
 )
+from macdma.sim.synth import main as synth_main
 
 
 @pytest.mark.parametrize("clki_hz, refclk_div", [(25e6, 1), (100e6, 4)])
@@ -58,6 +60,35 @@ def test_clock_nets_map_to_domains():
         "$glbnet$rgmii.rx_clk",
     ]
     assert [clock_domain(net) for net in nets] == ["sync", "tx", "tx90", "rx"]
+
+
+def test_features_switch_soc_options_for_one_build_only():
+    from macdma.hdl.boards.boards import BOARDS
+
+    own = BOARDS["colorlight-5a75b"].config.soc
+    assert not own.ptp and own.tx_checksum
+    config = board_config("colorlight-5a75b", {"ptp": True, "tx_checksum": False})
+    assert config.soc.ptp and not config.soc.tx_checksum
+    assert config.soc.tx_fifo_bytes == own.tx_fifo_bytes and config.name == "colorlight-5a75b"
+    assert BOARDS["colorlight-5a75b"].config.soc == own  # the board's selection is unchanged
+    with pytest.raises(ValueError, match="unknown feature jumbo; known features: flow_control"):
+        board_config("colorlight-5a75b", {"jumbo": True})
+    with pytest.raises(ValueError, match="unknown board 'nope'"):
+        board_config("nope")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--with", "ptp", "--without", "ptp"], "--with and --without both name ptp"),
+        (["--with", "jumbo"], "invalid choice: 'jumbo'"),
+    ],
+)
+def test_synth_command_rejects_contradictory_or_unknown_features(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        synth_main(["--board", "colorlight-5a75b", *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_pll_rejects_an_unreachable_frequency():
