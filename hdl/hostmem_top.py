@@ -18,9 +18,32 @@ from amaranth.lib.wiring import In, Out
 from .bus.axi4_ram import ARRAY_VERILOG, Axi4Ram
 from .soc import SocTop
 
-__all__ = ["HostMemSocTop"]
+__all__ = ["HostMemSocTop", "bench_port_members", "connect_bench_ports"]
 
 _AXI_PREFIX = "m_axi_"
+_BENCH_PREFIX = "mem_"
+
+
+def bench_port_members(ram: Axi4Ram) -> dict:
+    """The top-level members for ``ram``'s bench ports (all but its AXI4 slave port),
+    each named with ``mem_`` in front and flowing as on the RAM."""
+    return {
+        f"{_BENCH_PREFIX}{name}": (In if member.flow == In else Out)(member.shape)
+        for name, member in ram.signature.members.items()
+        if name != "axi"
+    }
+
+
+def connect_bench_ports(m: Module, ram: Axi4Ram, top) -> None:
+    """Wire ``ram``'s bench ports to ``top``'s members from :func:`bench_port_members`."""
+    for name, member in ram.signature.members.items():
+        if name == "axi":
+            continue
+        port = getattr(top, f"{_BENCH_PREFIX}{name}")
+        if member.flow == In:
+            m.d.comb += getattr(ram, name).eq(port)
+        else:
+            m.d.comb += port.eq(getattr(ram, name))
 
 
 class HostMemSocTop(wiring.Component):
@@ -44,10 +67,7 @@ class HostMemSocTop(wiring.Component):
         members = {
             name: member for name, member in soc_members.items() if not name.startswith(_AXI_PREFIX)
         }
-        for name, member in self.ram.signature.members.items():
-            if name != "axi":
-                flow = In if member.flow == In else Out
-                members[f"mem_{name}"] = flow(member.shape)
+        members.update(bench_port_members(self.ram))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -71,11 +91,5 @@ class HostMemSocTop(wiring.Component):
                 m.d.comb += getattr(soc, name).eq(getattr(self, name))
             else:
                 m.d.comb += getattr(self, name).eq(getattr(soc, name))
-        for name, member in ram.signature.members.items():
-            if name == "axi":
-                continue
-            if member.flow == In:
-                m.d.comb += getattr(ram, name).eq(getattr(self, f"mem_{name}"))
-            else:
-                m.d.comb += getattr(self, f"mem_{name}").eq(getattr(ram, name))
+        connect_bench_ports(m, ram, self)
         return m

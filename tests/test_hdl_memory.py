@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 from cocotb_cases import run_cocotb_cases
 
 from macdma.hdl.bus.axi4_ram import ARRAY_VERILOG, Axi4Ram
+from macdma.hdl.hostmem_top import bench_port_members, connect_bench_ports
 
 TOP = "hdl_memory_ram"
 BENCH = "hdl_memory_tb"
@@ -25,10 +26,7 @@ class RamTop(wiring.Component):
 
     def __init__(self, memory_bytes: int = 16384):
         self.ram = Axi4Ram(memory_bytes, bench_ports=True, verilog_array=True)
-        members = {}
-        for name, member in self.ram.signature.members.items():
-            if name != "axi":
-                members[f"mem_{name}"] = (In if member.flow == In else Out)(member.shape)
+        members = bench_port_members(self.ram)
         for name, member in self.ram.axi.signature.members.items():
             members[f"{_AXI_PREFIX}{name}"] = (In if member.flow == In else Out)(member.shape)
         super().__init__(members)
@@ -36,13 +34,7 @@ class RamTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.host_ram = ram = self.ram
-        for name, member in ram.signature.members.items():
-            if name == "axi":
-                continue
-            if member.flow == In:
-                m.d.comb += getattr(ram, name).eq(getattr(self, f"mem_{name}"))
-            else:
-                m.d.comb += getattr(self, f"mem_{name}").eq(getattr(ram, name))
+        connect_bench_ports(m, ram, self)
         for name, member in ram.axi.signature.members.items():
             if member.flow == In:
                 m.d.comb += getattr(ram.axi, name).eq(getattr(self, f"{_AXI_PREFIX}{name}"))
