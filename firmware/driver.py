@@ -786,6 +786,9 @@ class MacDmaDriver:
         # skb_tstamp_tx: called with the 64-bit TX time of each frame that asked for one
         # (xmit(..., hw_timestamp=True)), in completion order.
         self.on_tx_timestamp: Callable[[int], None] | None = None
+        # Called with the ring slot of the first descriptor of each frame a TX channel
+        # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
+        self.on_tx_dropped: Callable[[int], None] | None = None
         self._phc_ns = 0  # the last PHC reading, to extend 32-bit descriptor times
         self._phc_fresh = False  # read in this poll / clean already
         self.stats = DriverStats()
@@ -1424,6 +1427,8 @@ class MacDmaDriver:
                 head = tx.buffers[tx.next_to_clean]
                 assert head.eop_index is not None
                 self.stats.tx_dropped += 1
+                if self.on_tx_dropped is not None:
+                    self.on_tx_dropped(tx.next_to_clean)
                 tx.next_to_clean = tx.next(head.eop_index)
                 head.eop_index = None
             tx.clear()

@@ -125,9 +125,12 @@ class SoakTxRing(TxRing):
         super().__init__(platform, size)
         self.guard = guard
         self.offsets: list[int] = []  # of the frame being mapped, consumed in order
+        self.seq = -1  # the sequence number of the frame being mapped
+        self.slot_seq: dict[int, int] = {}  # ring slot -> sequence number of its frame
 
     def map_fragment(self, index: int, data: bytes) -> int:
         address = TX_WINDOWS_BASE + index * TX_WINDOW_BYTES + self.offsets.pop(0)
+        self.slot_seq[index] = self.seq
         self.platform.mem_write(address, data)
         self.guard.host_wrote(address, data)
         return address
@@ -284,6 +287,11 @@ class SegmentRun:
         self._dropped = 0
         self._mac_sent = 0
         self.tx_discards = 0  # TX_RESET_DISCARDS moved by this much in the segment
+        self.tx_drops = 0  # TX_DROPS (cut on the wire after their write-back landed)
+        self._mac_good = 0
+        self.tx_dropped_seqs: set[int] = set()  # frames the driver dropped and counted
+        self.tx_good_seqs: set[int] = set()  # frames on the wire intact
+        self.tx_cut_seqs: list[int] = []  # frames cut on the wire whose sequence shows
 
     # -- the driver --------------------------------------------------------------------
 
@@ -322,8 +330,12 @@ class SegmentRun:
         for start, size in self.platform.allocations:  # rings and RX buffers
             soak.guard.allow(start, start + size)
         soak.coverage.sample_segment(self.segment)
+        self.driver.on_tx_dropped = self._tx_dropped
         await self.driver.open()
         self.tasks.append(cocotb.start_soon(self.driver.run(self._spawn)))
+
+    def _tx_dropped(self, slot: int) -> None:
+        self.tx_dropped_seqs.add(self.driver.tx.slot_seq[slot])
 
     def _spawn(self, coroutine):
         task = cocotb.start_soon(coroutine)
@@ -383,6 +395,7 @@ class SegmentRun:
                     await driver.wait_for_wake()
                     continue
                 driver.tx.offsets = list(layout.offsets)
+                driver.tx.seq = seq
                 async with platform.context("softirq"):
                     sent = await driver.xmit(fragments)
                 if sent:
@@ -398,6 +411,9 @@ class SegmentRun:
             payload = bytes(frame.get_payload())
             if frame.error is not None or not frame.check_fcs():
                 self.tx_bad_wire += 1
+                seq = frame_seq(payload)
+                if len(payload) > 11 and payload[11] == TX_TAG and seq is not None:
+                    self.tx_cut_seqs.append(seq)
                 continue
             seq = frame_seq(payload)
             index = None if seq is None else seq - self.tx_first
@@ -410,6 +426,7 @@ class SegmentRun:
             if payload != make_frame(TX_TAG, seq, self.tx_sizes[index]):
                 self.problems.append(f"TX frame {seq} damaged on the wire")
             self.tx_good += 1
+            self.tx_good_seqs.add(seq)
             self.soak.progress.count("tx")
 
     async def send_rx(self) -> None:
@@ -492,17 +509,21 @@ class SegmentRun:
         has read it, well before it has left the MAC, so reaping alone is not the end."""
 
         def left() -> int:
-            sent, dropped = self._mac_sent, self.driver.stats.tx_dropped + self.tx_discards
-            behind = sent - self.tx_good - self.tx_bad_wire  # the bench still receiving
-            return max(self.segment.tx_frames - sent - dropped, 0) + max(behind, 0)
+            dropped = self.driver.stats.tx_dropped + self.tx_discards + self.tx_drops
+            behind = self._mac_sent - self.tx_good - self.tx_bad_wire  # the bench receiving
+            return max(self.segment.tx_frames - self._mac_good - dropped, 0) + max(behind, 0)
 
         await settle(left, self._read_mac_sent)
 
     async def _read_mac_sent(self) -> None:
-        counts = await self.bench.read_regs("STATS_TX_FRAMES_GOOD", "STATS_TX_FRAMES_BAD")
-        self._mac_sent = sum(self._delta(k, v) for k, v in counts.items())
-        discards = await self.bench.read_reg(regs.TX_RESET_DISCARDS)
-        self.tx_discards = self._delta("TX_RESET_DISCARDS", discards)
+        counts = await self.bench.read_regs(
+            "STATS_TX_FRAMES_GOOD", "STATS_TX_FRAMES_BAD", "TX_RESET_DISCARDS", "TX_DROPS"
+        )
+        delta = {name: self._delta(name, value) for name, value in counts.items()}
+        self._mac_good = delta["STATS_TX_FRAMES_GOOD"]
+        self._mac_sent = self._mac_good + delta["STATS_TX_FRAMES_BAD"]
+        self.tx_discards = delta["TX_RESET_DISCARDS"]
+        self.tx_drops = delta["TX_DROPS"]
 
     # -- faults ------------------------------------------------------------------------
 
@@ -677,6 +698,7 @@ class SegmentRun:
             "tx_bad_on_wire": self.tx_bad_wire,
             "tx_dropped_counted": self.driver.stats.tx_dropped,
             "tx_reset_discards": stats["TX_RESET_DISCARDS"],
+            "tx_drops": stats["TX_DROPS"],
             "rx_reset_discards": stats["RX_RESET_DISCARDS"],
             "rx_delivered": self.delivered,
             "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
@@ -709,6 +731,8 @@ class SegmentRun:
             outcome.append(f"{record['tx_dropped_counted']} TX dropped (driver)")
         if record["tx_bad_on_wire"]:
             outcome.append(f"{record['tx_bad_on_wire']} TX cut on the wire (tx_er)")
+        if record["tx_drops"]:
+            outcome.append(f"{record['tx_drops']} TX in TX_DROPS")
         if record["tx_reset_discards"]:
             outcome.append(f"{record['tx_reset_discards']} TX in TX_RESET_DISCARDS")
         if record["rx_reset_discards"]:
@@ -733,23 +757,28 @@ class SegmentRun:
             "frames_lost": lost,
             "frames_dropped_counted": record["tx_dropped_counted"]
             + record["tx_reset_discards"]
+            + record["tx_drops"]
             + record["rx_dropped_counted"]
             + record["rx_bad_flagged"],
             "outcome": "; ".join(outcome) or "no effect seen",
         }
 
     def tx_lost(self) -> int:
-        """TX frames neither on the wire intact, nor dropped by the driver, nor cut on the
-        wire (tx_er: counted by STATS_TX_FRAMES_BAD, checked against the wire), nor
-        discarded by a channel reset after their write-back (TX_RESET_DISCARDS)."""
-        dropped = self.driver.stats.tx_dropped + self.tx_discards
-        return self.segment.tx_frames - self.tx_good - dropped - self.tx_bad_wire
+        """TX frames neither on the wire intact nor counted as lost, once: by the driver
+        (its descriptor still owned by the DMA after a channel reset), or by the hardware
+        (written back, then cut on the wire: TX_DROPS; or flushed from the TX FIFO:
+        TX_RESET_DISCARDS). docs/descriptors.md, "Channel reset". A frame cut on the wire
+        (tx_er, in STATS_TX_FRAMES_BAD, checked against the wire) counts in TX_DROPS or
+        the driver's tx_dropped, never both. Negative: counted twice."""
+        counted = self.driver.stats.tx_dropped + self.tx_discards + self.tx_drops
+        return self.segment.tx_frames - self.tx_good - counted
 
     async def check_counters(self) -> dict:
         """The counters' segment deltas against the bench's own counts."""
         after = await self.bench.read_regs(*STATS_NAMES)
         delta = {name: self._delta(name, value) for name, value in after.items()}
         self.tx_discards = delta["TX_RESET_DISCARDS"]
+        self.tx_drops = delta["TX_DROPS"]
         s = self.segment
         dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"] + delta["RX_RESET_DISCARDS"]
         self.rx_lost = self.rx_unaccounted(dropped)
@@ -795,14 +824,42 @@ class SegmentRun:
                 f"{self.flagged_error} flagged, {dropped} counted by the DMA, "
                 f"{self.driver.stats.rx_dropped} by the driver): counted twice"
             )
+        tx_counts = (
+            f"{self.tx_good} on the wire, {self.tx_bad_wire} cut on the wire, "
+            f"{self.driver.stats.tx_dropped} dropped by the driver, {self.tx_drops} in "
+            f"TX_DROPS, {self.tx_discards} in TX_RESET_DISCARDS"
+        )
         if self.tx_lost() > 0:
             self.problems.append(
                 f"segment {s.index}: {self.tx_lost()} TX frames neither on the wire nor "
-                f"counted as dropped ({self.tx_good} on the wire, {self.tx_bad_wire} cut on "
-                f"the wire, {self.driver.stats.tx_dropped} dropped by the driver, "
-                f"{self.tx_discards} in TX_RESET_DISCARDS)"
+                f"counted as dropped ({tx_counts})"
             )
+        if self.tx_lost() < 0:
+            self.problems.append(
+                f"segment {s.index}: {-self.tx_lost()} TX frames more on the wire or counted "
+                f"than sent ({tx_counts}): counted twice"
+            )
+        self.check_tx_seqs()
         return delta
+
+    def check_tx_seqs(self) -> None:
+        """Frame by frame where the sequence numbers show: a frame the driver dropped must
+        not be on the wire intact, and the cut frames the driver dropped plus TX_DROPS are
+        at most the frames cut on the wire (each cut frame is counted by one of them)."""
+        s = self.segment
+        both = sorted(self.tx_good_seqs & self.tx_dropped_seqs)
+        if both:
+            self.problems.append(
+                f"segment {s.index}: TX frames {both[:10]} on the wire intact and dropped "
+                "by the driver: counted twice"
+            )
+        cut_dropped = sorted(set(self.tx_cut_seqs) & self.tx_dropped_seqs)
+        if self.tx_drops + len(cut_dropped) > self.tx_bad_wire:
+            self.problems.append(
+                f"segment {s.index}: TX frames cut on the wire counted twice: "
+                f"{self.tx_bad_wire} cut ({sorted(self.tx_cut_seqs)[:10]} by sequence), "
+                f"{self.tx_drops} in TX_DROPS, {cut_dropped[:10]} dropped by the driver"
+            )
 
 
 async def settle(left, refresh=None) -> None:
