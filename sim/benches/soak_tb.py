@@ -31,7 +31,7 @@ import struct
 import time
 
 import cocotb
-from cocotb.triggers import Timer, with_timeout
+from cocotb.triggers import ClockCycles, Timer, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
@@ -127,10 +127,12 @@ class SoakTxRing(TxRing):
         self.offsets: list[int] = []  # of the frame being mapped, consumed in order
         self.seq = -1  # the sequence number of the frame being mapped
         self.slot_seq: dict[int, int] = {}  # ring slot -> sequence number of its frame
+        self.last_seq = -1  # the last frame posted
 
     def map_fragment(self, index: int, data: bytes) -> int:
         address = TX_WINDOWS_BASE + index * TX_WINDOW_BYTES + self.offsets.pop(0)
         self.slot_seq[index] = self.seq
+        self.last_seq = max(self.last_seq, self.seq)
         self.platform.mem_write(address, data)
         self.guard.host_wrote(address, data)
         return address
@@ -223,6 +225,15 @@ class Progress:
                 progress.write(json.dumps({**record, "sim_us": get_sim_time("ns") / 1e3}) + "\n")
 
 
+#: Where RX frames lost in the SoC are counted (with the driver's discarded partial frames):
+#: RX_DROPS, RX_FIFO_OVERFLOWS, RX_RESET_DISCARDS, and frames the MAC dropped while its
+#: receiver was off (between a SoC reset and the driver's re-open).
+RX_DROP_COUNTERS = (
+    "RX_DROPS",
+    "RX_FIFO_OVERFLOWS",
+    "RX_RESET_DISCARDS",
+    "STATS_RX_DROPPED_DISABLED",
+)
 STATS_NAMES = (
     "STATS_TX_FRAMES_GOOD",
     "STATS_TX_BYTES_GOOD",
@@ -237,9 +248,15 @@ STATS_NAMES = (
     "RX_DROPS",
     "RX_FIFO_OVERFLOWS",
     "STATS_RX_PREAMBLE_ERRORS",
+    "STATS_RX_DROPPED_DISABLED",
     "TX_RESET_DISCARDS",
     "RX_RESET_DISCARDS",
 )
+#: How long the bench holds the SoC in reset (all three domains) at a `reset`/`soc` fault.
+SOC_RESET_HOLD_NS = 10_000
+#: Most frames the TX FIFO can hold (16 KiB of 60-byte frames): a bound on the frames
+#: written back and still inside the SoC when it is reset.
+TX_FIFO_FRAMES_MAX = 16384 // 60 + 1
 #: Counters of frames a channel reset discarded (docs/descriptors.md): 16 bits wide.
 RESET_DISCARDS_BITS = 16
 DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
@@ -282,10 +299,21 @@ class SegmentRun:
         self.flagged_truncated = 0
         self.flagged_error = 0
         self.last_rx_seq = self.rx_first - 1
+        self.rx_delivered_seqs: list[int] = []
         self.tasks: list = []
         self.fault: dict | None = None
         self._dropped = 0
         self._mac_sent = 0
+        self.rx_sent_frames: list[GmiiFrame] = []  # the good RX frames, with their wire times
+        # A `reset`/`soc` fault: the driver's fold of the counters (their values read just
+        # before the reset), the times the SoC went down and came back, and the frames lost
+        # in the reset (counted by the bench: docs/reliability.md).
+        self.reset_fold: dict[str, int] | None = None
+        self.reset_marks: dict = {}
+        self.tx_reset_lost = 0
+        self.tx_reset_lost_seqs: list[int] = []
+        self.rx_reset_lost = 0
+        self.rx_missed_down = 0
         self.tx_discards = 0  # TX_RESET_DISCARDS moved by this much in the segment
         self.tx_drops = 0  # TX_DROPS (cut on the wire after their write-back landed)
         self._mac_good = 0
@@ -360,6 +388,7 @@ class SegmentRun:
             return
         if seq <= self.last_rx_seq:
             self.problems.append(f"RX frame {seq} after {self.last_rx_seq}: duplicated or late")
+        self.rx_delivered_seqs.append(seq)
         self.last_rx_seq = max(self.last_rx_seq, seq)
         if data != make_frame(RX_TAG, seq, self.rx_sizes[index]):
             self.problems.append(f"RX frame {seq} damaged ({len(data)} bytes)")
@@ -437,6 +466,8 @@ class SegmentRun:
                 await self.send_wire_fault(n)
             data = make_frame(RX_TAG, self.rx_first + n, size)
             await source.send(GmiiFrame.from_payload(data))
+            # The source queues a copy, which gets the wire times (sim_time_sfd): keep it.
+            self.rx_sent_frames.append(source.queue._queue[-1])
             self.rx_queued = n + 1
             if rng.random() < self.segment.rx_gap_fraction:
                 await source.wait()
@@ -487,15 +518,21 @@ class SegmentRun:
         ring) has it, once (docs/descriptors.md). Negative: counted twice."""
         sent = self.segment.rx_frames + self.bad_sent
         delivered = self.delivered + self.flagged_error
-        return sent - delivered - dropped - self.driver.stats.rx_dropped
+        return sent - delivered - dropped - self.driver.stats.rx_dropped - self.rx_reset_lost
 
     async def rx_dropped_counted(self) -> int:
-        counts = await self.bench.read_regs("RX_DROPS", "RX_FIFO_OVERFLOWS", "RX_RESET_DISCARDS")
+        counts = await self.bench.read_regs(
+            "RX_DROPS", "RX_FIFO_OVERFLOWS", "RX_RESET_DISCARDS", "STATS_RX_DROPPED_DISABLED"
+        )
         return sum(self._delta(name, value) for name, value in counts.items())
 
     def _delta(self, name: str, value: int) -> int:
-        """A counter's move since the segment began (it wraps at its width)."""
+        """A counter's move since the segment began (it wraps at its width). After a SoC
+        reset: its move up to the driver's fold, plus its value since the reset."""
         bits = RESET_DISCARDS_BITS if name.endswith("RESET_DISCARDS") else 32
+        if self.reset_fold is not None:
+            before = (self.reset_fold[name] - self.stats_before[name]) % (1 << bits)
+            return before + value % (1 << bits)
         return (value - self.stats_before[name]) % (1 << bits)
 
     def tx_accounted(self) -> bool:
@@ -511,6 +548,9 @@ class SegmentRun:
         def left() -> int:
             dropped = self.driver.stats.tx_dropped + self.tx_discards + self.tx_drops
             behind = self._mac_sent - self.tx_good - self.tx_bad_wire  # the bench receiving
+            if self.reset_fold is not None:  # the MAC's counts up to the reset are partial
+                dropped += len(self.tx_reset_lost_seqs)
+                return max(self.segment.tx_frames - self.tx_good - dropped, 0)
             return max(self.segment.tx_frames - self._mac_good - dropped, 0) + max(behind, 0)
 
         await settle(left, self._read_mac_sent)
@@ -615,11 +655,107 @@ class SegmentRun:
         """A channel reset mid-frame, as a driver's tx_timeout / reset task does: the
         recovery path the ISR runs on a channel error."""
         site = self.segment.fault_site
+        if site == "soc":
+            await self.inject_soc_reset()
+            return
         recover = self.driver._recover_tx if site == "tx-channel" else self.driver._recover_rx
         async with self.platform.context("softirq"):
             await recover()
 
         self.fault = {"injected": 1, "detected": True}
+
+    async def inject_soc_reset(self) -> None:
+        """The whole SoC reset mid-traffic (its system, tx and rx resets held for
+        SOC_RESET_HOLD_NS, as a device reset does), inside the driver's reset task: stop,
+        fold the counters, reset, reap what completed, drop the rest, open again."""
+        driver, dut, marks = self.driver, self.bench.dut, self.reset_marks
+        totals_before = dict(driver.hw_totals)
+        resets_before = driver.device_resets
+
+        # The PHY is not part of the SoC: its models (which the bench wires to the same
+        # reset nets) go on sending and receiving through the reset.
+        phy = (self.bench.rx_source, self.bench.tx_sink)
+
+        async def assert_reset() -> None:
+            # Into a frame the MAC is sending, if it sends one within 20 µs: the reset
+            # then cuts it on the wire.
+            for _ in range(2000):
+                if dut.gmii_tx_en.value == 1:
+                    await Timer(self.rng.randint(1, 50) * 10, "ns")
+                    break
+                await Timer(10, "ns")
+            marks["tx_queued"] = driver.tx.last_seq + 1 - self.tx_first  # frames posted
+            marks["down"] = get_sim_time()
+            for model in phy:
+                model._handle_reset = lambda state: None
+            try:
+                for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
+                    reset.value = 1
+                await Timer(SOC_RESET_HOLD_NS, "ns")
+                for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
+                    reset.value = 0
+                marks["released"] = get_sim_time()
+                await ClockCycles(dut.clk, 8)
+            finally:
+                for model in phy:
+                    del model._handle_reset
+
+        async with self.platform.context("softirq"):
+            await driver.reset_device(assert_reset)
+        marks["up"] = get_sim_time()
+        marks["last_rx_seq"], marks["last_tx_seq"] = self.last_rx_seq, self.last_tx_seq
+        self.reset_fold = {
+            name: driver.hw_totals[name] - totals_before[name] for name in STATS_NAMES
+        }
+        # Frames handed to xmit before the reset that the driver reaped as sent (not
+        # dropped) but that are not on the wire intact: inside the SoC when it was reset.
+        queued = range(self.tx_first, self.tx_first + marks["tx_queued"])
+        self.tx_reset_lost_seqs = sorted(set(queued) - self.tx_good_seqs - self.tx_dropped_seqs)
+        # Detected: the hardware's state went away (the counters restarted from zero).
+        frames_now = await self.bench.read_reg(regs.TX_FRAMES)
+        restarted = frames_now < self.reset_fold["TX_FRAMES"] or not self.reset_fold["TX_FRAMES"]
+        self.fault = {"injected": 1, "detected": driver.device_resets > resets_before and restarted}
+
+    def account_soc_reset(self, dropped: int) -> None:
+        """The frames a SoC reset lost, counted by the bench (docs/reliability.md):
+        TX frames the driver reaped as sent that were inside the SoC (the one the reset cut
+        on the wire, those in the TX FIFO); RX frames neither delivered nor counted: inside
+        the SoC at the reset, or missed while it was held in reset (their SFD on the wire
+        then). Checked: within the reset's window, in order around it, and traffic resumed."""
+        s, marks = self.segment, self.reset_marks
+        lost = self.tx_reset_lost_seqs
+        self.tx_reset_lost = len(lost) - self.tx_drops - self.tx_discards
+        if lost and (lost != list(range(lost[0], lost[-1] + 1)) or len(lost) > TX_FIFO_FRAMES_MAX):
+            self.problems.append(
+                f"segment {s.index}: TX frames lost in the SoC reset are not one run of at "
+                f"most {TX_FIFO_FRAMES_MAX} frames: {lost[:20]}"
+            )
+        stray = [seq for seq in self.tx_cut_seqs if seq not in lost]
+        if stray:
+            self.problems.append(f"segment {s.index}: TX frames {stray} cut outside the reset")
+        if self.tx_reset_lost < 0:
+            self.problems.append(f"segment {s.index}: TX frames lost in the reset counted twice")
+        self.rx_reset_lost = 0
+        self.rx_reset_lost = max(self.rx_unaccounted(dropped), 0)
+        # RX frames that can have been lost in the reset: after the last one delivered
+        # before it, before the first one delivered after it.
+        after = [seq for seq in self.rx_delivered_seqs if seq > marks["last_rx_seq"]]
+        first_after = min(after) if after else self.rx_first + s.rx_frames
+        window = first_after - marks["last_rx_seq"] - 1
+        self.rx_missed_down = sum(
+            1
+            for frame in self.rx_sent_frames
+            if frame.sim_time_sfd is not None
+            and marks["down"] <= frame.sim_time_sfd < marks["released"]
+        )
+        if self.rx_reset_lost > window or self.rx_missed_down > self.rx_reset_lost:
+            self.problems.append(
+                f"segment {s.index}: {self.rx_reset_lost} RX frames lost in the SoC reset "
+                f"({self.rx_missed_down} missed while down), outside its window of {window}"
+            )
+        left_tx = s.tx_frames - marks["tx_queued"]
+        if not after or (left_tx > 0 and self.last_tx_seq <= marks["last_tx_seq"]):
+            self.problems.append(f"segment {s.index}: traffic did not resume after the SoC reset")
 
     async def inject_exhaustion(self) -> None:
         """rx-no-buffers: the CPU is held (no interrupt, no poll) until the RX ring has run
@@ -689,7 +825,7 @@ class SegmentRun:
         soak.tx_sent += segment.tx_frames
         soak.rx_sent += segment.rx_frames
         driver = dataclasses.asdict(self.driver.stats)
-        dropped = stats["RX_DROPS"] + stats["RX_FIFO_OVERFLOWS"] + stats["RX_RESET_DISCARDS"]
+        dropped = sum(stats[name] for name in RX_DROP_COUNTERS)
         record = {
             "segment": dataclasses.asdict(segment),
             "tx_frames": segment.tx_frames,
@@ -699,6 +835,9 @@ class SegmentRun:
             "tx_dropped_counted": self.driver.stats.tx_dropped,
             "tx_reset_discards": stats["TX_RESET_DISCARDS"],
             "tx_drops": stats["TX_DROPS"],
+            "tx_reset_lost": self.tx_reset_lost,
+            "rx_reset_lost": self.rx_reset_lost,
+            "rx_missed_while_down": self.rx_missed_down,
             "rx_reset_discards": stats["RX_RESET_DISCARDS"],
             "rx_delivered": self.delivered,
             "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
@@ -739,6 +878,12 @@ class SegmentRun:
             outcome.append(f"{record['rx_reset_discards']} RX in RX_RESET_DISCARDS")
         if record["rx_dropped_counted"]:
             outcome.append(f"{record['rx_dropped_counted']} RX dropped, counted")
+        if self.reset_fold is not None:
+            outcome.append(
+                f"SoC reset: {self.tx_reset_lost} TX lost inside it "
+                f"({len(self.tx_reset_lost_seqs)} by sequence), {self.rx_reset_lost} RX lost "
+                f"({self.rx_missed_down} missed while down)"
+            )
         if record["rx_bad_flagged"]:
             outcome.append(f"{record['rx_bad_flagged']} RX flagged bad")
         if self.no_sfd_sent:
@@ -758,6 +903,8 @@ class SegmentRun:
             "frames_dropped_counted": record["tx_dropped_counted"]
             + record["tx_reset_discards"]
             + record["tx_drops"]
+            + record["tx_reset_lost"]
+            + record["rx_reset_lost"]
             + record["rx_dropped_counted"]
             + record["rx_bad_flagged"],
             "outcome": "; ".join(outcome) or "no effect seen",
@@ -771,7 +918,7 @@ class SegmentRun:
         (tx_er, in STATS_TX_FRAMES_BAD, checked against the wire) counts in TX_DROPS or
         the driver's tx_dropped, never both. Negative: counted twice."""
         counted = self.driver.stats.tx_dropped + self.tx_discards + self.tx_drops
-        return self.segment.tx_frames - self.tx_good - counted
+        return self.segment.tx_frames - self.tx_good - counted - self.tx_reset_lost
 
     async def check_counters(self) -> dict:
         """The counters' segment deltas against the bench's own counts."""
@@ -780,7 +927,9 @@ class SegmentRun:
         self.tx_discards = delta["TX_RESET_DISCARDS"]
         self.tx_drops = delta["TX_DROPS"]
         s = self.segment
-        dropped = delta["RX_DROPS"] + delta["RX_FIFO_OVERFLOWS"] + delta["RX_RESET_DISCARDS"]
+        dropped = sum(delta[name] for name in RX_DROP_COUNTERS)
+        if self.reset_fold is not None:
+            self.account_soc_reset(dropped)
         self.rx_lost = self.rx_unaccounted(dropped)
         faulty = bool(s.fault_class)
         expected = {
@@ -804,6 +953,18 @@ class SegmentRun:
                     "RX_FRAMES": self.delivered + self.flagged_truncated,
                 }
             )
+        if self.reset_fold is not None:
+            # Counts between the driver's fold and the reset are lost with the hardware's
+            # state, and a frame the reset cuts counts nowhere: the MAC's statistics may
+            # only fall short of what the bench saw.
+            del expected["STATS_RX_PREAMBLE_ERRORS"]  # a frame cut by the reset's end
+            for name, value in expected.items():
+                if delta[name] > value:
+                    self.problems.append(
+                        f"segment {s.index}: {name} moved by {delta[name]}, more than the "
+                        f"{value} the bench counted"
+                    )
+            expected = {}
         for name, value in expected.items():
             if delta[name] != value:
                 self.problems.append(
