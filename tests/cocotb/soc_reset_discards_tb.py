@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 import cocotb
-from cocotb.triggers import Timer
+from cocotb.triggers import Timer, with_timeout
 from cocotbext.eth import GmiiFrame
 from soc_rx_tb import RxDriver
 
@@ -211,6 +211,48 @@ async def test_tx_cut_frame_writeback_lands_late(dut):
     result = await send_one_and_reset(dut, fail_writeback=False, hold_b=True)
     check_cut_counted_once(result)
     assert result["driver_dropped"] == 0 and result["TX_DROPS"] == 1, result
+
+
+@cocotb.test()
+async def test_tx_cut_through_underrun_counts_once_its_writeback_lands(dut):
+    """No reset: a frame larger than the TX FIFO goes cut-through, and host memory
+    answers each burst 10 µs late, slower than the wire, so the frame underruns (cut with
+    tx_er) before its last fragment is even read. Its EOP write-back lands after the cut:
+    TX_DROPS counts it then, once, and the driver reaps it as sent."""
+    bench = await started(dut)
+    features = await bench.read_reg(regs.ID_FEATURES)
+    fifo_bytes = 1 << ((features & regs.ID_FEATURES_TX_FIFO_LOG2_MASK) >> 8)
+    ring = await bench.open_ring("TX", TX_RING, 16, burst_beats=64, prefetch=4)
+    data = payload(9, fifo_bytes + fifo_bytes // 2)
+    pieces = [data[n : n + 4000] for n in range(0, len(data), 4000)]
+    address, eop = TX_DATA, None
+    for n, piece in enumerate(pieces):
+        bench.memory.write(address, piece)
+        last = n == len(pieces) - 1
+        eop = ring.post(Descriptor.tx(address, len(piece), sop=n == 0, eop=last))
+        address += len(piece)
+    names = ("TX_DROPS", "STATS_TX_UNDERRUNS", "STATS_TX_FRAMES_BAD", "TX_FRAMES")
+    before = await bench.read_regs(*names)
+    bench.memory.latency_cycles = 1000
+    await ring.doorbell()
+    frame = await with_timeout(bench.tx_sink.recv(), 3000, "us")
+    assert frame.error is not None or not frame.check_fcs(), "the frame did not underrun"
+    cut = await bench.read_regs(*names)
+    assert cut["TX_FRAMES"] == before["TX_FRAMES"], "written back before the cut: case missed"
+    await wait_until(
+        lambda: bench.read_reg(regs.TX_FRAMES),
+        lambda v: v != before["TX_FRAMES"],
+        "the frame's write-back",
+        timeout_us=3000,
+    )
+    bench.memory.latency_cycles = 0
+    await Timer(2, "us")
+    after = await bench.read_regs(*names)
+    moved = {name: after[name] - before[name] for name in names}
+    assert moved == {"TX_DROPS": 1, "STATS_TX_UNDERRUNS": 1, "STATS_TX_FRAMES_BAD": 1,
+                     "TX_FRAMES": 1}, moved  # fmt: skip
+    assert cut["TX_DROPS"] == before["TX_DROPS"], "TX_DROPS counted before the write-back"
+    assert not ring.read(eop).own, "the driver would not reap the frame as sent"
 
 
 def reap_written_back(driver: RxDriver) -> list[bytes]:
