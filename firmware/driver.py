@@ -134,6 +134,26 @@ def _field(value: int, mask: int, shift: int) -> int:
 
 #: Polls of STATUS after a channel reset before giving up (each WAKE_POLL_NS apart).
 RESET_POLL_LIMIT = 10_000
+#: The hardware counters a device reset zeroes, folded into :attr:`MacDmaDriver.hw_totals`
+#: before it (as Linux drivers fold hardware statistics before a reset).
+FOLDED_COUNTERS = (
+    "STATS_TX_FRAMES_GOOD",
+    "STATS_TX_BYTES_GOOD",
+    "STATS_TX_FRAMES_BAD",
+    "STATS_TX_UNDERRUNS",
+    "STATS_RX_FRAMES_GOOD",
+    "STATS_RX_BYTES_GOOD",
+    "STATS_RX_FRAMES_BAD",
+    "STATS_RX_PREAMBLE_ERRORS",
+    "STATS_RX_DROPPED_DISABLED",
+    "TX_FRAMES",
+    "TX_DROPS",
+    "RX_FRAMES",
+    "RX_DROPS",
+    "RX_FIFO_OVERFLOWS",
+    "TX_RESET_DISCARDS",
+    "RX_RESET_DISCARDS",
+)
 # STATUS.halted, at the same bit on both channels.
 _STATUS_HALTED_MASK = regs.TX_STATUS_HALTED_MASK
 assert regs.RX_STATUS_HALTED_MASK == _STATUS_HALTED_MASK
@@ -786,9 +806,16 @@ class MacDmaDriver:
         # skb_tstamp_tx: called with the 64-bit TX time of each frame that asked for one
         # (xmit(..., hw_timestamp=True)), in completion order.
         self.on_tx_timestamp: Callable[[int], None] | None = None
+        # Called with the ring slot of the first descriptor of each frame a TX channel
+        # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
+        self.on_tx_dropped: Callable[[int], None] | None = None
         self._phc_ns = 0  # the last PHC reading, to extend 32-bit descriptor times
         self._phc_fresh = False  # read in this poll / clean already
         self.stats = DriverStats()
+        # Hardware counters folded in before each device reset (reset_device): a counter's
+        # total since the driver was created is hw_totals[name] + its register's value.
+        self.hw_totals: dict[str, int] = dict.fromkeys(FOLDED_COUNTERS, 0)
+        self.device_resets = 0
         self.errors: list[DmaErrorRecord] = []
         self.tx: TxRing | None = None
         self.rx: RxRing | None = None
@@ -989,7 +1016,50 @@ class MacDmaDriver:
         """ndo_get_stats64's hardware part: rx_dropped_hw = RX_DROPS + RX_FIFO_OVERFLOWS."""
         drops = await self._mmio_read(regs.RX_DROPS)
         overflows = await self._mmio_read(regs.RX_FIFO_OVERFLOWS)
-        self.stats.rx_dropped_hw = drops + overflows
+        folded = self.hw_totals["RX_DROPS"] + self.hw_totals["RX_FIFO_OVERFLOWS"]
+        self.stats.rx_dropped_hw = folded + drops + overflows
+
+    async def fold_hw_stats(self) -> dict[str, int]:
+        """Read the counters a device reset zeroes and add them to :attr:`hw_totals`;
+        returns what was read."""
+        read = {name: await self._mmio_read(getattr(regs, name)) for name in FOLDED_COUNTERS}
+        for name, value in read.items():
+            self.hw_totals[name] += value
+        return read
+
+    async def reset_device(self, assert_reset: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """The reset task after a full device reset (a hung device, a PCI function
+        reset): stop the TX queue and interrupts, fold the hardware counters into
+        :attr:`hw_totals` (the reset zeroes them), let ``assert_reset()`` reset the
+        device, then, with the device's state gone but host memory intact, reap what the
+        DMA had completed (TX frames written back are sent; RX frames written back are
+        delivered), drop and count the rest (TX frames still queued in ``tx_dropped``, an
+        RX frame without its EOP in ``rx_dropped``), and open the device again with the
+        same configuration. Frames inside the device at the reset and frames that arrive
+        while it is down are lost with no counter: what they are is the caller's to
+        account for (docs/reliability.md)."""
+        tx, rx = self._opened_tx(), self._opened_rx()
+        self._stop_queue()
+        await self._lock(tx.xmit_lock)
+        await self._lock(tx.clean_lock)
+        await self._lock(rx.clean_lock)
+        try:
+            await self._mmio_write(regs.IRQ_ENABLE, 0)
+            await self.fold_hw_stats()
+            await assert_reset()
+            self.is_open = False
+            self.device_resets += 1
+            await self._tx_clean_locked(None)
+            self._drop_tx_queued()
+            await self._rx_poll_locked(None, refill=False)
+            if rx.partial is not None:
+                self.stats.rx_dropped += 1
+            await self.open()
+            self._wake_queue()
+        finally:
+            rx.clean_lock.release()
+            tx.clean_lock.release()
+            tx.xmit_lock.release()
 
     # -- PHY management: the mii_bus read/write ops -------------------------------------------
 
@@ -1420,12 +1490,7 @@ class MacDmaDriver:
             await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
             await self._wait_reset_done(TX_REGS)
             await self._tx_clean_locked(None)
-            while tx.next_to_clean != tx.next_to_use:
-                head = tx.buffers[tx.next_to_clean]
-                assert head.eop_index is not None
-                self.stats.tx_dropped += 1
-                tx.next_to_clean = tx.next(head.eop_index)
-                head.eop_index = None
+            self._drop_tx_queued()
             tx.clear()
             await self._mmio_write(regs.TX_TAIL, 0)
             await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RUN_MASK)
@@ -1433,6 +1498,18 @@ class MacDmaDriver:
         finally:
             tx.clean_lock.release()
             tx.xmit_lock.release()
+
+    def _drop_tx_queued(self) -> None:
+        """Drop and count (``tx_dropped``) every frame posted and not reaped."""
+        tx = self._opened_tx()
+        while tx.next_to_clean != tx.next_to_use:
+            head = tx.buffers[tx.next_to_clean]
+            assert head.eop_index is not None
+            self.stats.tx_dropped += 1
+            if self.on_tx_dropped is not None:
+                self.on_tx_dropped(tx.next_to_clean)
+            tx.next_to_clean = tx.next(head.eop_index)
+            head.eop_index = None
 
     async def _recover_rx(self) -> None:
         """RX halted: deliver the frames completed before the halt, discard a frame cut

@@ -76,7 +76,12 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
     """TX and RX DMA channels share one layout; ``direction`` is "TX" or "RX"."""
     tx = direction == "TX"
     drops_doc = (
-        "TX underruns: frames aborted because frame data did not arrive in time."
+        "TX frames cut short on the wire (an underrun: a CTRL.reset flushed the TX FIFO "
+        "under the frame, or cut-through data did not arrive in time) whose EOP descriptor "
+        "was written back (the driver counts them sent), counted when the write-back lands "
+        "(after the reset for one already on the bus). A cut frame whose write-back never "
+        "landed keeps own: the driver drops and counts it, so each lost frame counts once. "
+        "STATS_TX_UNDERRUNS counts every cut on the wire."
         if tx
         else "RX frames lost because no descriptor was owned by the DMA: dropped whole, or "
         "truncated mid-frame (delivered with rx_truncated); a frame the RX FIFO had already "

@@ -177,7 +177,7 @@ class MacDmaSoc(wiring.Component):
             mac.rx_clk_enable.eq(self.rx_clk_enable),
         ]
         self._mac_config(m, bank, mac)
-        self._mac_statistics(m, bank, mac)
+        self._mac_statistics(m, bank, mac, tx_dma)
         if params.flow_control:
             self._flow_control(m, bank, mac, rx_fifo, rx_dma)
         else:
@@ -273,7 +273,7 @@ class MacDmaSoc(wiring.Component):
                 )
 
     @staticmethod
-    def _mac_statistics(m, bank, mac):
+    def _mac_statistics(m, bank, mac, tx_dma):
         # One status record per frame crosses to the system clock, and the counters count
         # there, where the register bank reads them. A frame takes at least 64 byte
         # times on the wire, so a few entries of FIFO can never fill.
@@ -302,7 +302,12 @@ class MacDmaSoc(wiring.Component):
         for counters in (tx_stats.counters, rx_stats.counters):
             for name in counters.signature.members:
                 m.d.comb += bank.port(f"STATS_{name.upper()}").eq(getattr(counters, name))
-        m.d.comb += bank.port("TX_DROPS").eq(tx_stats.counters.tx_underruns)
+        # TX_DROPS: the MAC's underruns whose write-back landed; the TX channel decides
+        # (a cut frame still owned by the DMA is the driver's to count).
+        m.d.comb += [
+            tx_dma.frame_cut.eq(tx_stats.status.valid & tx_stats.status.p.underrun),
+            bank.port("TX_DROPS").eq(tx_dma.drops),
+        ]
 
     @staticmethod
     def _flow_control(m, bank, mac, rx_fifo, rx_dma):
@@ -496,7 +501,7 @@ def _connect_channel(m, bank, name, channel):
     reg = lambda register, field=None: bank.port(f"{name}_{register}", field)  # noqa: E731
     if name == "RX":
         # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
-        # MAC's underruns (MacDmaSoc._mac_statistics).
+        # MAC's underruns whose write-back landed (MacDmaSoc._mac_statistics).
         m.d.comb += [
             channel.run.eq(reg("CTRL", "run")),
             reg("DROPS").eq(channel.drops),

@@ -126,9 +126,14 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         for key in ("tx_frames", "rx_frames", "rx_delivered", "rx_dropped_counted"):
             totals[key] += seg[key]
         totals["tx_on_wire"] += seg.get("tx_on_wire", seg["tx_frames"])
+        # Each lost TX frame once: the driver's drops, TX_DROPS (cut on the wire after its
+        # write-back landed), TX_RESET_DISCARDS, and frames a SoC reset lost (the bench's).
+        # Records from before TX_DROPS was kept counted the frames cut on the wire instead.
         totals["tx_dropped_counted"] += seg.get("tx_dropped_counted", 0)
-        totals["tx_dropped_counted"] += seg.get("tx_bad_on_wire", 0)
+        totals["tx_dropped_counted"] += seg.get("tx_drops", seg.get("tx_bad_on_wire", 0))
         totals["tx_dropped_counted"] += seg.get("tx_reset_discards", 0)
+        totals["tx_dropped_counted"] += seg.get("tx_reset_lost", 0)
+        totals["rx_dropped_counted"] += seg.get("rx_reset_lost", 0)
         totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
         for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
             totals[key] += seg[key]

@@ -46,7 +46,7 @@ FAULT_SITES = {
     "axi-slverr": AXI_SITES,
     "axi-decerr": AXI_SITES,
     "wire": WIRE_SITES,
-    "reset": ("tx-channel", "rx-channel"),
+    "reset": ("tx-channel", "rx-channel", "soc"),
     "exhaustion": ("rx-no-buffers", "tx-irq-masked"),
 }
 FAULT_CLASSES = tuple(FAULT_SITES)

@@ -868,6 +868,53 @@ def test_rx_error_irq_discards_the_cut_frame_and_reposts_the_ring():
     run(body())
 
 
+def test_device_reset_folds_counters_drops_what_was_queued_and_reopens():
+    """reset_device: the counters are folded before the reset (which zeroes them), frames
+    the DMA completed are reaped or delivered, the rest dropped and counted, and the
+    device is opened again with traffic resuming from slot 0."""
+
+    async def body():
+        driver, p, device, received = await make(
+            strategy=IrqStrategy("eop"), tx_ring=16, rx_ring=8, rx_buf=64, max_frags=2
+        )
+        dropped_slots = []
+        driver.on_tx_dropped = dropped_slots.append
+        for n in range(3):
+            assert await driver.xmit([bytes([n]) * 60])
+        device.complete_tx(1, irq=False)
+        device.receive(b"A" * 70, irq=False)  # written back before the reset: delivered
+        device.receive(bytes(200), complete=False, irq=False)  # half-received: dropped
+        p.regs[regs.RX_DROPS] = 4
+        p.regs[regs.TX_DROPS] = 2
+        p.regs[regs.STATS_TX_FRAMES_GOOD] = 7
+        seen = {}
+
+        async def assert_reset():
+            seen["irq_enable"] = p.regs[regs.IRQ_ENABLE]
+            seen["queue_stopped"] = driver.queue_stopped
+            for offset in (regs.RX_DROPS, regs.TX_DROPS, regs.STATS_TX_FRAMES_GOOD):
+                p.regs[offset] = 0  # the reset zeroes the counters
+            device.reset("tx")
+            device.reset("rx")
+
+        await driver.reset_device(assert_reset)
+        assert seen == {"irq_enable": 0, "queue_stopped": True}
+        assert driver.hw_totals["RX_DROPS"] == 4 and driver.hw_totals["TX_DROPS"] == 2
+        assert driver.hw_totals["STATS_TX_FRAMES_GOOD"] == 7 and driver.device_resets == 1
+        assert driver.stats.tx_packets == 1 and driver.stats.tx_dropped == 2
+        assert dropped_slots == [1, 2]
+        assert [f[0] for f in received] == [b"A" * 70] and driver.stats.rx_dropped == 1
+        assert driver.is_open and not driver.queue_stopped
+        assert p.regs[regs.IRQ_ENABLE] == driver.strategy.irq_enable
+        p.regs[regs.RX_DROPS] = 1  # counted after the reset: totals add the fold
+        await driver.read_hw_stats()
+        assert driver.stats.rx_dropped_hw == 5
+        assert await driver.xmit([b"g" * 60])
+        assert device.complete_tx() == 1 and device.sent[-1] == b"g" * 60
+
+    run(body())
+
+
 def test_cfg_error_is_recorded_and_acked():
     async def body():
         driver, p, _, _ = await make(strategy=IrqStrategy("eop"), tx_ring=8, rx_ring=4)

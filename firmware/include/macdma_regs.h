@@ -258,8 +258,12 @@
 #define MACDMA_TX_FRAMES_MASK 0xFFFFFFFFu
 
 /* TX_DROPS (0x138)
- * TX underruns: frames aborted because frame data did not arrive in time. 32-bit counter,
- * wraps; cleared by reset only. */
+ * TX frames cut short on the wire (an underrun: a CTRL.reset flushed the TX FIFO under the
+ * frame, or cut-through data did not arrive in time) whose EOP descriptor was written back (the
+ * driver counts them sent), counted when the write-back lands (after the reset for one already
+ * on the bus). A cut frame whose write-back never landed keeps own: the driver drops and counts
+ * it, so each lost frame counts once. STATS_TX_UNDERRUNS counts every cut on the wire. 32-bit
+ * counter, wraps; cleared by reset only. */
 #define MACDMA_TX_DROPS 0x138u
 #define MACDMA_TX_DROPS_SHIFT 0u
 #define MACDMA_TX_DROPS_WIDTH 32u

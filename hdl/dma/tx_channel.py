@@ -73,6 +73,18 @@ class TxDmaChannel(wiring.Component):
         had started ends with tx_er (counted by the MAC as an underrun) and is not counted
         here. Frames land and start in ring order, so the frames landed and not started
         are ``landed - started`` since the last flush. Wraps; kept across ``reset``.
+    frame_cut : In(1)
+        Strobe: the MAC cut a frame short (an underrun: a reset flushed the TX FIFO under
+        it, or cut-through data came too late). The cut frame is the last one it started.
+    drops : Out(32)
+        TX_DROPS: frames the MAC cut short whose EOP write-back landed OKAY (the driver
+        reaps them as sent), counted when the cut is reported or, for a write-back already
+        on the bus at a reset, when it lands after it. A cut frame whose write-back never
+        lands (it failed, or a reset dropped it before it reached the bus) keeps ``own``,
+        so the driver drops and counts it, and it is not counted here: each lost frame is
+        counted once. Started and landed frames are matched in ring order, counted from
+        the end of the last reset's wind-down (FIFO flushed, ``resetting`` over). Wraps;
+        kept across ``reset``.
 
     PTP timestamps
     --------------
@@ -159,6 +171,8 @@ class TxDmaChannel(wiring.Component):
                 "frame_started": In(1),
                 "fifo_flushing": In(1),
                 "reset_discards": Out(16),
+                "frame_cut": In(1),
+                "drops": Out(32),
                 "events": Out(IrqEventSignature()),
                 "o": Out(stream.Signature(packed_layout(data_width, "error"))),
                 # The checksum request of the frame on ``o``, from its SOP descriptor.
@@ -381,6 +395,48 @@ class TxDmaChannel(wiring.Component):
             m.d.sync += [
                 self.reset_discards.eq(self.reset_discards + ~late_started),
                 late_started.eq(0),
+            ]
+
+        # ---- TX_DROPS: frames the MAC cut whose write-back landed ---------------------------
+        # unlanded: frames the MAC started minus EOP write-backs landed (on time or late),
+        # since the last reset wound down. Both happen in ring order, so the last frame
+        # started (the one a cut ends) has landed iff unlanded <= 0; if not, its write-back
+        # is the unlanded-th landing from now, if it ever lands (cut_wait counts them down).
+        landing = landed | late
+        unlanded = Signal(signed(12))
+        unlanded_next = Signal(signed(12))
+        m.d.comb += unlanded_next.eq(unlanded + self.frame_started - landing)
+        cut_wait = Signal(12)  # landings due until the cut frame's own (0: no cut waits)
+        winding = Signal()  # a reset's flush, late write-back or cut may still come
+        skip_cut = Signal()  # a reset left a started frame unlanded: its cut is the driver's
+        wound_down = winding & ~self.reset & ~self.fifo_flushing & ~flushing_q & ~self.resetting
+        cut_counts = Signal()
+        wait_over = Signal()
+        m.d.comb += [
+            cut_counts.eq(self.frame_cut & ~skip_cut & (unlanded_next <= 0)),
+            wait_over.eq(landing & (cut_wait == 1)),
+        ]
+        m.d.sync += [
+            self.drops.eq(self.drops + cut_counts + wait_over),
+            unlanded.eq(unlanded_next),
+        ]
+        with m.If(landing & (cut_wait != 0)):
+            m.d.sync += cut_wait.eq(cut_wait - 1)
+        with m.If(self.frame_cut & ~skip_cut & (unlanded_next > 0)):
+            m.d.sync += cut_wait.eq(unlanded_next[:12])
+        with m.If(self.frame_cut | self.frame_started):
+            m.d.sync += skip_cut.eq(0)
+        with m.If(self.reset):
+            m.d.sync += winding.eq(1)
+        with m.Elif(wound_down):
+            # No write-back of the old frames can land any more: a cut frame still waiting
+            # for one is the driver's (its descriptor kept own), and so is a cut that
+            # arrives later for a started frame left unlanded (slow PHY clocks).
+            m.d.sync += [
+                winding.eq(0),
+                unlanded.eq(0),
+                cut_wait.eq(0),
+                skip_cut.eq((unlanded_next > 0) & (cut_wait == 0)),
             ]
 
         # ---- main FSM -----------------------------------------------------------------------

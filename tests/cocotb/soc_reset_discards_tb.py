@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 import cocotb
-from cocotb.triggers import Timer
+from cocotb.triggers import Timer, with_timeout
 from cocotbext.eth import GmiiFrame
 from soc_rx_tb import RxDriver
 
@@ -107,6 +107,152 @@ async def test_tx_reset_discards_written_back_frames(dut):
         assert frame.check_fcs() and bytes(frame.get_payload()) == frames[n], f"frame {n}"
     final = await bench.read_reg(regs.TX_RESET_DISCARDS)
     assert final == after["TX_RESET_DISCARDS"], "TX_RESET_DISCARDS moved without a reset"
+
+
+CUT_FRAME_BYTES = 1500  # 12 µs on the wire at 1 Gb/s: still being sent at the reset
+RESET_BUSY = regs.TX_STATUS_HALTED_MASK | regs.TX_STATUS_RESETTING_MASK
+
+
+async def send_one_and_reset(dut, *, fail_writeback: bool, hold_b: bool) -> dict:
+    """One 1500-byte frame; once the MAC is sending it, TX_CTRL.reset as a driver's
+    recovery does. ``fail_writeback``: host memory answers SLVERR to the frame's EOP
+    write-back, which halts the channel (the halt is the driver's cue to reset);
+    ``hold_b``: the write-back's B response is held until after the reset, so it lands
+    late. Returns the wire's frames and the counters' moves."""
+    bench = await started(dut)
+    ring = await bench.open_ring("TX", TX_RING, 16)
+    data = payload(7, CUT_FRAME_BYTES)
+    bench.memory.write(TX_DATA + 1, data)
+    index = ring.post(Descriptor.tx(TX_DATA + 1, len(data), sop=True, eop=True))
+    names = ("TX_DROPS", "TX_RESET_DISCARDS", "STATS_TX_FRAMES_BAD", "STATS_TX_UNDERRUNS")
+    before = await bench.read_regs(*names)
+    if fail_writeback:
+        desc = ring.address(index)
+        bench.memory.error_windows.append((desc, desc + 16, "w"))
+    b_channel = bench.memory.write_if.b_channel
+    b_channel.pause = hold_b
+    await ring.doorbell()
+    if fail_writeback:
+        await wait_until(
+            lambda: bench.read_reg(regs.TX_STATUS),
+            lambda v: v & regs.TX_STATUS_HALTED_MASK,
+            "the channel halted on the write-back error",
+        )
+        bench.memory.error_windows.clear()
+    for _ in range(2000):  # the MAC starts the frame once it is whole in the TX FIFO
+        if dut.gmii_tx_en.value == 1:
+            break
+        await Timer(10, "ns")
+    else:
+        raise TimeoutError("the MAC did not start the frame within 20 µs")
+    await Timer(2, "us")  # the MAC is well into the frame, its write-back done or held
+    written = [burst for burst in bench.memory.bursts if burst.write]
+    assert len(written) == 1, f"the write-back did not reach the bus once: {written}"
+    await bench.write_reg(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+    await Timer(1, "us")
+    b_channel.pause = False
+    await wait_until(
+        lambda: bench.read_reg(regs.TX_STATUS),
+        lambda v: not v & RESET_BUSY,
+        "TX reset done",
+    )
+    await Timer(20, "us")  # the wire has ended the cut frame and the counters moved
+    frames = []
+    while not bench.tx_sink.empty():
+        frames.append(bench.tx_sink.recv_nowait())
+    after = await bench.read_regs(*names)
+    return {
+        "frames": frames,
+        # The driver's rule (MacDmaDriver._recover_tx): a frame whose EOP descriptor still
+        # has own after the reset is dropped and counted by the driver.
+        "driver_dropped": int(ring.read(index).own),
+        **{name: after[name] - before[name] for name in names},
+    }
+
+
+def check_cut_counted_once(result: dict) -> None:
+    frames = result["frames"]
+    assert len(frames) == 1, f"{len(frames)} frames on the wire, expected the one cut"
+    frame = frames[0]
+    assert frame.error is not None or not frame.check_fcs(), "the frame was not cut"
+    assert result["STATS_TX_FRAMES_BAD"] == 1 and result["STATS_TX_UNDERRUNS"] == 1, result
+    assert result["TX_RESET_DISCARDS"] == 0, result
+    counted = result["TX_DROPS"] + result["driver_dropped"]
+    assert counted == 1, (
+        f"the cut frame was counted {counted} times: TX_DROPS moved by "
+        f"{result['TX_DROPS']}, the driver dropped {result['driver_dropped']}"
+    )
+
+
+@cocotb.test()
+async def test_tx_cut_frame_writeback_failed(dut):
+    """The frame's EOP write-back fails (SLVERR) while the MAC sends it: the reset cuts it
+    on the wire (STATS_TX_FRAMES_BAD, STATS_TX_UNDERRUNS), its descriptor keeps own, so
+    the driver drops and counts it, and TX_DROPS does not: counted once."""
+    result = await send_one_and_reset(dut, fail_writeback=True, hold_b=False)
+    check_cut_counted_once(result)
+    assert result["driver_dropped"] == 1 and result["TX_DROPS"] == 0, result
+
+
+@cocotb.test()
+async def test_tx_cut_frame_writeback_landed(dut):
+    """The frame's EOP write-back lands before the reset: the driver reaps the frame as
+    sent, and the cut counts in TX_DROPS."""
+    result = await send_one_and_reset(dut, fail_writeback=False, hold_b=False)
+    check_cut_counted_once(result)
+    assert result["driver_dropped"] == 0 and result["TX_DROPS"] == 1, result
+
+
+@cocotb.test()
+async def test_tx_cut_frame_writeback_lands_late(dut):
+    """The frame's EOP write-back is on the bus at the reset (its B response held) and
+    lands after it: the driver reaps the frame as sent, and the cut counts in TX_DROPS
+    when the write-back lands."""
+    result = await send_one_and_reset(dut, fail_writeback=False, hold_b=True)
+    check_cut_counted_once(result)
+    assert result["driver_dropped"] == 0 and result["TX_DROPS"] == 1, result
+
+
+@cocotb.test()
+async def test_tx_cut_through_underrun_counts_once_its_writeback_lands(dut):
+    """No reset: a frame larger than the TX FIFO goes cut-through, and host memory
+    answers each burst 10 µs late, slower than the wire, so the frame underruns (cut with
+    tx_er) before its last fragment is even read. Its EOP write-back lands after the cut:
+    TX_DROPS counts it then, once, and the driver reaps it as sent."""
+    bench = await started(dut)
+    features = await bench.read_reg(regs.ID_FEATURES)
+    fifo_bytes = 1 << ((features & regs.ID_FEATURES_TX_FIFO_LOG2_MASK) >> 8)
+    ring = await bench.open_ring("TX", TX_RING, 16, burst_beats=64, prefetch=4)
+    data = payload(9, fifo_bytes + fifo_bytes // 2)
+    pieces = [data[n : n + 4000] for n in range(0, len(data), 4000)]
+    address, eop = TX_DATA, None
+    for n, piece in enumerate(pieces):
+        bench.memory.write(address, piece)
+        last = n == len(pieces) - 1
+        eop = ring.post(Descriptor.tx(address, len(piece), sop=n == 0, eop=last))
+        address += len(piece)
+    names = ("TX_DROPS", "STATS_TX_UNDERRUNS", "STATS_TX_FRAMES_BAD", "TX_FRAMES")
+    before = await bench.read_regs(*names)
+    bench.memory.latency_cycles = 1000
+    await ring.doorbell()
+    frame = await with_timeout(bench.tx_sink.recv(), 3000, "us")
+    assert frame.error is not None or not frame.check_fcs(), "the frame did not underrun"
+    cut = await bench.read_regs(*names)
+    assert cut["TX_FRAMES"] == before["TX_FRAMES"], "written back before the cut: case missed"
+    await wait_until(
+        lambda: bench.read_reg(regs.TX_FRAMES),
+        lambda v: v != before["TX_FRAMES"],
+        "the frame's write-back",
+        timeout_us=3000,
+    )
+    bench.memory.latency_cycles = 0
+    await Timer(2, "us")
+    after = await bench.read_regs(*names)
+    moved = {name: after[name] - before[name] for name in names}
+    assert moved == {"TX_DROPS": 1, "STATS_TX_UNDERRUNS": 1, "STATS_TX_FRAMES_BAD": 1,
+                     "TX_FRAMES": 1}, moved  # fmt: skip
+    assert cut["TX_DROPS"] == before["TX_DROPS"], "TX_DROPS counted before the write-back"
+    assert not ring.read(eop).own, "the driver would not reap the frame as sent"
 
 
 def reap_written_back(driver: RxDriver) -> list[bytes]:
