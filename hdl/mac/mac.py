@@ -174,16 +174,23 @@ class EthMac(wiring.Component):
         # stays where a TX channel reset can still flush it whole: never held in the slice
         # and sent as a runt (the start of a flushed frame, then the FIFO's abort byte)
         # when the transmitter is turned on again (issue 17).
+        # `may_enter` is a register (the transmitter's enable as seen one clock earlier), so
+        # the ready the TX FIFO's read side waits on is two flip-flops and one LUT away.
         tx_slice_in = stream.Signature(ByteBeat).flip().create()
         slice_in_frame = Signal()  # the slice has taken a frame's first byte, not its last
-        may_enter = slice_in_frame | self.config.tx_enable
+        may_enter = Signal()  # slice_in_frame | tx_enable
         m.d.comb += [
             tx_slice.i.payload.eq(tx_slice_in.payload),
             tx_slice.i.valid.eq(tx_slice_in.valid & may_enter),
             tx_slice_in.ready.eq(tx_slice.i.ready & may_enter),
         ]
-        with m.If(tx_slice.i.valid & tx_slice.i.ready):
-            m.d.tx += slice_in_frame.eq(~tx_slice.i.p.last)
+        slice_in_frame_next = Mux(
+            tx_slice.i.valid & tx_slice.i.ready, ~tx_slice.i.p.last, slice_in_frame
+        )
+        m.d.tx += [
+            slice_in_frame.eq(slice_in_frame_next),
+            may_enter.eq(slice_in_frame_next | self.config.tx_enable),
+        ]
         if self.flow_control:
             self._flow_control_tx(m, tx_mac, tx_slice, tx_slice_in)
         else:
