@@ -206,7 +206,8 @@ class EthMac(wiring.Component):
         # Status pulses leave through registers so they cannot glitch.
         m.d.tx += self.tx_error_underflow.eq(tx_mac.status.valid & tx_mac.status.p.underrun)
         if self.ptp:
-            self._tx_timestamp_requests(m, tx_mac, tx_slice)
+            frame_entering = tx_slice.i.valid & tx_slice.i.ready & ~slice_in_frame
+            self._tx_timestamp_requests(m, tx_mac, frame_entering)
 
         m.submodules.rx_decoder = rx_decoder = rx_domain(GmiiRxDecoder())
         m.submodules.rx_mac = rx_mac = rx_domain(MacRx())
@@ -237,22 +238,26 @@ class EthMac(wiring.Component):
         ]
         return m
 
-    def _tx_timestamp_requests(self, m, tx_mac, tx_slice):
+    def _tx_timestamp_requests(self, m, tx_mac, frame_entering):
         """Which MacTx SFD belongs to a frame that asked for a time: one flag per frame
-        entering the register slice (client frames carry ``tx_ts_request``, control
-        frames never ask), taken off in order by MacTx's SFDs, one per frame."""
+        entering the register slice (``frame_entering``: its first byte does; client
+        frames carry ``tx_ts_request``, control frames never ask), taken off in order by
+        MacTx's SFDs, one per frame."""
         tx_domain = DomainRenamer("tx")
         m.submodules.tx_ts_flags = flags = tx_domain(
             SyncFIFO(width=TS_ID_BITS, depth=TX_FRAMES_IN_FLIGHT)
         )
-        slice_in_frame = Signal()
-        entering = tx_slice.i.valid & tx_slice.i.ready
-        with m.If(entering):
-            m.d.tx += slice_in_frame.eq(~tx_slice.i.p.last)
+        # The flag goes into the queue a clock after its frame's first byte entered the
+        # slice, so the queue's level logic is not at the end of the handshake's path
+        # (the tx clock's critical path on the Versa); MacTx's SFD for that frame comes at
+        # least the preamble's 8 byte times later.
         client = self.tx.valid & self.tx.ready  # the beat entering is the client's
+        push = Signal()
+        push_id = Signal(TS_ID_BITS)
+        m.d.tx += [push.eq(frame_entering), push_id.eq(Mux(client, self.tx_ts_request, 0))]
         m.d.comb += [
-            flags.w_en.eq(entering & ~slice_in_frame),
-            flags.w_data.eq(Mux(client, self.tx_ts_request, 0)),
+            flags.w_en.eq(push),
+            flags.w_data.eq(push_id),
             flags.r_en.eq(tx_mac.sfd),
             self.tx_ts_sfd.eq(tx_mac.sfd & flags.r_rdy & (flags.r_data != 0)),
             self.tx_ts_id.eq(flags.r_data),
