@@ -119,9 +119,11 @@ class StrobeCounterCrossing(wiring.Component):
     AsyncFIFO's write pointer hung its full check, increment and Gray encode off
     ``w_en``: in the board builds that chain behind the MAC's SFD strobe was the tx and
     rx clocks' critical path). The ``r`` side follows the synchronised Gray count one step
-    per cycle. No full check: strobes come once per frame (more than 64 byte times apart)
-    and ``r`` (``sync``, at least 41.7 MHz at 1 Gb/s) takes one per cycle, 2 to 3 cycles
-    after it crossed, so it never falls a whole count behind.
+    per cycle. No full check: strobes come once per frame, even runts at least a preamble,
+    an SFD and a gap apart (20 byte times, 160 ns at 1 Gb/s), and ``r`` (``sync``, at
+    least 41.7 MHz, 24 ns, at 1 Gb/s) takes one per cycle, 2 to 3 cycles after it
+    crossed, so it never falls a whole count behind and the Gray count changes at most one
+    step between two of its samples.
 
     Members
     -------
