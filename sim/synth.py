@@ -104,6 +104,7 @@ class SynthReport:
     clocks: list = field(default_factory=list)  # ClockTiming
     bitstream: str | None = None
     blocks: dict = field(default_factory=dict)  # block -> {"logic_cells": n, "ffs": m}
+    options: dict = field(default_factory=dict)  # FEATURES -> on (True) / off, as built
 
     @property
     def timing_met(self) -> bool:
@@ -119,6 +120,11 @@ class SynthReport:
 
     def to_markdown(self) -> str:
         lines = [f"# Synthesis report: {self.board} ({self.device})", ""]
+        if self.options:
+            built = ", ".join(
+                f"{name} {'on' if on else 'off'}" for name, on in self.options.items()
+            )
+            lines += [f"SoC options: {built}.", ""]
         lines += ["| resource | used | available |", "| --- | ---: | ---: |"]
         for row, value in self.resources.items():
             available = value.get("available")
@@ -360,6 +366,7 @@ def synthesize(
         resources, clocks = parse_nextpnr(report_json, log)
         report = SynthReport(board, device, "pnr", resources, clocks, str(out_dir / f"{name}.bit"))
     report.blocks = logic_by_block(json.loads((out_dir / f"{name}.json").read_text()))
+    report.options = {feature: getattr(config.soc, feature) for feature in FEATURES}
     (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     (out_dir / "report.md").write_text(report.to_markdown())
     return report

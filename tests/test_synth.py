@@ -236,6 +236,17 @@ def test_yosys_synthesis_of_colorlight(tmp_path):
     assert report.resources["logic_cells"]["used"] > 3000
     assert (tmp_path / "report.md").exists() and (tmp_path / "report.json").exists()
     assert sum(block["logic_cells"] for block in report.blocks.values()) > 3000
+    # The report says which SoC options were built: the board's own.
+    assert report.options == {
+        "flow_control": False,
+        "ptp": False,
+        "rx_checksum": False,
+        "tx_checksum": True,
+    }
+    assert (
+        "SoC options: flow_control off, ptp off, rx_checksum off, tx_checksum on."
+        in (tmp_path / "report.md").read_text()
+    )
 
 
 @pytest.mark.slow
