@@ -31,8 +31,8 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # before): with or without it the tx clock's critical path is the TX FIFO's block RAM to
 # its first register (5.83 ns clock-to-output, then 1.4 to 2.2 ns of routing depending on
 # placement: 124.0 to 138.7 MHz over two seeds each, docs/synthesis.md).
-# PTP and flow control each close timing on it on their own (`--with ptp`: tx 135.6, rx
-# 129.6, sync 43.5 MHz; `--with flow_control`: 130.4 / 139.3 / 48.1), RX checksum misses by
+# PTP and flow control each close timing on it on their own (`--with ptp`: tx 132.4, rx
+# 130.9, sync 49.2 MHz; `--with flow_control`: 130.4 / 139.3 / 48.1), RX checksum misses by
 # 0.02 % (the TX FIFO -> MAC handshake) and the three together by 6 to 8 % (routing on
 # the speed-6 part), so the board keeps them off; `python -m macdma.sim.synth --with`
 # switches one on for a build (docs/synthesis.md, "Options on the Colorlight").
