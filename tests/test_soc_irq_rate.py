@@ -3,10 +3,14 @@ simulator: 8,000 interrupts/s at IRQ_MIN_INTERVAL = 125 µs, no cause lost."""
 
 import json
 
+from cocotb_cases import run_cocotb_cases
 
-def test_soc_irq_rate(cocotb_run, sim, tmp_path):
+
+def test_soc_irq_rate(cocotb_run, sim, tmp_path, subtests):
     measured = tmp_path / "irq_rate.json"
-    result = cocotb_run(
+    run_cocotb_cases(
+        cocotb_run,
+        subtests,
         top="macdma_soc",
         test_module="soc_irq_rate_tb",
         sim=sim,
@@ -17,7 +21,6 @@ def test_soc_irq_rate(cocotb_run, sim, tmp_path):
             "SOC_IRQ_RATE_FRAMES": 200 if sim == "verilator" else 100,
         },
     )
-    assert result.failed == 0 and result.passed == 2
     limited = json.loads(measured.read_text())["125"]
     assert abs(limited["irqs_per_second"] - 8000) <= 80
     print(f"{sim}: {limited['irqs_per_second']:,.1f} IRQs/s at 125 µs, {limited['irqs']} IRQs")
