@@ -721,6 +721,24 @@ class TxRing(_Ring):
         super().__init__(platform, size, "tx_clean")
         self.buffers = [_TxBuffer() for _ in range(size)]
         self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
+        self.double_posts = 0  # posts refused: the slot was handed over and not reaped
+
+    def handed_over(self, index: int) -> bool:
+        """Whether slot *index* belongs to the DMA (posted, TAIL past it, not reaped)."""
+        return (index - self.next_to_clean) % self.size < self.in_flight()
+
+    def post(self, index: int, desc: Descriptor) -> None:
+        """Hand a descriptor to the DMA, unless its slot is already the DMA's: ``own``
+        handed over twice. The hardware cannot tell a second hand-over from a first (the
+        same words, or new ones, written under ``own``), and once the DMA has written the
+        slot back and moved on, ``own`` = 1 there would stall the reap at that slot
+        forever; so the driver refuses, counts it (``double_posts``, a WARN in a real
+        driver) and leaves the slot alone: the frame already posted there goes out once
+        (docs/reliability.md, the ``driver`` fault class)."""
+        if self.handed_over(index):
+            self.double_posts += 1
+            return
+        super().post(index, desc)
 
     def clear(self) -> None:
         super().clear()

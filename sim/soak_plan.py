@@ -42,12 +42,21 @@ AXI_SITES = (
     "rx-writeback",
 )
 WIRE_SITES = ("rx_er", "bad-fcs", "runt", "oversize", "no-sfd", "cut-short", "short-gap")
+#: A faulty driver: one bad post (descriptor or doorbell) in the TX stream, made by a
+#: bench-side hook in the driver model's ring and MMIO path (sim/benches/soak_tb.py).
+DRIVER_SITES = (
+    "tx-own-zero-length",
+    "tx-buffer-outside-memory",
+    "tx-tail-beyond-ring",
+    "tx-own-twice",
+)
 FAULT_SITES = {
     "axi-slverr": AXI_SITES,
     "axi-decerr": AXI_SITES,
     "wire": WIRE_SITES,
     "reset": ("tx-channel", "rx-channel", "soc"),
     "exhaustion": ("rx-no-buffers", "tx-irq-masked"),
+    "driver": DRIVER_SITES,
 }
 FAULT_CLASSES = tuple(FAULT_SITES)
 FAULT_SEGMENT_FRAMES = 200  # shorter segments with faults: one fault per segment

@@ -475,6 +475,28 @@ def test_xmit_writes_one_descriptor_per_fragment_and_rings_once(nfrags, strategy
     run(body())
 
 
+def test_a_descriptor_handed_over_twice_is_refused_and_counted():
+    """`own` handed over twice (the soak's driver/tx-own-twice): the ring refuses a post at
+    a slot the DMA owns (posted, not reaped), counts it, and leaves the slot alone, so the
+    frame goes out once; once reaped, the slot is the driver's again."""
+
+    async def body():
+        driver, p, device, _ = await make(tx_ring=8, rx_ring=4)
+        assert await driver.xmit([b"\x11" * 60]) is True
+        tx = driver.tx
+        posted = ring_desc(p, regs.TX_RING_BASE, 0)
+        writes = len(p.mem_writes)
+        tx.post(0, posted)  # the same descriptor again, while the DMA owns it
+        assert tx.double_posts == 1 and len(p.mem_writes) == writes
+        assert device.complete_tx() == 1 and device.sent == [b"\x11" * 60]
+        await driver.tx_clean()
+        assert driver.stats.tx_packets == 1 and not tx.handed_over(0)
+        tx.post(0, posted)  # reaped: the slot is the driver's, the post goes through
+        assert tx.double_posts == 1 and ring_desc(p, regs.TX_RING_BASE, 0).own
+
+    run(body())
+
+
 def test_xmit_rejects_empty_fragments_and_oversized_frames():
     async def body():
         driver, *_ = await make(tx_ring=8, rx_ring=4, max_frags=3)

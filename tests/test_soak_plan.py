@@ -57,7 +57,10 @@ def test_segments_split_the_frames_and_cycle_through_every_strategy_and_burst_ca
 
 
 def test_with_faults_every_class_and_site_comes_up_in_turn():
-    config = soak_config(4_800, 1, FAULT_CLASSES)
+    # One 200-frame segment per site: 28 sites (the `driver` class's four included).
+    sites = sum(len(sites) for sites in FAULT_SITES.values())
+    assert sites == 28
+    config = soak_config(200 * sites, 1, FAULT_CLASSES)
     segments = plan_segments(config)
     pairs = {(s.fault_class, s.fault_site) for s in segments}
     assert pairs == {(c, site) for c, sites in FAULT_SITES.items() for site in sites}

@@ -46,10 +46,16 @@ class BusErrors:
     window disarms, so the recovery that follows runs on a healthy bus. cocotbext-axi's
     RAM answers SLVERR when its read or write raises; DECERR is that response rewritten on
     its way out (R beat or B response).
+
+    An access past the end of memory gets DECERR always (armed or not): the interconnect
+    decodes no slave there (the `driver` fault class's buffer outside memory). Each such
+    access is listed in ``outside`` as (time in ns, kind, address).
     """
 
     def __init__(self, memory):
         self.memory = memory
+        self.memory_bytes = memory.size
+        self.outside: list[tuple[float, str, int]] = []
         self.armed: list[ArmedError] = []
         self._decode_pending = {"r": 0, "w": 0}
         memory._check_window = self._check
@@ -65,6 +71,10 @@ class BusErrors:
 
     def _check(self, address: int, length: int, kind: str) -> None:
         now = get_sim_time("ns")
+        if address + length > self.memory_bytes:
+            self.outside.append((now, kind, address))
+            self._decode_pending[kind] += 1
+            raise BusErrorWindow(f"outside memory: {kind} 0x{address:x}")
         for error in list(self.armed):
             if error.over(now):
                 self.armed.remove(error)

@@ -76,6 +76,10 @@ MEMORY_BYTES = 4 << 20
 ARENA_BASE, ARENA_END = 0x1000, 0x80000
 TX_WINDOWS_BASE = 0x100000
 assert TX_WINDOWS_BASE + MAX_TX_RING * TX_WINDOW_BYTES < MEMORY_BYTES
+#: `driver`/`tx-buffer-outside-memory` moves a fragment's address up by this much: past
+#: the end of host memory, where the interconnect decodes no slave (DECERR).
+OUTSIDE_MEMORY_OFFSET = 0x1000_0000
+assert OUTSIDE_MEMORY_OFFSET >= MEMORY_BYTES
 
 #: Back-pressure: a channel is paused for runs of this many ns on average.
 PAUSE_RUN_NS = 400.0
@@ -108,6 +112,31 @@ class SoakPlatform(CocotbPlatform):
 
     def __init__(self, bench, cpu: CpuModel) -> None:
         super().__init__(bench, cpu, dma_base=ARENA_BASE)
+        # A `driver` fault on the TX doorbell, armed by the bench, one-shot: the site, and
+        # once it fired, (time in ns, the TAIL value written, the slot posted twice).
+        self.tail_fault = ""
+        self.tail_fired: tuple[float, int, int] | None = None
+        self.tx_ring: SoakTxRing | None = None
+
+    async def mmio_write(self, offset: int, value: int) -> None:
+        """The driver's MMIO writes, with the armed doorbell fault: `tx-tail-beyond-ring`
+        writes TX_TAIL + RING_SIZE (>= RING_SIZE: the DMA ignores it); `tx-own-twice`
+        hands the descriptor the doorbell just handed over (the frame's EOP, still the
+        DMA's) to the ring's post again, with the same words."""
+        fault = self.tail_fault if offset == regs.TX_TAIL else ""
+        ring = self.tx_ring
+        if fault == "tx-tail-beyond-ring" and ring is not None:
+            value += ring.size
+            self.tail_fault = ""
+        await super().mmio_write(offset, value)
+        if fault == "tx-tail-beyond-ring" and ring is not None:
+            self.tail_fired = (get_sim_time("ns"), value, -1)  # once the write has landed
+        if fault == "tx-own-twice" and ring is not None:
+            slot = (value - 1) % ring.size
+            if value != 0 and ring.handed_over(slot) and slot in ring.posted:
+                self.tail_fault = ""
+                self.tail_fired = (get_sim_time("ns"), value, slot)
+                ring.post(slot, ring.posted[slot])
 
     def dma_alloc(self, size: int, align: int = 16) -> int:
         address = super().dma_alloc(size, align)
@@ -128,6 +157,22 @@ class SoakTxRing(TxRing):
         self.seq = -1  # the sequence number of the frame being mapped
         self.slot_seq: dict[int, int] = {}  # ring slot -> sequence number of its frame
         self.last_seq = -1  # the last frame posted
+        # A `driver` fault on the next descriptor posted, armed by the bench, one-shot:
+        # the site, and once it fired, (time in ns, the slot, the sequence number).
+        self.desc_fault = ""
+        self.desc_fired: tuple[float, int, int] | None = None
+        self.posted: dict[int, Descriptor] = {}  # ring slot -> the descriptor posted there
+
+    def post(self, index: int, desc: Descriptor) -> None:
+        fault, self.desc_fault = self.desc_fault, ""
+        if fault == "tx-own-zero-length":
+            desc = dataclasses.replace(desc, length=0)
+        elif fault == "tx-buffer-outside-memory":
+            desc = dataclasses.replace(desc, addr=desc.addr + OUTSIDE_MEMORY_OFFSET)
+        if fault:
+            self.desc_fired = (get_sim_time("ns"), index, self.slot_seq.get(index, -1))
+        self.posted[index] = desc
+        super().post(index, desc)
 
     def map_fragment(self, index: int, data: bytes) -> int:
         address = TX_WINDOWS_BASE + index * TX_WINDOW_BYTES + self.offsets.pop(0)
@@ -261,6 +306,12 @@ TX_FIFO_FRAMES_MAX = 16384 // 60 + 1
 RESET_DISCARDS_BITS = 16
 DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
 #: Which DmaErrorCode each bus-error site must halt its channel with.
+#: The `driver` sites that halt the TX channel, and with which code (docs/reliability.md).
+DRIVER_HALT_CODES = {
+    "tx-own-zero-length": regs.DmaErrorCode.ZERO_LENGTH_DESC,
+    "tx-buffer-outside-memory": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
+}
+
 SITE_ERROR_CODES = {
     "tx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
     "tx-data-read": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
@@ -355,6 +406,7 @@ class SegmentRun:
         self.driver.rx = SoakRxRing(
             self.platform, config.rx_ring, config.rx_buf, soak.poison, self.problems
         )
+        self.platform.tx_ring = self.driver.tx
         for start, size in self.platform.allocations:  # rings and RX buffers
             soak.guard.allow(start, start + size)
         soak.coverage.sample_segment(self.segment)
@@ -581,6 +633,8 @@ class SegmentRun:
             await self.inject_reset()
         elif s.fault_class == "exhaustion":
             await self.inject_exhaustion()
+        elif s.fault_class == "driver":
+            await self.inject_driver_fault()
 
     async def _site_window(self, site: str) -> tuple[int, int, str]:
         """The address window of a bus-error site: a ring slot the DMA is about to use (a
@@ -784,6 +838,102 @@ class SegmentRun:
         await self.bench.write_reg(regs.IRQ_ENABLE, driver.strategy.irq_enable)
         self.fault = {"injected": 1, "detected": full}
 
+    async def inject_driver_fault(self) -> None:
+        """One faulty post by the driver (a bench-side hook in its ring or MMIO path,
+        one-shot), then the outcome the site defines (docs/reliability.md):
+        `tx-own-zero-length` and `tx-buffer-outside-memory` corrupt the next descriptor
+        posted (length 0; the address moved past the end of memory): the TX channel halts
+        with ZERO_LENGTH_DESC / DATA_READ_BUS_ERROR (DECERR), the driver recovers.
+        `tx-tail-beyond-ring` writes the next doorbell as TAIL + RING_SIZE: the DMA ignores
+        it and sets STATUS.bad_tail (no halt, no IRQ); the frames it should have handed
+        over go with the next doorbell. `tx-own-twice` posts the descriptor the doorbell
+        just handed over a second time: the driver refuses and counts it (double_posts);
+        the frame goes out once. The last two lose and drop nothing."""
+        site, driver = self.segment.fault_site, self.driver
+        tx, platform = driver.tx, self.platform
+        errors_before = len(driver.errors)
+        self.fault = {"injected": 0}
+        if site in DRIVER_HALT_CODES:
+            tx.desc_fault = site
+            while tx.desc_fired is None and not self.tx_accounted_and_rx_sent():
+                await Timer(1, "us")
+            tx.desc_fault = ""
+            if tx.desc_fired is None:
+                self.fault["outcome"] = "not injected: no descriptor posted after arming"
+                return
+            self.fault["injected"] = 1
+            _, slot, seq = tx.desc_fired
+            self.fault["outcome"] = f"bad descriptor at slot {slot} (frame {seq})"
+            outside_before = len(self.soak.bus_errors.outside)
+            await self._await_halt("tx", DRIVER_HALT_CODES[site], errors_before)
+            if site == "tx-buffer-outside-memory":
+                outside = len(self.soak.bus_errors.outside) - outside_before
+                self.fault["outcome"] += f"; {outside} reads past the end of memory (DECERR)"
+                self.fault["detected"] = self.fault.get("detected", False) and outside > 0
+            return
+        doubles_before = tx.double_posts
+        platform.tail_fault = site
+        while platform.tail_fired is None and not self.tx_accounted_and_rx_sent():
+            await Timer(1, "us")
+        platform.tail_fault = ""
+        if platform.tail_fired is None:
+            self.fault["outcome"] = "not injected: no doorbell after arming"
+            return
+        self.fault["injected"] = 1
+        _, tail, slot = platform.tail_fired
+        if site == "tx-tail-beyond-ring":
+            status = await self.bench.read_reg(regs.TX_STATUS)
+            self.fault["detected"] = bool(status & regs.TX_STATUS_BAD_TAIL_MASK)
+            self.fault["outcome"] = f"TX_TAIL {tail} ignored, STATUS.bad_tail set"
+        else:
+            doubles = tx.double_posts - doubles_before
+            self.fault["detected"] = doubles == 1
+            self.fault["outcome"] = f"slot {slot} posted twice: {doubles} refused by the driver"
+
+    async def _await_halt(self, channel: str, expected, errors_before: int) -> None:
+        """Wait (at most DETECT_NS) for the driver's ISR to record a halt of *channel*;
+        detected if its code is *expected*."""
+        s, driver = self.segment, self.driver
+        waited_ns = 0
+        while waited_ns < DETECT_NS:
+            records = [e for e in driver.errors[errors_before:] if e.channel == channel]
+            if records:
+                code = records[0].code
+                self.fault["detected"] = code == expected
+                self.fault["code"] = code.name
+                if code != expected:
+                    self.problems.append(
+                        f"{s.fault_class}/{s.fault_site}: the channel halted with "
+                        f"{code.name}, not {expected.name}"
+                    )
+                return
+            await Timer(1, "us")
+            waited_ns += 1000
+        self.problems.append(
+            f"{s.fault_class}/{s.fault_site}: no {channel} halt reached the driver"
+        )
+
+    def check_driver_fault(self) -> None:
+        """After a `driver` fault's segment: traffic resumed (the segment's last TX frame
+        on the wire intact); at a site that must not halt (`tx-tail-beyond-ring`,
+        `tx-own-twice`), no halt, no frame dropped, every frame on the wire intact."""
+        s, driver = self.segment, self.driver
+        last = self.tx_first + s.tx_frames - 1
+        if last not in self.tx_good_seqs:
+            self.problems.append(
+                f"segment {s.index}: {s.fault_class}/{s.fault_site}: TX traffic did not "
+                f"resume (frame {last}, the segment's last, not on the wire intact)"
+            )
+        if s.fault_site in DRIVER_HALT_CODES:
+            return
+        dropped = driver.stats.tx_dropped + self.tx_drops + self.tx_discards
+        if driver.errors or dropped or self.tx_good != s.tx_frames:
+            self.problems.append(
+                f"segment {s.index}: {s.fault_class}/{s.fault_site} must lose nothing: "
+                f"{len(driver.errors)} halts, {dropped} TX frames dropped, {self.tx_good} of "
+                f"{s.tx_frames} on the wire intact"
+            )
+
     # -- the segment -------------------------------------------------------------------
 
     async def run(self) -> dict:
@@ -823,6 +973,8 @@ class SegmentRun:
         for pauser in soak.pausers.values():
             pauser.stop()
         stats = await self.check_counters()
+        if segment.fault_class == "driver":
+            self.check_driver_fault()
         soak.guard_check(self.problems, f"segment {segment.index}")
         soak.tx_sent += segment.tx_frames
         soak.rx_sent += segment.rx_frames
