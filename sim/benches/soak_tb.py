@@ -305,13 +305,12 @@ TX_FIFO_FRAMES_MAX = 16384 // 60 + 1
 #: Counters of frames a channel reset discarded (docs/descriptors.md): 16 bits wide.
 RESET_DISCARDS_BITS = 16
 DRIVER_FIELDS = ("irqs", "timer_irqs", "polls", "queue_stops", "tx_dropped", "rx_dropped")
-#: Which DmaErrorCode each bus-error site must halt its channel with.
 #: The `driver` sites that halt the TX channel, and with which code (docs/reliability.md).
 DRIVER_HALT_CODES = {
     "tx-own-zero-length": regs.DmaErrorCode.ZERO_LENGTH_DESC,
     "tx-buffer-outside-memory": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
 }
-
+#: Which DmaErrorCode each bus-error site must halt its channel with.
 SITE_ERROR_CODES = {
     "tx-desc-fetch": regs.DmaErrorCode.DESC_FETCH_BUS_ERROR,
     "tx-data-read": regs.DmaErrorCode.DATA_READ_BUS_ERROR,
@@ -854,6 +853,7 @@ class SegmentRun:
         errors_before = len(driver.errors)
         self.fault = {"injected": 0}
         if site in DRIVER_HALT_CODES:
+            outside_before = len(self.soak.bus_errors.outside)
             tx.desc_fault = site
             while tx.desc_fired is None and not self.tx_accounted_and_rx_sent():
                 await Timer(1, "us")
@@ -864,7 +864,6 @@ class SegmentRun:
             self.fault["injected"] = 1
             _, slot, seq = tx.desc_fired
             self.fault["outcome"] = f"bad descriptor at slot {slot} (frame {seq})"
-            outside_before = len(self.soak.bus_errors.outside)
             await self._await_halt("tx", DRIVER_HALT_CODES[site], errors_before)
             if site == "tx-buffer-outside-memory":
                 outside = len(self.soak.bus_errors.outside) - outside_before
