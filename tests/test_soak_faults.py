@@ -2,8 +2,8 @@
 100 frames per direction (2,800 frames each way: 28 sites, the full SoC reset and the
 faulty driver's four included) on Verilator, and per site: the fault injected, its
 outcome detected, traffic recovered, no frame lost silently (docs/reliability.md, "Fault
-injection"). 175 s wall on the 2-core machine at load 2.5 (178 s with 24 sites before),
-about 10 minutes under a load of 5."""
+injection"). 172..175 s wall on the 2-core machine at load 2.5..3 (178 s with 24 sites
+before), about 10 minutes under a load of 5."""
 
 from __future__ import annotations
 
