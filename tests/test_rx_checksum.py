@@ -2,20 +2,17 @@
 computed here: start offsets, odd lengths, frames back to back and with gaps."""
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
 from amaranth.sim import Simulator
 
 from macdma.hdl.mac.checksum import FrameChecksum
 
-
-def ones_complement_sum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
+# The reference is shared with the SoC test benches, which run with tests/cocotb on their path.
+sys.path.insert(0, str(Path(__file__).parent / "cocotb"))
+from tx_csum_reference import ones_complement_sum  # noqa: E402
 
 
 def folded(partial: int) -> int:

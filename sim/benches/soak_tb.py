@@ -682,24 +682,7 @@ class SegmentRun:
             self.fault["outcome"] = "not injected: the DMA never reached the window"
             return
         self.fault["injected"] = 1
-        channel = s.fault_site[:2]
-        expected = SITE_ERROR_CODES[s.fault_site]
-        waited_ns = 0
-        while waited_ns < DETECT_NS:
-            records = [e for e in driver.errors[errors_before:] if e.channel == channel]
-            if records:
-                code = records[0].code
-                self.fault["detected"] = code == expected
-                self.fault["code"] = code.name
-                if code != expected:
-                    self.problems.append(
-                        f"{s.fault_site} {'DECERR' if decode else 'SLVERR'}: the channel "
-                        f"halted with {code.name}, not {expected.name}"
-                    )
-                return
-            await Timer(1, "us")
-            waited_ns += 1000
-        self.problems.append(f"{s.fault_site}: an AXI error response went unnoticed")
+        await self._await_halt(s.fault_site[:2], SITE_ERROR_CODES[s.fault_site], errors_before)
 
     def tx_accounted_and_rx_sent(self) -> bool:
         return self.tx_accounted() and self.rx_queued >= self.segment.rx_frames
