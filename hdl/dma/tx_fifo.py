@@ -428,8 +428,15 @@ class TxFrameFifo(wiring.Component):
             pushed.last.eq(is_last),
             pushed.error.eq(is_last & frame_error),
         ]
-        mac_reset = tx_reset | tx_reset_r
-        m.d.comb += taken.eq(self.o.ready & out_valid & ~abort_pending & ~mac_reset & ~flush)
+        # ``out_live`` is ``out_valid & ~abort_pending & ~tx_reset_r`` worked out a cycle
+        # ahead from the next states of those three, so the MAC's ``ready`` (two flip-flops
+        # and its transmit gate away) meets one LUT, not three, on its way to ``taken``
+        # (the Colorlight's tx clock path with the RX checksum on).
+        out_live = Signal()
+        out_valid_next = ~tx_reset_r & Mux(spare_valid | (out_valid & ~taken), out_valid, push)
+        abort_pending_next = abort_pending & ~self.o.ready  # outside a flush (resets out_live)
+        m.d.txf += out_live.eq(out_valid_next & ~abort_pending_next & ~tx_reset)
+        m.d.comb += taken.eq(self.o.ready & out_live & ~tx_reset & ~flush)
         with m.If(taken & out.last):
             m.d.txf += frame_finished()
         with m.If(spare_valid):
@@ -461,7 +468,7 @@ class TxFrameFifo(wiring.Component):
             m.d.comb += [
                 # Nothing moves during a flush: the MAC must not take a byte (maybe the last)
                 # in the very cycle that decides whether it needs the abort byte.
-                self.o.valid.eq(out_valid & ~mac_reset & ~flush),
+                self.o.valid.eq(out_live & ~tx_reset & ~flush),
                 self.o.payload.eq(out),
             ]
 
