@@ -77,8 +77,8 @@ ARENA_BASE, ARENA_END = 0x1000, 0x80000
 TX_WINDOWS_BASE = 0x100000
 assert TX_WINDOWS_BASE + MAX_TX_RING * TX_WINDOW_BYTES < MEMORY_BYTES
 #: `driver`/`*-buffer-outside-memory` moves a TX fragment's or an RX buffer's address up
-#: by this much: past
-#: the end of host memory, where the interconnect decodes no slave (DECERR).
+#: by this much: past the end of host memory, where the interconnect decodes no slave
+#: (DECERR).
 OUTSIDE_MEMORY_OFFSET = 0x1000_0000
 assert OUTSIDE_MEMORY_OFFSET >= MEMORY_BYTES
 #: The doorbell of each direction, for the `driver` faults on it.
@@ -921,7 +921,8 @@ class SegmentRun:
             status_reg, bad_tail, _ = DRIVER_CHANNEL[channel]
             status = await self.bench.read_reg(status_reg)
             self.fault["detected"] = bool(status & bad_tail)
-            self.fault["outcome"] = f"{channel.upper()}_TAIL {tail} ignored, STATUS.bad_tail set"
+            seen = "ignored, STATUS.bad_tail set" if status & bad_tail else "STATUS.bad_tail 0"
+            self.fault["outcome"] = f"{channel.upper()}_TAIL {tail} {seen}"
         else:
             doubles = ring.double_posts - doubles_before
             self.fault["detected"] = doubles == 1
