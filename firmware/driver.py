@@ -662,6 +662,7 @@ class _Ring:
         self.next_to_use = 0  # producer: next slot the driver fills
         self.next_to_clean = 0  # consumer: next slot the driver reaps
         self.clean_lock = SpinLock(clean_lock)
+        self.double_posts = 0  # posts refused: the slot was handed over and not reaped
 
     def desc_addr(self, index: int) -> int:
         return self.base + index * DESCRIPTOR_BYTES
@@ -682,8 +683,22 @@ class _Ring:
         self.next_to_use = 0
         self.next_to_clean = 0
 
+    def handed_over(self, index: int) -> bool:
+        """Whether slot *index* belongs to the DMA (posted, TAIL past it, not reaped)."""
+        return (index - self.next_to_clean) % self.size < self.in_flight()
+
     def post(self, index: int, desc: Descriptor) -> None:
-        """Hand a descriptor to the DMA: words 0..2 first, then word 3 (own) last."""
+        """Hand a descriptor to the DMA: words 0..2 first, then word 3 (own) last; unless
+        its slot is already the DMA's: ``own`` handed over twice. The hardware cannot tell
+        a second hand-over from a first (the same words, or new ones, written under
+        ``own``), and once the DMA has written the slot back and moved on, ``own`` = 1
+        there would stall the reap at that slot forever (and, on RX, hand the DMA a buffer
+        the driver is about to read); so the driver refuses, counts it (``double_posts``,
+        a WARN in a real driver) and leaves the slot alone: what was posted there is used
+        once (docs/reliability.md, the ``driver`` fault class)."""
+        if self.handed_over(index):
+            self.double_posts += 1
+            return
         image = desc.pack()
         address = self.desc_addr(index)
         self.platform.mem_write(address, image[:_WORD3_OFFSET])
@@ -721,24 +736,6 @@ class TxRing(_Ring):
         super().__init__(platform, size, "tx_clean")
         self.buffers = [_TxBuffer() for _ in range(size)]
         self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
-        self.double_posts = 0  # posts refused: the slot was handed over and not reaped
-
-    def handed_over(self, index: int) -> bool:
-        """Whether slot *index* belongs to the DMA (posted, TAIL past it, not reaped)."""
-        return (index - self.next_to_clean) % self.size < self.in_flight()
-
-    def post(self, index: int, desc: Descriptor) -> None:
-        """Hand a descriptor to the DMA, unless its slot is already the DMA's: ``own``
-        handed over twice. The hardware cannot tell a second hand-over from a first (the
-        same words, or new ones, written under ``own``), and once the DMA has written the
-        slot back and moved on, ``own`` = 1 there would stall the reap at that slot
-        forever; so the driver refuses, counts it (``double_posts``, a WARN in a real
-        driver) and leaves the slot alone: the frame already posted there goes out once
-        (docs/reliability.md, the ``driver`` fault class)."""
-        if self.handed_over(index):
-            self.double_posts += 1
-            return
-        super().post(index, desc)
 
     def clear(self) -> None:
         super().clear()

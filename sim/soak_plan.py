@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 #: Frame sizes without FCS: the smallest untagged frame to the largest.
 MIN_FRAME_BYTES, MAX_FRAME_BYTES = 60, 1514
@@ -42,14 +42,23 @@ AXI_SITES = (
     "rx-writeback",
 )
 WIRE_SITES = ("rx_er", "bad-fcs", "runt", "oversize", "no-sfd", "cut-short", "short-gap")
-#: A faulty driver: one bad post (descriptor or doorbell) in the TX stream, made by a
-#: bench-side hook in the driver model's ring and MMIO path (sim/benches/soak_tb.py).
+#: A faulty driver: one bad post (descriptor or doorbell) in the TX or the RX stream, made
+#: by a bench-side hook in the driver model's ring and MMIO path (sim/benches/soak_tb.py).
 DRIVER_SITES = (
     "tx-own-zero-length",
     "tx-buffer-outside-memory",
     "tx-tail-beyond-ring",
     "tx-own-twice",
+    "rx-own-zero-length",
+    "rx-buffer-outside-memory",
+    "rx-tail-beyond-ring",
+    "rx-own-twice",
 )
+#: The `driver` sites whose bad RX descriptor halts the channel only when the DMA comes to
+#: use it: one ring lap after its post. Their segments get the smallest RX ring, so that
+#: lap ends well inside the segment's traffic.
+RX_LAP_SITES = ("rx-own-zero-length", "rx-buffer-outside-memory")
+MIN_RX_RING = 16
 FAULT_SITES = {
     "axi-slverr": AXI_SITES,
     "axi-decerr": AXI_SITES,
@@ -173,28 +182,30 @@ def plan_segments(config: SoakConfig) -> list[Segment]:
         pause_fraction = {
             channel: rng.choice((0.0, 0.0, 0.05, 0.2, 0.4)) for channel in AXI_CHANNELS
         }
-        segments.append(
-            Segment(
-                index=index,
-                tx_frames=frames,
-                rx_frames=frames,
-                tx_ring=rng.choice((32, 64, 128)),
-                rx_ring=rng.choice((16, 32, 64, 128)),
-                rx_buf=rx_bufs[index],
-                burst_beats=bursts[index],
-                prefetch=rng.randint(1, 15),
-                irq=irq,
-                coalesce_frames=coalesce_frames,
-                coalesce_us=coalesce_us,
-                poll_us=rng.choice((5, 10, 20)),
-                budget=rng.choice((8, 16, 64)),
-                irq_min_interval_us=rng.choice((0, 0, 0, 5, 20)),
-                mem_latency_cycles=rng.choice((0, 2, 8, 20)),
-                pause_fraction=pause_fraction,
-                rx_gap_fraction=rng.choice((0.0, 0.02, 0.1)),
-                **_fault_fields(faults, index, frames, rng),
-            )
+        segment = Segment(
+            index=index,
+            tx_frames=frames,
+            rx_frames=frames,
+            tx_ring=rng.choice((32, 64, 128)),
+            rx_ring=rng.choice((MIN_RX_RING, 32, 64, 128)),
+            rx_buf=rx_bufs[index],
+            burst_beats=bursts[index],
+            prefetch=rng.randint(1, 15),
+            irq=irq,
+            coalesce_frames=coalesce_frames,
+            coalesce_us=coalesce_us,
+            poll_us=rng.choice((5, 10, 20)),
+            budget=rng.choice((8, 16, 64)),
+            irq_min_interval_us=rng.choice((0, 0, 0, 5, 20)),
+            mem_latency_cycles=rng.choice((0, 2, 8, 20)),
+            pause_fraction=pause_fraction,
+            rx_gap_fraction=rng.choice((0.0, 0.02, 0.1)),
+            **_fault_fields(faults, index, frames, rng),
         )
+        if segment.fault_site in RX_LAP_SITES:
+            # After the draws, so the other segments' settings stay as the seed made them.
+            segment = replace(segment, rx_ring=MIN_RX_RING)
+        segments.append(segment)
     return segments
 
 

@@ -497,6 +497,33 @@ def test_a_descriptor_handed_over_twice_is_refused_and_counted():
     run(body())
 
 
+def test_an_rx_descriptor_handed_over_twice_is_refused_and_counted():
+    """The RX mirror (the soak's driver/rx-own-twice), with the one refusal of the rings'
+    base class: a post at a slot the DMA owns (handed over by the last doorbell) or has
+    written back unreaped is refused and counted, and the slot left alone, so the frame
+    in it is delivered once and its reap does not stall on ``own``; once reaped and
+    refilled, the ring posts as usual."""
+
+    async def body():
+        driver, p, device, received = await make(tx_ring=8, rx_ring=8, rx_buf=64)
+        rx = driver.rx
+        last = ring_desc(p, regs.RX_RING_BASE, 6)  # the doorbell handed over slots 0..6
+        writes = len(p.mem_writes)
+        rx.post(6, last)
+        assert rx.double_posts == 1 and len(p.mem_writes) == writes
+        first = ring_desc(p, regs.RX_RING_BASE, 0)
+        frame = bytes(range(60))
+        assert device.receive(frame) == 1  # written back into slot 0, not reaped yet
+        rx.post(0, first)
+        assert rx.double_posts == 2 and not ring_desc(p, regs.RX_RING_BASE, 0).own
+        assert await driver.rx_poll(64) == 1
+        assert [(data, ok) for data, ok, _ in received] == [(frame, True)]
+        assert not rx.handed_over(0) and ring_desc(p, regs.RX_RING_BASE, 7).own
+        assert rx.double_posts == 2 and driver.stats.rx_packets == 1
+
+    run(body())
+
+
 def test_xmit_rejects_empty_fragments_and_oversized_frames():
     async def body():
         driver, *_ = await make(tx_ring=8, rx_ring=4, max_frags=3)

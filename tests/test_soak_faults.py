@@ -1,9 +1,10 @@
 """The fault campaign's CI profile: every site of every fault class once, in segments of
-100 frames per direction (2,800 frames each way: 28 sites, the full SoC reset and the
-faulty driver's four included) on Verilator, and per site: the fault injected, its
-outcome detected, traffic recovered, no frame lost silently (docs/reliability.md, "Fault
-injection"). 172..175 s wall on the 2-core machine at load 2.5..3 (178 s with 24 sites
-before), about 10 minutes under a load of 5."""
+100 frames per direction (3,200 frames each way: 32 sites, the full SoC reset and the
+faulty driver's eight, on the TX and the RX ring, included) on Verilator, and per site:
+the fault injected, its outcome detected, traffic recovered, no frame lost silently
+(docs/reliability.md, "Fault injection"). 225..236 s wall on the 2-core machine at load
+1.2..2.8 (172..175 s with 28 sites at load 2.5..3 before), about 10 minutes under a load
+of 5."""
 
 from __future__ import annotations
 

@@ -26,7 +26,9 @@ from macdma.sim.soak_plan import (
     FAULT_SITES,
     IRQ_STRATEGY_NAMES,
     MAX_FRAGMENTS,
+    MIN_RX_RING,
     PAGE_BYTES,
+    RX_LAP_SITES,
     TX_WINDOW_BYTES,
     SoakConfig,
     crosses_page,
@@ -57,15 +59,18 @@ def test_segments_split_the_frames_and_cycle_through_every_strategy_and_burst_ca
 
 
 def test_with_faults_every_class_and_site_comes_up_in_turn():
-    # One 200-frame segment per site: 28 sites (the `driver` class's four included).
+    # One 200-frame segment per site: 32 sites (the `driver` class's eight included).
     sites = sum(len(sites) for sites in FAULT_SITES.values())
-    assert sites == 28
+    assert sites == 32
     config = soak_config(200 * sites, 1, FAULT_CLASSES)
     segments = plan_segments(config)
     pairs = {(s.fault_class, s.fault_site) for s in segments}
     assert pairs == {(c, site) for c, sites in FAULT_SITES.items() for site in sites}
     for s in segments:
         assert s.tx_frames // 5 <= s.fault_at_frame <= s.tx_frames * 3 // 5
+        # A bad RX buffer is used one ring lap after its post: the smallest ring.
+        if s.fault_site in RX_LAP_SITES:
+            assert s.rx_ring == MIN_RX_RING
 
 
 @given(
