@@ -172,6 +172,19 @@ def test_vlan_tagged_frame_may_be_four_bytes_longer():
     assert statuses[0][1] == RxError.OVERSIZE
 
 
+@pytest.mark.parametrize("max_length", [64, 1518, 9018])
+@pytest.mark.parametrize("tagged", [False, True])
+def test_length_limit_is_exact(max_length, tagged):
+    # The longest good frame (FCS included) is max_length, +4 with a VLAN tag; one byte
+    # more is oversize. Checked at both sides of the edge, untagged and tagged.
+    limit = max_length + 4 * tagged
+    tag = b"\x81\x00\x00\x05" if tagged else make_payload(4, 9)
+    for extra, expected in ((0, RxError.NONE), (1, RxError.OVERSIZE)):
+        payload = make_payload(12) + tag + make_payload(limit - 4 - 16 + extra, 3)
+        _, statuses, _ = receive(symbols(good(payload)), max_length=max_length)
+        assert statuses == [(limit + extra, expected)], (max_length, tagged, extra)
+
+
 def test_jumbo_frames_pass_when_max_length_allows():
     payload = make_payload(9000)
     frames, statuses, _ = receive(symbols(good(payload)), max_length=9018)
