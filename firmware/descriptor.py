@@ -118,7 +118,7 @@ class Descriptor:
     # Word 2: written back; 0 except on an RX EOP descriptor (and a timestamped TX EOP).
     frame_length: int = _bits(2, 0, 16, "RX, EOP descriptor: frame length without FCS.")
     rx_error: int = _bits(2, 16, 3, "RX, EOP descriptor: RxErrorCause of a bad frame.")
-    rx_truncated: bool = _bits(2, 19, 1, "RX, EOP descriptor: tail lost to RX FIFO overflow.")
+    rx_truncated: bool = _bits(2, 19, 1, "RX, EOP: tail lost (RX FIFO full or no descriptor).")
     csum_start: int = _bits(2, 20, 10, "TX, SOP: first frame byte the L4 checksum sums.")
     timestamped: bool = _bits(2, 30, 1, "EOP: word 0 holds the SFD time's low 32 bits, ns.")
     error: bool = _bits(2, 31, 1, "EOP descriptor of a bad frame.")

@@ -344,7 +344,7 @@ class RxDmaChannel(wiring.Component):
         # ---- poll timer and fetch requests ------------------------------------------------
         kick = Signal()  # doorbell / poll: re-read even without tail room; clears stalled
         recheck_req = Signal()  # the data path needs a re-check of own (set empty)
-        check_done = Signal()  # a fetch that took a recheck_req finished (valid only if ~recheck_req)
+        check_done = Signal()  # a fetch that took a recheck_req finished (if ~recheck_req)
         check_now = Signal()  # recheck_req answered at once: nothing may be read now
         stalled = Signal()  # the last fetch met a descriptor without own
 
@@ -691,7 +691,9 @@ class RxDmaChannel(wiring.Component):
                     core.next = "Next"
                 with core.Else():
                     can_emit = (
-                        stage.w_rdy & (want != 0) & ((acc_bytes >= want) | (frame_ended & (acc_bytes != 0)))
+                        stage.w_rdy
+                        & (want != 0)
+                        & ((acc_bytes >= want) | (frame_ended & (acc_bytes != 0)))
                     )
                     k = Signal(range(W + 1))
                     core.d.comb += k.eq(Mux(can_emit, Mux(acc_bytes < want, acc_bytes, want), 0))
