@@ -295,12 +295,7 @@ class RxFrameFifo(wiring.Component):
 
         with m.If(write):
             m.d.rxf += written.eq(written + 1)
-        # Counted a cycle after the decision: ``overflowed`` comes from the MAC's ``valid``
-        # through the room logic, and the 32-bit count's enables behind it missed 125 MHz
-        # on the Colorlight. The count only crosses to ``sync`` for the statistics.
-        overflowed_r = Signal()
-        m.d.rxf += overflowed_r.eq(overflowed)
-        with m.If(overflowed_r):
+        with m.If(overflowed):
             m.d.rxf += [
                 overflow_count.eq(overflow_count + 1),
                 overflow_gray.eq(gray_encode(overflow_count + 1, 32)),

@@ -249,9 +249,9 @@ class TxDmaChannel(wiring.Component):
         poll_kick = Signal()
         poll_cycles = Signal(10)
         poll_us_count = Signal(16)
-        poll_timer_runs = Signal()  # the channel may work: the poll timer runs
+        timing = Signal()  # the channel may work: the poll timer runs
         cycles_per_us_m1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
-        with m.If(poll_timer_runs & (self.poll_us != 0) & ~poll_kick):
+        with m.If(timing & (self.poll_us != 0) & ~poll_kick):
             with m.If(poll_cycles == 0):
                 m.d.sync += poll_cycles.eq(cycles_per_us_m1)
                 with m.If(poll_us_count + 1 >= self.poll_us):
@@ -260,7 +260,7 @@ class TxDmaChannel(wiring.Component):
                     m.d.sync += poll_us_count.eq(poll_us_count + 1)
             with m.Else():
                 m.d.sync += poll_cycles.eq(poll_cycles - 1)
-        with m.Elif(~poll_timer_runs):
+        with m.Elif(~timing):
             m.d.sync += [poll_cycles.eq(cycles_per_us_m1), poll_us_count.eq(0)]
 
         # ---- descriptor buffer --------------------------------------------------------------
@@ -463,7 +463,7 @@ class TxDmaChannel(wiring.Component):
         )
         # The poll period runs whenever the channel may work; an expiry is kept until the next
         # descriptor fetch starts (which also serves as the poll).
-        m.d.comb += poll_timer_runs.eq(ready_to_work)
+        m.d.comb += timing.eq(ready_to_work)
 
         with m.FSM(name="tx_channel") as fsm:
             with m.State("Idle"):

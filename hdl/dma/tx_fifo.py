@@ -359,16 +359,9 @@ class TxFrameFifo(wiring.Component):
                 started_gray.eq(started_gray_after),
                 started_gray_after.eq(gray_encode(started + 2, counter_bits)),
             ]
-        # A released frame waits to start. The Gray comparison is a register (yosys maps
-        # it to a chain of LUTs that, with ``may_start`` behind it, missed 125 MHz on the
-        # Colorlight): it compares the released count one cycle old (it only grows, so it
-        # is never early) with this cycle's started count, which lacks a frame started in
-        # the cycle before (``started_now``): no frame waits in that cycle.
-        released_ahead = Signal()
-        m.d.txf += released_ahead.eq(
-            released_tx != Mux(started_now, started_gray_after, started_gray)
+        frame_available = Mux(
+            started_now, released_tx != started_gray_after, released_tx != started_gray
         )
-        frame_available = released_ahead & ~started_now
         # The byte side is empty in the next cycle: the skid buffer empties (nothing in
         # ``spare``, ``out`` free or taken), ``word`` holds nothing and gets nothing now.
         # The next state of ``tx_side_empty`` (see the registers' updates below).

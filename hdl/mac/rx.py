@@ -188,7 +188,6 @@ class MacRx(wiring.Component):
         delay = [Signal(8, name=f"delay{n}") for n in range(self.HOLD)]
         oldest = delay[self.HOLD - 1]
         phy_error = Signal()
-        oversize = Signal()  # a byte arrived while length was already length_limit
         max_length = Signal(16)
         vlan_tpid_high = Signal()
         vlan_tag_seen = Signal()  # pulse: bytes 12..13 were the VLAN TPID
@@ -222,7 +221,6 @@ class MacRx(wiring.Component):
                 length.eq(0),
                 held.eq(0),
                 phy_error.eq(0),
-                oversize.eq(0),
                 max_length.eq(self.cfg_max_length),
                 length_limit.eq(self.cfg_max_length),
                 data_end.eq(self.cfg_max_length + (self.HOLD - FCS_LENGTH)),
@@ -237,11 +235,6 @@ class MacRx(wiring.Component):
                 held.eq(Mux(held == self.HOLD, held, held + 1)),
                 phy_error.eq(phy_error | self.i.phy_error),
             ]
-            # An equality against the limit's register instead of ``length >
-            # length_limit`` at the frame's end: no carry chain in front of the error
-            # priority (the Colorlight's rx clock with flow control missed on it).
-            with m.If(length == length_limit):
-                m.d.sync += oversize.eq(1)
             with m.If(length == 12):
                 m.d.sync += vlan_tpid_high.eq(self.i.data == VLAN_TPID >> 8)
             with m.If(length == 13):
@@ -260,7 +253,7 @@ class MacRx(wiring.Component):
             m.d.comb += error.eq(RxError.PHY)
         with m.Elif(self.i.misaligned):
             m.d.comb += error.eq(RxError.ALIGNMENT)
-        with m.Elif(oversize):
+        with m.Elif(length > length_limit):
             m.d.comb += error.eq(RxError.OVERSIZE)
         with m.Elif(length < MIN_FRAME_LENGTH):
             m.d.comb += error.eq(RxError.RUNT)
