@@ -149,6 +149,8 @@ def test_ctrl_c_during_run_leaves_no_simulator_behind():
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # So that a hang explains itself: SIGABRT makes Python print every thread's stack.
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     try:
         # The simulator itself, not its build: on a fresh clone the group first holds
@@ -161,8 +163,21 @@ def test_ctrl_c_during_run_leaves_no_simulator_behind():
         time.sleep(2)  # inside the simulation, not its start-up
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
         # A liveness bound, not a speed check: alone this exits within seconds, but in the
-        # full suite on a fresh clone (both cores busy) it once took more than 60 s.
-        _, err = process.communicate(timeout=180)
+        # full suite on a fresh clone (both cores busy) it once took more than 60 s, and
+        # once did not exit at all (2026-12-03, not reproduced since).
+        try:
+            _, err = process.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            group = _processes_in_group(process.pid)
+            os.kill(process.pid, signal.SIGABRT)
+            _, err = process.communicate(timeout=30)
+            # While the simulator runs, the run's stderr goes to its log (sim/runner.py).
+            logs = sorted((ROOT / "build" / "logs").glob(f"run-*-{process.pid}.log"))
+            stacks = err + "".join(log.read_text(errors="replace")[-8000:] for log in logs)
+            raise AssertionError(
+                f"macdma run still running 180 s after Ctrl-C; its group: {group}; "
+                f"its stderr and the end of its log {[str(log) for log in logs]}:\n{stacks}"
+            ) from None
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
