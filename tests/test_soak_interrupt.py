@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from ctrl_c import python_with_default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The Verilator model's process name (/proc's comm: the soak bench's top).
@@ -29,19 +30,11 @@ def _children(pid: int) -> dict[int, str]:
     return found
 
 
-#: Runs the command with SIGINT at its default, as in a terminal: a process started from a
-#: non-interactive shell's background job (a CI runner's, say) inherits SIGINT ignored.
-WITH_DEFAULT_SIGINT = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-)
-
-
 def test_ctrl_c_to_the_soak_process_alone_stops_the_run(tmp_path):
     report = tmp_path / "soak.json"
     command = ["-m", "macdma.sim.cli", "soak", "--frames", "5000", "--seed", "3"]
     process = subprocess.Popen(
-        [sys.executable, "-c", WITH_DEFAULT_SIGINT, *command, "--json", str(report)],
+        python_with_default_sigint(*command, "--json", str(report)),
         cwd=ROOT,
         start_new_session=True,
         stdout=subprocess.PIPE,
