@@ -16,6 +16,7 @@ def synthetic_metrics(scenario: Scenario, mbps: float, *, irqs=1.0, dropped=0) -
         "frames_offered": scenario.frames,
         "frames_sent": scenario.frames - dropped,
         "frames_dropped": dropped,
+        "frames_in_window": scenario.frames * 0.75,
         "frames_per_second": fps,
         "mbps": mbps,
         "mbps_ci": 0.01 * mbps,

@@ -323,6 +323,38 @@ def test_tx_frames_missing_from_the_wire_fail_the_intact_check(tmp_path):
     assert shipped_checks(results)["frames_intact"] == "FAIL"
 
 
+def test_every_default_tx_point_must_hold_100_frames_in_its_window(tmp_path):
+    assert load_sweep(DEFAULT_SWEEP).min_tx_window_frames == 100
+    full = default_point(tmp_path, "fragments_irq", 200.0, frags=0, irq="eop")
+    assert full["metrics"]["tx"]["frames_in_window"] >= 100
+    checks = by_name(check_results(load_sweep(DEFAULT_SWEEP), [full]))
+    assert checks["tx_window"] == "PASS"
+    short = default_point(tmp_path, "fragments_irq", 200.0, frags=1, irq="eop")
+    short["metrics"]["tx"]["frames_in_window"] = 99.5
+    (check,) = [
+        c for c in check_results(load_sweep(DEFAULT_SWEEP), [full, short]) if c.name == "tx_window"
+    ]
+    assert check.status == "FAIL" and short["key"] in check.detail and "99.5" in check.detail
+    # A stream's TX frames are ACKs: its figure is RX goodput, so its TX window is not checked.
+    stream = default_point(tmp_path, "report_ure_one_per_irq", 90.0)
+    stream["metrics"]["tx"]["frames_in_window"] = 10.0
+    checks = by_name(check_results(load_sweep(DEFAULT_SWEEP), [full, stream]))
+    assert checks["tx_window"] == "PASS"
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "100", True])
+def test_a_bad_min_tx_window_is_refused(value):
+    data = sweep_data()
+    data["min_tx_window_frames"] = value
+    with pytest.raises(ValueError, match="min_tx_window_frames"):
+        parse_sweep(data)
+
+
+def test_a_sweep_without_min_tx_window_has_no_window_check(tmp_path):
+    assert parse_sweep(sweep_data()).min_tx_window_frames == 0
+    assert "tx_window" not in by_name(check_results(load_sweep(QUICK_SWEEP), []))
+
+
 def test_summary_takes_every_figure_from_the_measured_window():
     scenario = Scenario(direction="tx", frames=8, frame_size=1500, cpu="microblaze-66")
     metrics = synthetic_metrics(scenario, 200.0, irqs=0.5)

@@ -53,7 +53,7 @@ class Descriptor(data.Struct):
     ``timestamped`` on a timestamped TX EOP descriptor):
         frame_length: RX: the whole frame's length in bytes, without FCS.
         rx_error:     RX: the MAC's cause for a bad frame (:class:`~macdma.hdl.mac.frame.RxError`).
-        rx_truncated: RX: the frame lost its tail because the RX FIFO overflowed.
+        rx_truncated: RX: the frame lost its tail (RX FIFO overflow, or no descriptor mid-frame).
         error:        the frame is bad (``rx_error`` != NONE or ``rx_truncated``).
         csum_start:   TX, SOP descriptor, read on fetch (written back 0): the frame byte
                       where the L4 checksum's sum starts (Linux CHECKSUM_PARTIAL

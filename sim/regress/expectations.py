@@ -1,7 +1,8 @@
 """What a sweep's numbers must show: expectations declared per experiment in the sweep
 file (``[[experiment.expect]]``, docs/regression.md), the calibration expectations of
 field-report conditions, and the one built-in check every sweep gets
-(:func:`check_all_points_intact`). The report lists each with PASS/FAIL/N/A and
+(:func:`check_all_points_intact`), and the window check of a sweep that sets
+``min_tx_window_frames`` (:func:`check_tx_windows`). The report lists each with PASS/FAIL/N/A and
 ``macdma regress`` exits 1 on a FAIL.
 
 Kinds (``kind = ...``):
@@ -356,11 +357,37 @@ def check_all_points_intact(results: list[dict]) -> CheckResult:
     )
 
 
+def check_tx_windows(results: list[dict], min_frames: int) -> CheckResult:
+    """Every finished point that measures a TX rate took it over a window of at least
+    ``min_frames`` frames. A stream's TX frames are its receiver's ACKs, not a measured
+    rate (its figure is the RX goodput), so stream points are not counted."""
+    measured = [
+        r for r in ok(results) if "tx" in r["metrics"] and r["scenario"].get("traffic") != "stream"
+    ]
+    held = [(r, r["metrics"]["tx"].get("frames_in_window") or 0.0) for r in measured]
+    bad = [f"{r['key']}: {frames:.1f} frames" for r, frames in held if frames < min_frames]
+    fewest = min((frames for _, frames in held), default=0.0)
+    return CheckResult(
+        "tx_window",
+        f"every TX rate is measured over a steady-state window of >= {min_frames} frames",
+        _status(bool(measured), bad),
+        "; ".join(bad)
+        if bad
+        else (
+            f"{len(measured)} points, the fewest {fewest:.1f} frames"
+            if measured
+            else "no finished point measures a TX rate"
+        ),
+    )
+
+
 def check_results(sweep, results: Iterable[dict]) -> list[CheckResult]:
-    """The built-in check, then every expectation of every experiment of ``sweep`` (its
+    """The built-in checks, then every expectation of every experiment of ``sweep`` (its
     declared ones and its conditions' calibration ones) on ``results`` (stored points)."""
     results = list(results)
     checks = [check_all_points_intact(results)]
+    if sweep.min_tx_window_frames:
+        checks.append(check_tx_windows(results, sweep.min_tx_window_frames))
     for experiment in sweep.experiments:
         rows = [r for r in results if experiment.name in r.get("experiments", [])]
         checks += [expectation.check(rows) for expectation in experiment.expectations]

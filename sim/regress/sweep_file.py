@@ -24,7 +24,7 @@ DEFAULT_SWEEP = SWEEP_DIR / "default.toml"
 QUICK_SWEEP = SWEEP_DIR / "quick.toml"
 FIELD_REPORTS_SWEEP = SWEEP_DIR / "field-reports.toml"
 
-TOP_KEYS = ("name", "description", "defaults", "experiment")
+TOP_KEYS = ("name", "description", "min_tx_window_frames", "defaults", "experiment")
 EXPERIMENT_KEYS = (
     "name",
     "title",
@@ -73,13 +73,16 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A parsed sweep file: ``name``, ``description``, ``defaults`` and ``experiments``."""
+    """A parsed sweep file: ``name``, ``description``, ``defaults`` and ``experiments``;
+    ``min_tx_window_frames`` (0: no check) is the fewest TX frames a point's measurement
+    window may hold (the ``tx_window`` check)."""
 
     name: str
     description: str
     defaults: dict
     experiments: tuple[Experiment, ...]
     path: Path | None = None
+    min_tx_window_frames: int = 0
 
     @property
     def reports(self) -> tuple[str, ...]:
@@ -191,6 +194,12 @@ def parse_sweep(data: dict, name: str = "sweep", path: Path | None = None) -> Sw
         )
     defaults = _table(where, "defaults", data.get("defaults", {}))
     check_fields(f"{where} [defaults]", defaults)
+    min_tx_window = data.get("min_tx_window_frames", 0)
+    if isinstance(min_tx_window, bool) or not isinstance(min_tx_window, int) or min_tx_window < 0:
+        raise declaration_error(
+            f"{where} min_tx_window_frames",
+            f"must be a whole number of frames >= 0, got {min_tx_window!r}",
+        )
     raw = data.get("experiment", [])
     if not isinstance(raw, list) or not raw:
         raise declaration_error(where, "needs at least one [[experiment]] table")
@@ -231,6 +240,7 @@ def parse_sweep(data: dict, name: str = "sweep", path: Path | None = None) -> Sw
         defaults=defaults,
         experiments=tuple(experiments),
         path=path,
+        min_tx_window_frames=min_tx_window,
     )
 
 
