@@ -105,6 +105,7 @@ class SynthReport:
     bitstream: str | None = None
     blocks: dict = field(default_factory=dict)  # block -> {"logic_cells": n, "ffs": m}
     options: dict = field(default_factory=dict)  # FEATURES -> on (True) / off, as built
+    seed: int | None = None  # nextpnr's placement seed, when one was given
 
     @property
     def timing_met(self) -> bool:
@@ -125,6 +126,8 @@ class SynthReport:
                 f"{name} {'on' if on else 'off'}" for name, on in self.options.items()
             )
             lines += [f"SoC options: {built}.", ""]
+        if self.seed is not None:
+            lines += [f"nextpnr seed: {self.seed}.", ""]
         lines += ["| resource | used | available |", "| --- | ---: | ---: |"]
         for row, value in self.resources.items():
             available = value.get("available")
@@ -319,17 +322,28 @@ def board_config(board: str, features: dict[str, bool] | None = None):
     return replace(config, soc=replace(config.soc, **features))
 
 
+def nextpnr_options(name: str, seed: int | None = None) -> str:
+    """nextpnr's options for the build ``name``: a JSON report, timing judged by the report
+    rather than by nextpnr aborting, and the placement ``seed`` when one is given."""
+    return f"--report {name}.report.json --timing-allow-fail" + (
+        f" --seed {seed}" if seed is not None else ""
+    )
+
+
 def synthesize(
     board: str,
     *,
     out_dir: Path | None = None,
     yosys_only: bool = False,
     features: dict[str, bool] | None = None,
+    seed: int | None = None,
 ) -> SynthReport:
     """Build ``board`` (with the SoC options ``features`` changed, see
     :func:`board_config`) into ``out_dir`` (default build/synth/<board>) and return the
-    report (also written there as report.md and report.json). Raises CalledProcessError if
-    a tool fails."""
+    report (also written there as report.md and report.json). ``seed`` is nextpnr's
+    placement seed (default: nextpnr's own). Raises CalledProcessError if a tool fails."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 1):
+        raise ValueError(f"the nextpnr seed must be a whole number >= 1, not {seed!r}")
     from macdma.hdl.boards.boards import platform_for
     from macdma.hdl.boards.top import BoardTop
 
@@ -346,8 +360,7 @@ def synthesize(
         name=name,
         build_dir=str(out_dir),
         do_build=False,
-        # Timing is judged here, with a report, rather than by nextpnr aborting.
-        nextpnr_opts=f"--report {name}.report.json --timing-allow-fail",
+        nextpnr_opts=nextpnr_options(name, seed),
     )
     plan.extract(str(out_dir))
     if yosys_only:
@@ -367,6 +380,7 @@ def synthesize(
         report = SynthReport(board, device, "pnr", resources, clocks, str(out_dir / f"{name}.bit"))
     report.blocks = logic_by_block(json.loads((out_dir / f"{name}.json").read_text()))
     report.options = {feature: getattr(config.soc, feature) for feature in FEATURES}
+    report.seed = seed
     (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     (out_dir / "report.md").write_text(report.to_markdown())
     return report
@@ -376,6 +390,17 @@ def _last_stat(log: str) -> str:
     """The text of yosys' last ``Printing statistics`` block."""
     index = log.rfind("Printing statistics")
     return log[index:] if index >= 0 else log
+
+
+def _seed(text: str) -> int:
+    """argparse type of ``--seed``."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = 0
+    if seed < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return seed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,6 +426,12 @@ def main(argv: list[str] | None = None) -> int:
             metavar="FEATURE",
             help=f"switch an SoC option {state} for this build ({', '.join(FEATURES)}; repeatable)",
         )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        help="nextpnr's placement seed (a whole number >= 1; default: nextpnr's own)",
+    )
     args = parser.parse_args(argv)
     both = sorted(set(args.with_features) & set(args.without_features))
     if both:
@@ -409,7 +440,11 @@ def main(argv: list[str] | None = None) -> int:
     features.update({name: False for name in args.without_features})
     try:
         report = synthesize(
-            args.board, out_dir=args.out, yosys_only=args.yosys_only, features=features
+            args.board,
+            out_dir=args.out,
+            yosys_only=args.yosys_only,
+            features=features,
+            seed=args.seed,
         )
     except subprocess.CalledProcessError as error:
         print(f"error: {error.cmd[0]} failed with status {error.returncode}", file=sys.stderr)

@@ -18,8 +18,10 @@ from macdma.sim.synth import (
     block_of,
     board_config,
     logic_by_block,
+    nextpnr_options,
     parse_nextpnr,
     parse_yosys,
+    synthesize,
 )
 from macdma.sim.synth import main as synth_main
 
@@ -82,6 +84,8 @@ def test_features_switch_soc_options_for_one_build_only():
     [
         (["--with", "ptp", "--without", "ptp"], "--with and --without both name ptp"),
         (["--with", "jumbo"], "invalid choice: 'jumbo'"),
+        (["--seed", "0"], "--seed: must be a whole number >= 1, not '0'"),
+        (["--seed", "two"], "--seed: must be a whole number >= 1, not 'two'"),
     ],
 )
 def test_synth_command_rejects_contradictory_or_unknown_features(argv, message, capsys):
@@ -89,6 +93,16 @@ def test_synth_command_rejects_contradictory_or_unknown_features(argv, message, 
         synth_main(["--board", "colorlight-5a75b", *argv])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_nextpnr_gets_the_seed_only_when_one_is_given():
+    assert nextpnr_options("top") == "--report top.report.json --timing-allow-fail"
+    assert nextpnr_options("top", 7).endswith("--timing-allow-fail --seed 7")
+    with pytest.raises(ValueError, match="seed must be a whole number >= 1, not 0"):
+        synthesize("colorlight-5a75b", seed=0)
+    report = SynthReport("b", "d", "pnr", seed=7)
+    assert "nextpnr seed: 7." in report.to_markdown()
+    assert "nextpnr seed" not in SynthReport("b", "d", "pnr").to_markdown()
 
 
 def test_pll_rejects_an_unreachable_frequency():
