@@ -19,6 +19,7 @@ from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_ch
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
+from macdma.hdl.dma.descriptor import DESCRIPTOR_BYTES, WRITEBACK_FIRST_WORD
 from macdma.hdl.dma.irq import IrqController
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
@@ -202,14 +203,17 @@ class RxChannelIgnoresOwn(RxDmaChannel):
             return super().elaborate(platform)
 
 
-class _WriterOneBeatLong(wiring.Component):
-    """An AxiBurstWriter that writes one beat (4 bytes) more than each command asks: the
-    length off by one beat. The extra beat carries the next word the channel staged."""
+class _WriterWithRewrittenCommands(wiring.Component):
+    """An AxiBurstWriter that serves each command as :meth:`rewrite` changes it."""
 
     def __init__(self, data_width, addr_width, *args, **kwargs):
         self._inner = AxiBurstWriter(data_width, addr_width, *args, **kwargs)
         self._beat_bytes = data_width // 8
         super().__init__(wiring.Signature(dict(self._inner.signature.members)))
+
+    def rewrite(self, addr, length):
+        """The ``(addr, length)`` the inner writer serves for a command's."""
+        raise NotImplementedError
 
     def elaborate(self, platform):
         m = Module()
@@ -221,15 +225,33 @@ class _WriterOneBeatLong(wiring.Component):
                     inner_value[part] if isinstance(part, int) else getattr(inner_value, part)
                 )
             if path == ("cmd", "payload"):
-                m.d.comb += [
-                    inner.cmd.p.addr.eq(self.cmd.p.addr),
-                    inner.cmd.p.length.eq(self.cmd.p.length + self._beat_bytes),
-                ]
+                addr, length = self.rewrite(self.cmd.p.addr, self.cmd.p.length)
+                m.d.comb += [inner.cmd.p.addr.eq(addr), inner.cmd.p.length.eq(length)]
             elif member.flow == wiring.Out:
                 m.d.comb += value.eq(inner_value)
             else:
                 m.d.comb += inner_value.eq(value)
         return m
+
+
+class _WriterOneBeatLong(_WriterWithRewrittenCommands):
+    """Writes one beat (4 bytes) more than each command asks: the length off by one beat.
+    The extra beat carries the next word the channel staged."""
+
+    def rewrite(self, addr, length):
+        return addr, length + self._beat_bytes
+
+
+#: A write-back without a timestamp: words 1..3 of the descriptor.
+WRITEBACK_BYTES = DESCRIPTOR_BYTES - 4 * WRITEBACK_FIRST_WORD
+
+
+class _WriterWritesBackPreviousEntry(_WriterWithRewrittenCommands):
+    """Serves every command of a write-back's size (12 bytes, words 1..3) one ring entry
+    (16 bytes) back: the write-back lands in the descriptor before (an index off by one)."""
+
+    def rewrite(self, addr, length):
+        return Mux(length == WRITEBACK_BYTES, addr - DESCRIPTOR_BYTES, addr), length
 
 
 class RxChannelWritesPastBuffer(RxDmaChannel):
@@ -238,6 +260,23 @@ class RxChannelWritesPastBuffer(RxDmaChannel):
 
     def elaborate(self, platform):
         with _patched(rx_channel, "AxiBurstWriter", _WriterOneBeatLong):
+            return super().elaborate(platform)
+
+
+class RxChannelWritesBackPreviousEntry(RxDmaChannel):
+    """The RX channel writes each buffer's write-back into the ring entry before it: one
+    already handed back, or outside the ring."""
+
+    def elaborate(self, platform):
+        with _patched(rx_channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
+            return super().elaborate(platform)
+
+
+class TxChannelWritesBackPreviousEntry(TxDmaChannel):
+    """The TX channel writes each descriptor's write-back into the ring entry before it."""
+
+    def elaborate(self, platform):
+        with _patched(tx_channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
             return super().elaborate(platform)
 
 
@@ -320,9 +359,21 @@ MUTANTS = [
         "ownership_properties.py",
     ),
     (
+        "rx_multi_buffer",
+        RxChannelWritesBackPreviousEntry,
+        "a write-back written into the ring entry before",
+        "ownership_properties.py",
+    ),
+    (
         "tx_ownership",
         TxChannelIgnoresOwn,
         "a fragment of a descriptor without OWN read",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_writeback",
+        TxChannelWritesBackPreviousEntry,
+        "a write-back written into the ring entry before",
         "ownership_properties.py",
     ),
 ]

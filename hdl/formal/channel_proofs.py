@@ -10,16 +10,24 @@ from amaranth import *
 from amaranth.hdl import Assume, Cover
 
 from ..dma import rx_channel
-from ..dma.descriptor import MIN_RX_BUFFER_BYTES
+from ..dma.descriptor import MIN_RX_BUFFER_BYTES, Descriptor
 from ..dma.rx_channel import RxDmaChannel
 from ..dma.tx_channel import TxDmaChannel
+from ..mac.frame import RxError
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .harness import Harness, drive_free
 from .internal import elaborated, in_state, internal_signal
 from .ownership_properties import RingOwnershipProperties
 from .streams import free_stream_source
 
-__all__ = ["RxOwnershipHarness", "TxOwnershipHarness", "CHANNEL_ADDR_WIDTH", "MAX_RING"]
+__all__ = [
+    "RxOwnershipHarness",
+    "RxMultiBufferHarness",
+    "TxOwnershipHarness",
+    "TxWritebackHarness",
+    "CHANNEL_ADDR_WIDTH",
+    "MAX_RING",
+]
 
 #: Channel parameters of the ownership proofs: 32-bit data, 13-bit addresses (8 KiB: the
 #: ring and the buffers share it, so a stray write can hit either), rings of 2..4 entries.
@@ -78,28 +86,40 @@ class _ChannelHarness(Harness):
 
 
 class RxOwnershipHarness(_ChannelHarness):
-    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` (one descriptor prefetched) with
-    any frames on ``i`` and ``wait_for_buffers`` free in every cycle (a frame that finds no
-    buffer may wait for one or be dropped, and the choice may change while it waits): it
-    writes only into owned buffers and their write-back words.
+    """:class:`~macdma.hdl.dma.rx_channel.RxDmaChannel` (``prefetch`` descriptors per fetch,
+    one unless told) with any frames on ``i`` and ``wait_for_buffers`` free in every cycle
+    (a frame that finds no buffer may wait for one or be dropped, and the choice may change
+    while it waits): it writes only into owned buffers and their write-back words.
 
     ``min_buffer_bytes`` lifts the channel's minimum buffer (64 bytes, below which it halts)
     to a smaller one for this build only, with the checker's ``min_length`` equal to it:
     a buffer then fills to its last byte within few cycles, so the bounded check reaches a
     buffer's end and a frame going on past it (the covers). The channel's logic does not
     depend on the value: it is only the threshold of its halt test.
+
+    :meth:`build` returns the channel, the ownership checker and the read-side AXI4
+    properties, for a harness that narrows the inputs further.
     """
 
-    def __init__(self, make_dut: Callable = RxDmaChannel, *, min_buffer_bytes: int | None = None):
+    def __init__(
+        self,
+        make_dut: Callable = RxDmaChannel,
+        *,
+        min_buffer_bytes: int | None = None,
+        prefetch: int = 1,
+    ):
         if min_buffer_bytes is not None and not 1 <= min_buffer_bytes <= MIN_RX_BUFFER_BYTES:
             raise ValueError(
                 f"min_buffer_bytes must be in 1..{MIN_RX_BUFFER_BYTES}, not {min_buffer_bytes!r}"
             )
         super().__init__(make_dut)
         self._min_buffer_bytes = min_buffer_bytes
+        self._prefetch = prefetch
 
     def build(self, m):
-        dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=1)
+        dut = self._make_dut(
+            data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=self._prefetch
+        )
         min_length = MIN_RX_BUFFER_BYTES
         if self._min_buffer_bytes is None:
             m.submodules.dut = elaborated(dut)
@@ -117,7 +137,7 @@ class RxOwnershipHarness(_ChannelHarness):
             raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+20")
         writeback = current[CHANNEL_ADDR_WIDTH + 16]
         m.d.comb += [
-            dut.prefetch.eq(1),
+            dut.prefetch.eq(self._prefetch),
             dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
             dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
             # PTP: any frame may come with a timestamp (a 16-byte EOP write-back).
@@ -151,6 +171,7 @@ class RxOwnershipHarness(_ChannelHarness):
                 Cover(in_state(data_state, "Next")),
                 Cover(in_state(data_state, "Spill")),
             ]
+        return dut, ownership, read_props
 
 
 class TxOwnershipHarness(_ChannelHarness):
@@ -194,3 +215,78 @@ class TxOwnershipHarness(_ChannelHarness):
             # A descriptor written back: the W beat of its last word (OWN cleared).
             Cover(ownership.handed_back),
         ]
+        return dut, ownership, read_props
+
+
+class RxMultiBufferHarness(RxOwnershipHarness):
+    """:class:`RxOwnershipHarness` with buffers from 4 bytes and two descriptors per fetch,
+    its inputs narrowed to the traffic that takes a frame across two buffers soonest: every
+    descriptor fetched owned with a 4-byte buffer (its address still any), AXI slaves
+    always ready, R beats as soon as allowed, every response OKAY, good frames that wait
+    for a buffer rather than drop, no timestamps. Narrowing inputs only removes traces: a
+    trace found here is one of the unconstrained channel, and the ownership checker, run
+    to a depth the unconstrained proof cannot afford, watches the write-backs of both
+    buffers. Cover: the EOP write-back of a frame that began in another buffer, answered
+    OKAY, after two hand-backs (the first buffer's and this one's)."""
+
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        super().__init__(make_dut, min_buffer_bytes=4, prefetch=2)
+
+    def build(self, m):
+        dut, ownership, read_props = super().build(m)
+        usable = Signal(Descriptor)
+        m.d.comb += [usable.own.eq(1), usable.length.eq(4)]
+        _narrow_to_usable_descriptors(m, dut, read_props, usable)
+        m.d.comb += [
+            Assume(dut.i_cause == RxError.NONE),
+            Assume(dut.wait_for_buffers),
+            Assume(~dut.i_ts_valid),
+        ]
+        # The command the writer serves (layout: see RxOwnershipHarness.build).
+        current = internal_signal(m.submodules.dut, "cur", within="core")
+        first_buffer = current[CHANNEL_ADDR_WIDTH + 19]
+        handed_back = Signal(2)
+        with m.If(ownership.handed_back & (handed_back != 3)):
+            m.d.sync += handed_back.eq(handed_back + 1)
+        m.d.comb += Cover(dut.events.frame_done & ~first_buffer & (handed_back >= 2))
+
+
+class TxWritebackHarness(TxOwnershipHarness):
+    """:class:`TxOwnershipHarness` with its inputs narrowed to the traffic that reaches a
+    write-back soonest: every descriptor fetched owned, a one-frame 4-byte fragment (SOP
+    and EOP, its address still any), AXI slaves always ready, R beats as soon as allowed,
+    every response OKAY, the TX FIFO side always taking data, no timestamps. As for
+    :class:`RxMultiBufferHarness`, a trace found here is one of the unconstrained channel;
+    the ownership checker runs past the first write-back. Cover: a write-back answered
+    OKAY."""
+
+    def build(self, m):
+        dut, ownership, read_props = super().build(m)
+        usable = Signal(Descriptor)
+        m.d.comb += [usable.own.eq(1), usable.length.eq(4), usable.sop.eq(1), usable.eop.eq(1)]
+        # The reader also reads fragments, whose data stays any.
+        fetching = ~internal_signal(m.submodules.dut, "reading_fragment")
+        _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching)
+        m.d.comb += [
+            Assume(dut.o.ready),
+            Assume(~dut.ts_valid),
+            Cover(dut.events.desc_done),
+        ]
+
+
+def _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching=None) -> None:
+    """Narrow a channel harness's inputs (:class:`RxMultiBufferHarness`,
+    :class:`TxWritebackHarness`): a ring of three entries (two posted at most), word 3 of
+    every descriptor fetched (an R beat while ``fetching``, or any R beat if ``None``) equal
+    to ``usable``'s (words 0..2 still any), AXI slaves always ready, R beats as soon as a
+    read is outstanding, every response OKAY."""
+    fetching_word3 = dut.axi_read.rvalid & (read_props.r_addr[2:4] == 3)
+    if fetching is not None:
+        fetching_word3 &= fetching
+    m.d.comb += [
+        Assume(dut.ring_size == 3),
+        Assume(dut.axi_read.arready & (dut.axi_read.rresp == 0)),
+        Assume(dut.axi_read.rvalid == (read_props.outstanding != 0)),
+        Assume(~fetching_word3 | (dut.axi_read.rdata == usable.as_value()[96:128])),
+        Assume(dut.axi_write.awready & dut.axi_write.wready & (dut.axi_write.bresp == 0)),
+    ]

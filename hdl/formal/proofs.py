@@ -24,7 +24,12 @@ from ..regmodel import port_name
 from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
-from .channel_proofs import RxOwnershipHarness, TxOwnershipHarness
+from .channel_proofs import (
+    RxMultiBufferHarness,
+    RxOwnershipHarness,
+    TxOwnershipHarness,
+    TxWritebackHarness,
+)
 from .crossing_proofs import RxFifoCrossingHarness
 from .gray import binary_of, distance, gray_of, in_order, one_bit_steps
 from .harness import Harness, drive_free
@@ -510,6 +515,13 @@ _BUFFER_ENDS_REASON = (
     "rx_ownership"
 )
 
+_MULTI_BUFFER_REASON = (
+    "rx_buffer_ends on narrowed inputs (owned 4-byte buffers, slaves always ready, OKAY): "
+    "the depth reaches the first buffer's whole write-back (its first W beat at step 19, "
+    "the last at 21); the cover reaches the multi-buffer frame's EOP write-back at step "
+    "35, where the bounded check would cost minutes per step; bounded like rx_ownership"
+)
+
 PROOFS = [
     Proof(
         name="axi4_read_master",
@@ -621,6 +633,16 @@ PROOFS = [
         reason=_BUFFER_ENDS_REASON,
     ),
     Proof(
+        name="rx_multi_buffer",
+        harness=RxMultiBufferHarness,
+        mode="bmc",
+        depth=22,
+        ci_depth=20,
+        cover_depth=36,
+        component="hdl/dma/rx_channel.py RxDmaChannel (narrowed inputs, 4-byte buffers)",
+        reason=_MULTI_BUFFER_REASON,
+    ),
+    Proof(
         name="tx_ownership",
         harness=TxOwnershipHarness,
         mode="bmc",
@@ -632,6 +654,20 @@ PROOFS = [
             "(a cover, step 11); the write-back is reached at step 18 (a cover) but the "
             "bounded check costs more than twice as much per cycle beyond 12. Plan: "
             "linking invariants for the channel's descriptor buffer, then induction"
+        ),
+    ),
+    Proof(
+        name="tx_writeback",
+        harness=TxWritebackHarness,
+        mode="bmc",
+        depth=23,
+        ci_depth=20,
+        cover_depth=23,
+        component="hdl/dma/tx_channel.py TxDmaChannel (narrowed inputs)",
+        reason=(
+            "tx_ownership on narrowed inputs (owned one-fragment descriptors, slaves always "
+            "ready, OKAY): the depth reaches the first write-back answered (a cover, step "
+            "22); bounded like tx_ownership"
         ),
     ),
 ]
