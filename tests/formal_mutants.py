@@ -19,7 +19,7 @@ from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_ch
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
-from macdma.hdl.dma.descriptor import DESCRIPTOR_BYTES, WRITEBACK_FIRST_WORD
+from macdma.hdl.dma.descriptor import DESCRIPTOR_BYTES, WRITEBACK_FIRST_WORD, Descriptor
 from macdma.hdl.dma.irq import IrqController
 from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
@@ -159,16 +159,19 @@ class RxFifoCountsMissingRoom(RxFrameFifo):
             return super().elaborate(platform)
 
 
-class _ReaderSeesOwn(wiring.Component):
-    """An AxiBurstReader whose output shows OWN (bit 31 of each descriptor's word 3) set,
-    whatever memory holds: the channel behind it no longer sees which descriptors it owns.
-    Every read command is counted from its first beat, so a descriptor fetch (16-byte
-    aligned) is hit exactly; TX fragment data gets bit 31 of every fourth word set too,
-    which no property looks at."""
+class _ReaderWithRewrittenWord3(wiring.Component):
+    """An AxiBurstReader whose output shows each descriptor's word 3 as :meth:`rewrite`
+    changes it, whatever memory holds. Every read command is counted from its first beat, so
+    a descriptor fetch (16-byte aligned) is hit exactly; TX fragment data gets every fourth
+    word rewritten too, which no property looks at."""
 
     def __init__(self, data_width, addr_width, *args, **kwargs):
         self._inner = AxiBurstReader(data_width, addr_width, *args, **kwargs)
         super().__init__(wiring.Signature(dict(self._inner.signature.members)))
+
+    def rewrite(self, word3):
+        """The 32-bit word 3 the channel sees for ``word3`` in memory."""
+        raise NotImplementedError
 
     def elaborate(self, platform):
         m = Module()
@@ -185,14 +188,40 @@ class _ReaderSeesOwn(wiring.Component):
                     inner_value[part] if isinstance(part, int) else getattr(inner_value, part)
                 )
             if path == ("o", "payload"):
-                # ``data`` is the payload's first field: its bit 31 is OWN in word 3.
-                own = Mux(word == 3, 1 << 31, 0)
-                m.d.comb += value.as_value().eq(inner_value.as_value() | own)
+                # ``data`` is the payload's first field.
+                data = inner_value.as_value()[:32]
+                shown = Mux(word == 3, self.rewrite(data), data)[:32]
+                m.d.comb += value.as_value().eq(Cat(shown, inner_value.as_value()[32:]))
             elif member.flow == wiring.Out:
                 m.d.comb += value.eq(inner_value)
             else:
                 m.d.comb += inner_value.eq(value)
         return m
+
+
+def _word3_field(name):
+    """``(start, stop)``: the bits of the descriptor field ``name`` inside word 3."""
+    field = Descriptor.as_shape()[name]
+    return field.offset - 96, field.offset - 96 + Shape.cast(field.shape).width
+
+
+class _ReaderSeesOwn(_ReaderWithRewrittenWord3):
+    """OWN always set: the channel behind it no longer sees which descriptors it owns."""
+
+    def rewrite(self, word3):
+        own, _ = _word3_field("own")
+        return word3 | (1 << own)
+
+
+class _ReaderSeesZeroLengthUnowned(_ReaderWithRewrittenWord3):
+    """A descriptor of length 0 shows without OWN: the channel behind it stops there as at
+    the ring's end, silently, instead of halting with an error."""
+
+    def rewrite(self, word3):
+        start, stop = _word3_field("length")
+        own, _ = _word3_field("own")
+        unowned = Cat(word3[:own], C(0, 1), word3[own + 1 :])
+        return Mux(word3[start:stop] == 0, unowned, word3)
 
 
 class RxChannelIgnoresOwn(RxDmaChannel):
@@ -288,6 +317,23 @@ class TxChannelIgnoresOwn(TxDmaChannel):
             return super().elaborate(platform)
 
 
+class RxChannelAcceptsSmallBuffers(RxDmaChannel):
+    """The RX channel takes buffers of any length: its halt on one below 64 bytes is gone."""
+
+    def elaborate(self, platform):
+        with _patched(rx_channel, "MIN_RX_BUFFER_BYTES", 0):
+            return super().elaborate(platform)
+
+
+class TxChannelStallsOnZeroLength(TxDmaChannel):
+    """The TX channel stops at a zero-length descriptor as at an empty ring: no halt, no
+    error for the driver."""
+
+    def elaborate(self, platform):
+        with _patched(tx_channel, "AxiBurstReader", _ReaderSeesZeroLengthUnowned):
+            return super().elaborate(platform)
+
+
 #: (proof name, mutant, what it breaks, the property file whose assertion must fail)
 MUTANTS = [
     ("axi4_read_master", ReaderDropsValid, "ARVALID dropped before ARREADY", "axi4_properties.py"),
@@ -365,6 +411,12 @@ MUTANTS = [
         "ownership_properties.py",
     ),
     (
+        "rx_halts",
+        RxChannelAcceptsSmallBuffers,
+        "a buffer below 64 bytes used, no halt",
+        "channel_proofs.py",
+    ),
+    (
         "tx_ownership",
         TxChannelIgnoresOwn,
         "a fragment of a descriptor without OWN read",
@@ -375,5 +427,11 @@ MUTANTS = [
         TxChannelWritesBackPreviousEntry,
         "a write-back written into the ring entry before",
         "ownership_properties.py",
+    ),
+    (
+        "tx_halts",
+        TxChannelStallsOnZeroLength,
+        "a zero-length descriptor taken as the ring's end: no halt",
+        "channel_proofs.py",
     ),
 ]

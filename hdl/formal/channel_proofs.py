@@ -7,9 +7,9 @@ from collections.abc import Callable
 from unittest import mock
 
 from amaranth import *
-from amaranth.hdl import Assume, Cover
+from amaranth.hdl import Assert, Assume, Cover
 
-from ..dma import rx_channel
+from ..dma import rx_channel, tx_channel
 from ..dma.descriptor import MIN_RX_BUFFER_BYTES, Descriptor
 from ..dma.rx_channel import RxDmaChannel
 from ..dma.tx_channel import TxDmaChannel
@@ -25,6 +25,8 @@ __all__ = [
     "RxMultiBufferHarness",
     "TxOwnershipHarness",
     "TxWritebackHarness",
+    "RxHaltHarness",
+    "TxHaltHarness",
     "CHANNEL_ADDR_WIDTH",
     "MAX_RING",
 ]
@@ -156,6 +158,11 @@ class RxOwnershipHarness(_ChannelHarness):
             writeback_writes=writeback,
             timestamp_word0=True,
         )
+        self.covers(m, dut, ownership, write_props)
+        return dut, ownership, read_props
+
+    def covers(self, m, dut, ownership, write_props):
+        """The cases this proof shows reachable."""
         if self._min_buffer_bytes is None:
             m.d.comb += [
                 # A frame's data written into an owned buffer; the frame complete, its EOP
@@ -171,7 +178,6 @@ class RxOwnershipHarness(_ChannelHarness):
                 Cover(in_state(data_state, "Next")),
                 Cover(in_state(data_state, "Spill")),
             ]
-        return dut, ownership, read_props
 
 
 class TxOwnershipHarness(_ChannelHarness):
@@ -208,6 +214,11 @@ class TxOwnershipHarness(_ChannelHarness):
             buffer_writes=False,
             timestamp_word0=True,
         )
+        self.covers(m, ownership, read_props, reading_fragment)
+        return dut, ownership, read_props
+
+    def covers(self, m, ownership, read_props, reading_fragment):
+        """The cases this proof shows reachable."""
         # The fragment read of an owned descriptor (step 11); its write-back (step 18),
         # beyond the bounded depth this proof can afford (docs/formal.md).
         m.d.comb += [
@@ -215,7 +226,6 @@ class TxOwnershipHarness(_ChannelHarness):
             # A descriptor written back: the W beat of its last word (OWN cleared).
             Cover(ownership.handed_back),
         ]
-        return dut, ownership, read_props
 
 
 class RxMultiBufferHarness(RxOwnershipHarness):
@@ -274,19 +284,126 @@ class TxWritebackHarness(TxOwnershipHarness):
         ]
 
 
+class RxHaltHarness(RxOwnershipHarness):
+    """:class:`RxOwnershipHarness` on descriptors it must refuse: every descriptor fetched is
+    owned with a buffer of any length below the channel's 64-byte minimum (0 included), and
+    frames wait for a buffer (slaves always ready, OKAY, as in :class:`RxMultiBufferHarness`).
+    The channel must stop rather than use one: once such a descriptor is fetched and a frame
+    waits for a buffer, it halts with RX_BUFFER_TOO_SMALL within :attr:`BOUND` cycles,
+    writes nothing at all (no AW, so neither buffer nor write-back), and starts no read once
+    halted. Cover: the halt."""
+
+    #: Cycles from "a too-small descriptor fetched and a frame waiting" to the halt.
+    BOUND = 3
+
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        super().__init__(make_dut)
+
+    def build(self, m):
+        dut, _ownership, read_props = super().build(m)
+        fetching_word3 = _narrow_descriptors(
+            m, dut, read_props, lambda word3: word3.own & (word3.length < MIN_RX_BUFFER_BYTES)
+        )
+        m.d.comb += [
+            Assume(dut.i_cause == RxError.NONE),
+            Assume(dut.wait_for_buffers),
+            Assume(~dut.i_ts_valid),
+        ]
+        _assert_halts(
+            self,
+            m,
+            dut,
+            fetched=fetching_word3 & read_props.r_accepted,
+            # A frame's data waits (a lost frame's marker, a last beat of no bytes, is taken
+            # without a buffer).
+            waiting=dut.i.valid & ~(dut.i.p.last & (dut.i.p.count == 0)),
+            code=rx_channel.ERROR_CODES["RX_BUFFER_TOO_SMALL"],
+            bound=self.BOUND,
+        )
+
+    def covers(self, m, dut, ownership, write_props):
+        """The halt, covered by :func:`_assert_halts`."""
+
+
+class TxHaltHarness(TxOwnershipHarness):
+    """:class:`TxOwnershipHarness` on descriptors it must refuse: every descriptor fetched is
+    owned with a fragment length of 0 (its flags any; slaves always ready, OKAY, the TX FIFO
+    side always ready, as in :class:`TxWritebackHarness`). The channel must stop rather than
+    use one: once such a descriptor is fetched it halts with ZERO_LENGTH_DESC within
+    :attr:`BOUND` cycles, reads no fragment (the ownership checker) and writes nothing (no
+    AW), and starts no read once halted. Cover: the halt."""
+
+    #: Cycles from the fetch of a zero-length descriptor's word 3 to the halt.
+    BOUND = 7
+
+    def build(self, m):
+        dut, _ownership, read_props = super().build(m)
+        fetching = ~internal_signal(m.submodules.dut, "reading_fragment")
+        fetching_word3 = _narrow_descriptors(
+            m, dut, read_props, lambda word3: word3.own & (word3.length == 0), fetching
+        )
+        m.d.comb += [Assume(dut.o.ready), Assume(~dut.ts_valid)]
+        _assert_halts(
+            self,
+            m,
+            dut,
+            fetched=fetching_word3 & read_props.r_accepted,
+            waiting=Const(1),
+            code=tx_channel.ERROR_CODES["ZERO_LENGTH_DESC"],
+            bound=self.BOUND,
+        )
+
+    def covers(self, m, ownership, read_props, reading_fragment):
+        """The halt, covered by :func:`_assert_halts`."""
+
+
+def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
+    """A channel that has fetched a descriptor it must refuse (``fetched``: the R beat of its
+    word 3) stops: halted with ``code`` within ``bound`` cycles in which ``waiting`` holds
+    (a frame waits for a buffer; always, on TX) from then on, with STATUS.error_code =
+    ``code`` whenever halted, no AW ever, and no AR started once halted. Covers the halt."""
+    refused = Signal()
+    with m.If(fetched):
+        m.d.sync += refused.eq(1)
+    waited = Signal(range(bound + 2))
+    with m.If(refused & waiting & ~dut.halted & (waited <= bound)):
+        m.d.sync += waited.eq(waited + 1)
+    halted_before = harness.past(dut.halted, "halted")
+    arvalid_before = harness.past(dut.axi_read.arvalid, "arvalid")
+    m.d.comb += [
+        Assert(waited <= bound),
+        Assert(~dut.halted | (dut.error_code == code)),
+        Assert(~dut.axi_write.awvalid),
+        Assert(~(halted_before & dut.axi_read.arvalid & ~arvalid_before)),
+        Cover(dut.halted & (dut.error_code == code)),
+    ]
+
+
 def _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching=None) -> None:
     """Narrow a channel harness's inputs (:class:`RxMultiBufferHarness`,
-    :class:`TxWritebackHarness`): a ring of three entries (two posted at most), word 3 of
-    every descriptor fetched (an R beat while ``fetching``, or any R beat if ``None``) equal
-    to ``usable``'s (words 0..2 still any), AXI slaves always ready, R beats as soon as a
-    read is outstanding, every response OKAY."""
+    :class:`TxWritebackHarness`) as :func:`_narrow_descriptors` does, with word 3 of every
+    descriptor fetched equal to ``usable``'s."""
+    _narrow_descriptors(
+        m, dut, read_props, lambda word3: word3.as_value()[96:] == usable.as_value()[96:], fetching
+    )
+
+
+def _narrow_descriptors(m, dut, read_props, word3_rule, fetching=None) -> Value:
+    """Narrow a channel harness's inputs: a ring of three entries (two posted at most), word
+    3 of every descriptor fetched (an R beat while ``fetching``, or any R beat if ``None``)
+    one for which ``word3_rule`` (given a :class:`~macdma.hdl.dma.descriptor.Descriptor`
+    view with words 0..2 zero) is true (words 0..2 still any), AXI slaves always ready, R
+    beats as soon as a read is outstanding, every response OKAY. Returns whether a
+    descriptor's word 3 is being fetched in this cycle."""
     fetching_word3 = dut.axi_read.rvalid & (read_props.r_addr[2:4] == 3)
     if fetching is not None:
         fetching_word3 &= fetching
+    word3 = Descriptor(Cat(Const(0, 96), dut.axi_read.rdata))
     m.d.comb += [
         Assume(dut.ring_size == 3),
         Assume(dut.axi_read.arready & (dut.axi_read.rresp == 0)),
         Assume(dut.axi_read.rvalid == (read_props.outstanding != 0)),
-        Assume(~fetching_word3 | (dut.axi_read.rdata == usable.as_value()[96:128])),
+        Assume(~fetching_word3 | word3_rule(word3)),
         Assume(dut.axi_write.awready & dut.axi_write.wready & (dut.axi_write.bresp == 0)),
     ]
+    return fetching_word3

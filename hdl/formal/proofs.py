@@ -25,8 +25,10 @@ from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
 from .channel_proofs import (
+    RxHaltHarness,
     RxMultiBufferHarness,
     RxOwnershipHarness,
+    TxHaltHarness,
     TxOwnershipHarness,
     TxWritebackHarness,
 )
@@ -643,6 +645,19 @@ PROOFS = [
         reason=_MULTI_BUFFER_REASON,
     ),
     Proof(
+        name="rx_halts",
+        harness=RxHaltHarness,
+        mode="bmc",
+        depth=20,
+        cover_depth=20,
+        component="hdl/dma/rx_channel.py RxDmaChannel (narrowed inputs, buffers < 64 bytes)",
+        reason=(
+            "the first halt comes at step 10 (the cover); depth 20 holds it and what follows "
+            "(no write, no read started) for every too-small length, frame and doorbell on "
+            "the narrowed traffic; bounded like rx_multi_buffer"
+        ),
+    ),
+    Proof(
         name="tx_ownership",
         harness=TxOwnershipHarness,
         mode="bmc",
@@ -668,6 +683,19 @@ PROOFS = [
             "tx_ownership on narrowed inputs (owned one-fragment descriptors, slaves always "
             "ready, OKAY): the depth reaches the first write-back answered (a cover, step "
             "22); bounded like tx_ownership"
+        ),
+    ),
+    Proof(
+        name="tx_halts",
+        harness=TxHaltHarness,
+        mode="bmc",
+        depth=20,
+        cover_depth=20,
+        component="hdl/dma/tx_channel.py TxDmaChannel (narrowed inputs, zero-length descriptors)",
+        reason=(
+            "the first halt comes at step 11 (the cover); depth 20 holds it and what follows "
+            "(no fragment read, no write, no read started) on the narrowed traffic; bounded "
+            "like tx_writeback"
         ),
     ),
 ]
