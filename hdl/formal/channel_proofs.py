@@ -285,15 +285,17 @@ class TxWritebackHarness(TxOwnershipHarness):
 
 
 class RxHaltHarness(RxOwnershipHarness):
-    """:class:`RxOwnershipHarness` on descriptors it must refuse: every descriptor fetched is
-    owned with a buffer of any length below the channel's 64-byte minimum (0 included), and
-    frames wait for a buffer (slaves always ready, OKAY, as in :class:`RxMultiBufferHarness`).
-    The channel must stop rather than use one: once such a descriptor is fetched and a frame
-    waits for a buffer, it halts with RX_BUFFER_TOO_SMALL within :attr:`BOUND` cycles,
-    writes nothing at all (no AW, so neither buffer nor write-back), and starts no read once
-    halted. Cover: the halt."""
+    """:class:`RxOwnershipHarness` on descriptors it must refuse: word 3 of every descriptor
+    fetched is OWN with a buffer of any length below the channel's 64-byte minimum (0
+    included), words 0..2 any, every read answered OKAY, and frames wait for a buffer
+    (``wait_for_buffers``); the AXI slaves' timing, the ring, the doorbells and the frames
+    (errors and timestamps included) stay free. The channel must stop rather than use such a
+    descriptor: once one is fetched it halts with RX_BUFFER_TOO_SMALL within :attr:`BOUND`
+    cycles in which a frame's data waits, writes nothing at all (no AW: neither buffer nor
+    write-back), and starts no read once halted. Cover: the halt."""
 
-    #: Cycles from "a too-small descriptor fetched and a frame waiting" to the halt.
+    #: Cycles with a frame's data waiting, from the fetch of a too-small descriptor to the
+    #: halt (tight: 2 fails).
     BOUND = 3
 
     def __init__(self, make_dut: Callable = RxDmaChannel):
@@ -301,13 +303,13 @@ class RxHaltHarness(RxOwnershipHarness):
 
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
-        fetching_word3 = _narrow_descriptors(
-            m, dut, read_props, lambda word3: word3.own & (word3.length < MIN_RX_BUFFER_BYTES)
-        )
+        fetching_word3, word3 = _descriptor_word3(dut, read_props)
         m.d.comb += [
-            Assume(dut.i_cause == RxError.NONE),
+            Assume(~fetching_word3 | (word3.own & (word3.length < MIN_RX_BUFFER_BYTES))),
+            Assume(dut.axi_read.rresp == 0),
+            # Without flow control a frame that finds no usable buffer may be dropped, its
+            # data taken without a buffer, for as long as it lasts.
             Assume(dut.wait_for_buffers),
-            Assume(~dut.i_ts_valid),
         ]
         _assert_halts(
             self,
@@ -326,29 +328,35 @@ class RxHaltHarness(RxOwnershipHarness):
 
 
 class TxHaltHarness(TxOwnershipHarness):
-    """:class:`TxOwnershipHarness` on descriptors it must refuse: every descriptor fetched is
-    owned with a fragment length of 0 (its flags any; slaves always ready, OKAY, the TX FIFO
-    side always ready, as in :class:`TxWritebackHarness`). The channel must stop rather than
-    use one: once such a descriptor is fetched it halts with ZERO_LENGTH_DESC within
-    :attr:`BOUND` cycles, reads no fragment (the ownership checker) and writes nothing (no
-    AW), and starts no read once halted. Cover: the halt."""
+    """:class:`TxOwnershipHarness` on descriptors it must refuse: word 3 of every descriptor
+    fetched is OWN with a fragment length of 0 (its flags any), words 0..2 any, every read
+    answered OKAY, no timestamps; the AXI slaves' timing, the ring, PREFETCH, the doorbells
+    and the TX FIFO side stay free. The channel must stop rather than use such a descriptor:
+    once one is fetched it halts with ZERO_LENGTH_DESC within :attr:`BOUND` cycles in which
+    no read is in flight (the rest of the fetch comes first, at the slave's pace), reads no
+    fragment (the ownership checker), writes nothing (no AW), and starts no read once
+    halted. Cover: the halt."""
 
-    #: Cycles from the fetch of a zero-length descriptor's word 3 to the halt.
-    BOUND = 7
+    #: Cycles with no read in flight, from the fetch of a zero-length descriptor to the halt
+    #: (tight: 2 fails).
+    BOUND = 3
 
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
         fetching = ~internal_signal(m.submodules.dut, "reading_fragment")
-        fetching_word3 = _narrow_descriptors(
-            m, dut, read_props, lambda word3: word3.own & (word3.length == 0), fetching
-        )
-        m.d.comb += [Assume(dut.o.ready), Assume(~dut.ts_valid)]
+        fetching_word3, word3 = _descriptor_word3(dut, read_props, fetching)
+        m.d.comb += [
+            Assume(~fetching_word3 | (word3.own & (word3.length == 0))),
+            Assume(dut.axi_read.rresp == 0),
+            # A timestamp answers a frame sent: there is none here.
+            Assume(~dut.ts_valid),
+        ]
         _assert_halts(
             self,
             m,
             dut,
             fetched=fetching_word3 & read_props.r_accepted,
-            waiting=Const(1),
+            waiting=(read_props.outstanding == 0) & ~dut.axi_read.arvalid,
             code=tx_channel.ERROR_CODES["ZERO_LENGTH_DESC"],
             bound=self.BOUND,
         )
@@ -360,8 +368,8 @@ class TxHaltHarness(TxOwnershipHarness):
 def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
     """A channel that has fetched a descriptor it must refuse (``fetched``: the R beat of its
     word 3) stops: halted with ``code`` within ``bound`` cycles in which ``waiting`` holds
-    (a frame waits for a buffer; always, on TX) from then on, with STATUS.error_code =
-    ``code`` whenever halted, no AW ever, and no AR started once halted. Covers the halt."""
+    from then on, with STATUS.error_code = ``code`` whenever halted, no AW ever, and no AR
+    started once halted. Covers the halt."""
     refused = Signal()
     with m.If(fetched):
         m.d.sync += refused.eq(1)
@@ -381,29 +389,25 @@ def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
 
 def _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching=None) -> None:
     """Narrow a channel harness's inputs (:class:`RxMultiBufferHarness`,
-    :class:`TxWritebackHarness`) as :func:`_narrow_descriptors` does, with word 3 of every
-    descriptor fetched equal to ``usable``'s."""
-    _narrow_descriptors(
-        m, dut, read_props, lambda word3: word3.as_value()[96:] == usable.as_value()[96:], fetching
-    )
-
-
-def _narrow_descriptors(m, dut, read_props, word3_rule, fetching=None) -> Value:
-    """Narrow a channel harness's inputs: a ring of three entries (two posted at most), word
-    3 of every descriptor fetched (an R beat while ``fetching``, or any R beat if ``None``)
-    one for which ``word3_rule`` (given a :class:`~macdma.hdl.dma.descriptor.Descriptor`
-    view with words 0..2 zero) is true (words 0..2 still any), AXI slaves always ready, R
-    beats as soon as a read is outstanding, every response OKAY. Returns whether a
-    descriptor's word 3 is being fetched in this cycle."""
-    fetching_word3 = dut.axi_read.rvalid & (read_props.r_addr[2:4] == 3)
-    if fetching is not None:
-        fetching_word3 &= fetching
-    word3 = Descriptor(Cat(Const(0, 96), dut.axi_read.rdata))
+    :class:`TxWritebackHarness`): a ring of three entries (two posted at most), word 3 of
+    every descriptor fetched (see :func:`_descriptor_word3`) equal to ``usable``'s (words
+    0..2 still any), AXI slaves always ready, R beats as soon as a read is outstanding,
+    every response OKAY."""
+    fetching_word3, word3 = _descriptor_word3(dut, read_props, fetching)
     m.d.comb += [
         Assume(dut.ring_size == 3),
         Assume(dut.axi_read.arready & (dut.axi_read.rresp == 0)),
         Assume(dut.axi_read.rvalid == (read_props.outstanding != 0)),
-        Assume(~fetching_word3 | word3_rule(word3)),
+        Assume(~fetching_word3 | (word3.as_value()[96:] == usable.as_value()[96:])),
         Assume(dut.axi_write.awready & dut.axi_write.wready & (dut.axi_write.bresp == 0)),
     ]
-    return fetching_word3
+
+
+def _descriptor_word3(dut, read_props, fetching=None):
+    """``(on_bus, word3)``: whether an R beat of a descriptor's word 3 is on the channel's
+    read bus (any R beat at offset 12 of its 16 bytes, and ``fetching`` if given: TX also
+    reads fragments), and that beat's data as a :class:`Descriptor` view (words 0..2 zero)."""
+    on_bus = dut.axi_read.rvalid & (read_props.r_addr[2:4] == 3)
+    if fetching is not None:
+        on_bus &= fetching
+    return on_bus, Descriptor(Cat(Const(0, 96), dut.axi_read.rdata))
