@@ -27,10 +27,10 @@ SYNTH_ARGS ?=
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test sim verilog lint format demo bench soak formal clean
+.PHONY: help deps venv regress test test-all sim verilog lint format demo bench soak formal clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
 	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
 	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
@@ -52,8 +52,13 @@ venv: $(INSTALLED) ## create .venv and install the project (done on demand by th
 regress: deps $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
 	$(VENV)/bin/macdma regress $(REGRESS_ARGS)
 
-test: deps $(INSTALLED) ## run the whole suite on both simulators (SIM= to restrict)
-	$(PY) -m pytest -n $(JOBS) tests
+# CI runs `make test`: every test except those marked `slow` (tests/conftest.py, README
+# "Tests"); --durations lists the slowest so a log shows where the time went.
+test: deps $(INSTALLED) ## the suite on both simulators, long runs left out (CI's profile; SIM= to restrict)
+	$(PY) -m pytest -n $(JOBS) --dist worksteal -m "not slow" --durations=15 tests
+
+test-all: deps $(INSTALLED) ## the whole suite, long runs included (board builds, soak, deep proofs)
+	$(PY) -m pytest -n $(JOBS) --dist worksteal --durations=15 tests
 
 # TEST may be a path (tests/test_x.py, tests/test_x.py::test_y) or a bare module name
 # (test_x or test_x::test_y), which is looked up in tests/.

@@ -1,7 +1,9 @@
 """pytest plumbing shared by every test: simulator selection, waves, the cocotb runner.
 
 - ``sim``: tests that take this argument run once per simulator in SIMULATORS, restricted
-  by ``--sim NAME`` (repeatable) or env ``SIM=icarus`` / ``SIM=icarus,verilator``.
+  by ``--sim NAME`` (repeatable) or env ``SIM=icarus`` / ``SIM=icarus,verilator``. A test
+  marked ``long_on_icarus`` (a whole-SoC scenario that takes minutes on Icarus) has its
+  Icarus run marked ``slow``: ``make test-all`` runs it, CI's ``make test`` does not.
 - ``--waves`` (or env WAVES=1): every cocotb run traces an FST waveform.
 - ``cocotb_run``: :func:`macdma.sim.runner.run_cocotb` with the waves option applied.
 - ``quick_regress``: one real ``macdma regress --quick`` run per session, shared.
@@ -59,7 +61,16 @@ def selected_simulators(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "sim" in metafunc.fixturenames:
-        metafunc.parametrize("sim", selected_simulators(metafunc.config))
+        long_on_icarus = metafunc.definition.get_closest_marker("long_on_icarus") is not None
+        metafunc.parametrize(
+            "sim",
+            [
+                pytest.param(name, marks=pytest.mark.slow)
+                if long_on_icarus and name == "icarus"
+                else name
+                for name in selected_simulators(metafunc.config)
+            ],
+        )
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ import pytest
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.scenario import Scenario, run_scenario
 
+# A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
+
 # A CPU whose xmit (14 us) and TX clean (10 us per frame) both matter: on one core they
 # add up, on two they overlap, unless the clean holds the queue lock xmit needs.
 CONTENDED_COSTS = {

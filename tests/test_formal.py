@@ -13,8 +13,19 @@ from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
 from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
 from macdma.sim import formal
 
+# Long runs (make test-all; make formal runs every proof in full): the 36-step cover of a
+# multi-buffer frame, and the two mutants whose counterexamples lie 16 and 19 steps deep.
+LONG_PROOFS = {"rx_multi_buffer"}
+LONG_MUTANTS = {"RxChannelWritesPastBuffer", "RxChannelWritesBackPreviousEntry"}
 
-@pytest.mark.parametrize("proof", PROOFS, ids=lambda p: p.name)
+
+def _marked(value, long: bool):
+    return pytest.param(value, marks=pytest.mark.slow) if long else value
+
+
+@pytest.mark.parametrize(
+    "proof", [_marked(p, p.name in LONG_PROOFS) for p in PROOFS], ids=lambda p: p.name
+)
 def test_proof_passes_with_its_covers(proof, tmp_path):
     proof = proof.for_ci()
     results = formal.run_proof(proof, tmp_path)
@@ -27,7 +38,10 @@ def test_proof_passes_with_its_covers(proof, tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "mutant", "bug", "checker"),
-    MUTANTS,
+    [
+        pytest.param(*entry, marks=[pytest.mark.slow] if entry[1].__name__ in LONG_MUTANTS else [])
+        for entry in MUTANTS
+    ],
     ids=[entry[1].__name__ for entry in MUTANTS],
 )
 def test_mutant_fails_with_a_counterexample(name, mutant, bug, checker, tmp_path):

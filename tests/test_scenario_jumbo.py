@@ -9,6 +9,9 @@ import pytest
 from macdma.hdl.mac.frame import MAX_JUMBO_FRAME_BYTES
 from macdma.sim.scenario import Scenario, run_scenario
 
+# A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
+
 JUMBO_FRAMES = 30  # the measurement window wants >= 20 per direction
 
 

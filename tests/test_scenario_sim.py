@@ -9,6 +9,9 @@ import pytest
 
 from macdma.sim.scenario import Scenario, run_scenario
 
+# A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
+
 # -- (a) an ideal CPU polling holds full-duplex line rate --------------------------------
 
 

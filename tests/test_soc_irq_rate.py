@@ -3,7 +3,11 @@ simulator: 8,000 interrupts/s at IRQ_MIN_INTERVAL = 125 µs, no cause lost."""
 
 import json
 
+import pytest
 from cocotb_cases import run_cocotb_cases
+
+# Minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
 
 
 def test_soc_irq_rate(cocotb_run, sim, tmp_path, subtests):

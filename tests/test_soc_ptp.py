@@ -1,6 +1,10 @@
 """PTP clock and timestamps of ``macdma_soc`` (tests/cocotb/soc_ptp_tb.py) on each simulator."""
 
+import pytest
 from cocotb_cases import run_cocotb_cases
+
+# Minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
 
 
 def test_soc_ptp(cocotb_run, sim, subtests):

@@ -8,6 +8,9 @@ import pytest
 
 from macdma.sim.scenario import Scenario, run_scenario
 
+# A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
+
 FRAME_BYTES = 1000
 #: One 1000-byte frame's slot at 1 Gb/s: preamble 8 + frame + FCS 4 + gap 12 bytes, in ns.
 SLOT_NS = (8 + FRAME_BYTES + 4 + 12) * 8

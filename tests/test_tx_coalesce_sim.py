@@ -4,7 +4,12 @@ hardware's TX done then interrupts per batch instead of per frame."""
 
 from __future__ import annotations
 
+import pytest
+
 from macdma.sim.scenario import Scenario, run_scenario
+
+# A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
+pytestmark = pytest.mark.long_on_icarus
 
 FRAMES = 64
 
