@@ -4,7 +4,8 @@ full build (place and route, timing, bitstream) of both 1 Gb/s boards.
 The tools come from the extra ``synth``, which the ``dev`` extra (``make test``) includes;
 a missing tool is a failure, not a skip. yosys synthesis of the Colorlight top (no place
 and route) takes about 45 s here (90 s on a busy machine); each full build 4 to 8 minutes
-(nextpnr is single-threaded), marked ``slow`` but part of ``make test`` and CI.
+(nextpnr is single-threaded), marked ``slow``: ``make test-all`` runs them, CI's ``make test``
+does not.
 """
 
 import json
