@@ -52,8 +52,8 @@ venv: $(INSTALLED) ## create .venv and install the project (done on demand by th
 regress: deps $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
 	$(VENV)/bin/macdma regress $(REGRESS_ARGS)
 
-# CI runs `make test`: every test except those marked `slow` (tests/conftest.py, README
-# "Tests"); --durations lists the slowest so a log shows where the time went.
+# CI runs `make test`: every test except those marked `slow` (pyproject.toml's markers,
+# tests/conftest.py); --durations lists the slowest so a log shows where the time went.
 test: deps $(INSTALLED) ## the suite on both simulators, long runs left out (CI's profile; SIM= to restrict)
 	$(PY) -m pytest -n $(JOBS) --dist worksteal -m "not slow" --durations=15 tests
 
