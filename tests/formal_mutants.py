@@ -15,7 +15,7 @@ from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from macdma.hdl.bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
-from macdma.hdl.dma import axi_writer, prefetch_fifo, rx_channel, rx_fifo, tx_channel
+from macdma.hdl.dma import axi_mover, prefetch_fifo, rx_channel, rx_fifo, tx_channel
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
@@ -53,7 +53,7 @@ class WriterWithoutPageSplit(AxiBurstWriter):
     """The writer's bursts ignore the 4 KiB boundary (a burst split missing)."""
 
     def elaborate(self, platform):
-        with _patched(axi_writer, "next_burst_beats", _no_page_split):
+        with _patched(axi_mover, "next_burst_beats", _no_page_split):
             return super().elaborate(platform)
 
 

@@ -1,62 +1,14 @@
 """AXI4 burst reader: the DMA's path for every memory read (descriptor fetch, TX fragments)."""
 
 from amaranth import *
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, exact_log2
+from amaranth.lib import stream
+from amaranth.lib.wiring import Out
 
-from ..bus.axi4 import BURST_INCR, RESP_OKAY, Axi4ReadSignature
-from .bursts import next_burst_beats
+from ..bus.axi4 import RESP_OKAY, Axi4ReadSignature
+from .axi_mover import MAX_LENGTH_BYTES, AxiMover, BurstIssuer
+from .packed import packed_layout
 
-__all__ = ["AxiBurstReader", "check_mover_params"]
-
-# AxCACHE "Normal Non-cacheable Bufferable": the usual choice of a DMA master without coherency.
-AXCACHE_NORMAL_BUFFERABLE = 0b0011
-# AxPROT: unprivileged, secure, data access.
-AXPROT_DATA = 0b000
-# Longest command in bytes: the `length` field is 16 bits wide.
-MAX_LENGTH_BYTES = 2**16 - 1
-
-
-def check_mover_params(data_width, addr_width, max_outstanding):
-    """Validate the elaboration parameters shared by the reader and the writer."""
-    if not isinstance(data_width, int) or data_width not in (32, 64):
-        raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
-    if not isinstance(addr_width, int) or not 12 <= addr_width <= 64:
-        raise ValueError(f"addr_width must be an integer in 12..64, not {addr_width!r}")
-    if not isinstance(max_outstanding, int) or not 1 <= max_outstanding <= 16:
-        raise ValueError(f"max_outstanding must be an integer in 1..16, not {max_outstanding!r}")
-
-
-class AxiMover(wiring.Component):
-    """What the burst reader and writer share: parameter checks, the command stream
-    ``cmd`` {addr, length} and the runtime cap ``burst_beats``. A subclass adds its data
-    stream and its AXI half in :meth:`data_members`, called once the parameters passed."""
-
-    def __init__(self, data_width: int, addr_width: int, max_outstanding: int):
-        check_mover_params(data_width, addr_width, max_outstanding)
-        self._data_width = data_width
-        self._addr_width = addr_width
-        self._max_outstanding = max_outstanding
-        command = data.StructLayout({"addr": addr_width, "length": 16})
-        super().__init__(
-            {"cmd": In(stream.Signature(command)), "burst_beats": In(9), **self.data_members()}
-        )
-
-    def data_members(self) -> dict:
-        raise NotImplementedError
-
-    @property
-    def data_width(self) -> int:
-        return self._data_width
-
-    @property
-    def addr_width(self) -> int:
-        return self._addr_width
-
-    @property
-    def max_outstanding(self) -> int:
-        return self._max_outstanding
+__all__ = ["AxiBurstReader"]
 
 
 def mask_unused_lanes(value: Value, count: Value, beat_bytes: int) -> Value:
@@ -67,23 +19,10 @@ def mask_unused_lanes(value: Value, count: Value, beat_bytes: int) -> Value:
 class AxiBurstReader(AxiMover):
     """Read ``length`` bytes from any byte address over AXI4 and stream them out packed.
 
-    Parameters
-    ----------
-    data_width : 32 or 64
-        AXI data width; one beat carries ``W = data_width // 8`` bytes.
-    addr_width : 12..64
-        AXI address width.
-    max_outstanding : 1..16
-        Bursts whose AR has been issued and whose last R beat has not yet arrived.
+    Parameters, ``cmd`` (one read command) and ``burst_beats``: see :class:`AxiMover`.
 
     Members
     -------
-    cmd : In(stream of {addr, length})
-        One read command: byte address (any alignment) and ``length`` in bytes, 1..65535.
-        A command is accepted only when the previous one has fully finished.
-    burst_beats : In(9)
-        Runtime burst cap in beats, 1..256 (0 is read as 1, above 256 as 256). Sampled per
-        burst, so a change applies from the next burst on.
     o : Out(stream of {data, count, last, error})
         The command's bytes packed from byte lane 0 upward (realigned from the start
         address). Every beat is full (``count == W``) except possibly the last, which has
@@ -108,68 +47,28 @@ class AxiBurstReader(AxiMover):
         super().__init__(data_width, addr_width, max_outstanding)
 
     def data_members(self) -> dict:
-        width = self._data_width
-        beat = {"data": width, "count": bits_for(width // 8), "last": 1, "error": 1}
         return {
-            "o": Out(stream.Signature(data.StructLayout(beat))),
-            "axi": Out(Axi4ReadSignature(self._addr_width, width, 1)),
+            "o": Out(stream.Signature(packed_layout(self._data_width, "error"))),
+            "axi": Out(Axi4ReadSignature(self._addr_width, self._data_width, 1)),
         }
 
     def elaborate(self, platform):
         m = Module()
 
-        beat_bytes = self._data_width // 8
-        lane_bits = exact_log2(beat_bytes)
-        max_beats = (MAX_LENGTH_BYTES + 2 * (beat_bytes - 1)) // beat_bytes
+        beat_bytes = self.beat_bytes
         axi = self.axi
 
-        # Lane of the first byte inside its beat; the output is shifted down by this much.
-        start_lane = Signal(range(beat_bytes))
         # Bytes of the command still to be presented on `o`.
         out_bytes_left = Signal(range(MAX_LENGTH_BYTES + 1))
         # Set by the first bad RRESP of a command; stops the AR issuer.
         failed = Signal()
 
         # ---- AR issuer: runs ahead of the data, bounded by max_outstanding --------------------
-        ar_next_addr = Signal(self._addr_width)  # beat-aligned start of the next burst
-        ar_beats_left = Signal(range(max_beats + 1))  # beats not yet requested
-        # Bursts requested (AR loaded) whose last R beat has not arrived yet.
-        in_flight = Signal(range(self._max_outstanding + 1))
-
-        burst = next_burst_beats(ar_next_addr, ar_beats_left, self.burst_beats, beat_bytes)
-        # A bad response stops the issuer in the very cycle it is accepted, not one later.
+        issuer = BurstIssuer(self, "ar")
+        start_lane = issuer.start_lane  # the output is shifted down by this many lanes
         error_now = axi.rvalid & axi.rready & (axi.rresp != RESP_OKAY)
-        can_issue = (
-            (ar_beats_left != 0) & ~failed & ~error_now & (in_flight < self._max_outstanding)
-        )
-        # AR is a registered output: load a new request only when the slot is free or is
-        # being accepted in this very cycle, so back-to-back ARs are possible.
-        load_ar = can_issue & (~axi.arvalid | axi.arready)
-
-        m.d.comb += [
-            axi.arid.eq(0),
-            axi.arsize.eq(lane_bits),
-            axi.arburst.eq(BURST_INCR),
-            axi.arlock.eq(0),
-            axi.arcache.eq(AXCACHE_NORMAL_BUFFERABLE),
-            axi.arprot.eq(AXPROT_DATA),
-        ]
-        with m.If(load_ar):
-            m.d.sync += [
-                axi.arvalid.eq(1),
-                axi.araddr.eq(ar_next_addr),
-                axi.arlen.eq(burst - 1),
-                ar_next_addr.eq(ar_next_addr + (burst << lane_bits)),
-                ar_beats_left.eq(ar_beats_left - burst),
-            ]
-        with m.Elif(axi.arready):
-            m.d.sync += axi.arvalid.eq(0)
-
-        burst_done = axi.rvalid & axi.rready & axi.rlast
-        with m.If(load_ar & ~burst_done):
-            m.d.sync += in_flight.eq(in_flight + 1)
-        with m.Elif(~load_ar & burst_done):
-            m.d.sync += in_flight.eq(in_flight - 1)
+        load_ar = issuer.issue(m, issuer.may_issue(failed=failed, error_now=error_now))
+        issuer.count(m, load_ar, finished=axi.rvalid & axi.rready & axi.rlast)
 
         # ---- Realignment -----------------------------------------------------------------------
         # Output beat k takes lanes start_lane.. of R beat k and lanes ..start_lane-1 of R beat
@@ -187,23 +86,11 @@ class AxiBurstReader(AxiMover):
 
         with m.FSM(name="reader"):
             with m.State("Idle"):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    addr = self.cmd.p.addr
-                    length = self.cmd.p.length
-                    m.d.sync += [
-                        start_lane.eq(addr[:lane_bits]),
-                        out_bytes_left.eq(length),
-                        ar_next_addr.eq(Cat(Const(0, lane_bits), addr[lane_bits:])),
-                        ar_beats_left.eq(
-                            (addr[:lane_bits] + length + (beat_bytes - 1)) >> lane_bits
-                        ),
-                        have_held.eq(0),
-                        failed.eq(0),
-                    ]
+                with issuer.taking_command(m) as length:
+                    m.d.sync += [out_bytes_left.eq(length), have_held.eq(0), failed.eq(0)]
                     with m.If(length == 0):
                         # Nothing to read: answer with the error beat, never touch the bus.
-                        m.d.sync += ar_beats_left.eq(0)
+                        m.d.sync += issuer.beats_left.eq(0)
                         m.next = "Report Error"
                     with m.Else():
                         m.next = "Stream Data"
@@ -254,7 +141,7 @@ class AxiBurstReader(AxiMover):
                 # Every issued burst must still deliver its beats; accept and drop them so the
                 # bus is quiet when the error is reported.
                 m.d.comb += axi.rready.eq(1)
-                with m.If(in_flight == 0):
+                with m.If(issuer.in_flight == 0):
                     m.next = "Report Error"
 
             with m.State("Report Error"):

@@ -3,16 +3,10 @@
 from amaranth import *
 from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, exact_log2
 
-from ..bus.axi4 import BURST_INCR, RESP_OKAY, Axi4WriteSignature
-from .axi_reader import (
-    AXCACHE_NORMAL_BUFFERABLE,
-    AXPROT_DATA,
-    MAX_LENGTH_BYTES,
-    AxiMover,
-)
-from .bursts import next_burst_beats
+from ..bus.axi4 import RESP_OKAY, Axi4WriteSignature
+from .axi_mover import MAX_LENGTH_BYTES, AxiMover, BurstIssuer
+from .packed import packed_layout
 
 __all__ = ["AxiBurstWriter"]
 
@@ -20,22 +14,10 @@ __all__ = ["AxiBurstWriter"]
 class AxiBurstWriter(AxiMover):
     """Write a packed byte stream of ``length`` bytes to any byte address over AXI4.
 
-    Parameters
-    ----------
-    data_width : 32 or 64
-        AXI data width; one beat carries ``W = data_width // 8`` bytes.
-    addr_width : 12..64
-        AXI address width.
-    max_outstanding : 1..16
-        Bursts whose AW has been issued and whose B response has not yet come back.
+    Parameters, ``cmd`` (one write command) and ``burst_beats``: see :class:`AxiMover`.
 
     Members
     -------
-    cmd : In(stream of {addr, length})
-        One write command: byte address (any alignment) and ``length`` in bytes, 1..65535.
-        A command is accepted only when the previous one has fully finished.
-    burst_beats : In(9)
-        Runtime burst cap in beats, 1..256 (0 is read as 1, above 256 as 256), sampled per burst.
     i : In(stream of {data, count, last})
         The bytes to write, packed from lane 0: ``ceil(length / W)`` beats, all full except
         possibly the last, which carries ``last``. The writer counts bytes from ``cmd.length``;
@@ -67,70 +49,34 @@ class AxiBurstWriter(AxiMover):
         super().__init__(data_width, addr_width, max_outstanding)
 
     def data_members(self) -> dict:
-        width = self._data_width
-        beat = {"data": width, "count": bits_for(width // 8), "last": 1}
         return {
-            "i": In(stream.Signature(data.StructLayout(beat))),
+            "i": In(stream.Signature(packed_layout(self._data_width))),
             "done": Out(stream.Signature(data.StructLayout({"error": 1}))),
-            "axi": Out(Axi4WriteSignature(self._addr_width, width, 1)),
+            "axi": Out(Axi4WriteSignature(self._addr_width, self._data_width, 1)),
         }
 
     def elaborate(self, platform):
         m = Module()
 
-        beat_bytes = self._data_width // 8
-        lane_bits = exact_log2(beat_bytes)
-        max_beats = (MAX_LENGTH_BYTES + 2 * (beat_bytes - 1)) // beat_bytes
+        beat_bytes = self.beat_bytes
+        max_beats = self.max_beats
         axi = self.axi
 
-        start_lane = Signal(range(beat_bytes))
         # Set by the first bad BRESP of a command; stops the AW issuer.
         failed = Signal()
 
         # ---- AW issuer ------------------------------------------------------------------------
-        aw_next_addr = Signal(self._addr_width)
-        aw_beats_left = Signal(range(max_beats + 1))
-        # Bursts whose AW is loaded and whose B response has not come back.
-        in_flight = Signal(range(self._max_outstanding + 1))
+        issuer = BurstIssuer(self, "aw")
+        lane_bits = issuer.lane_bits
+        start_lane = issuer.start_lane
         issuing = Signal()  # only inside a command's "Transfer" state
-
-        burst = next_burst_beats(aw_next_addr, aw_beats_left, self.burst_beats, beat_bytes)
-        # A bad response stops the issuer in the very cycle it is accepted, not one later.
         error_now = axi.bvalid & (axi.bresp != RESP_OKAY)
-        can_issue = (
-            issuing
-            & (aw_beats_left != 0)
-            & ~failed
-            & ~error_now
-            & (in_flight < self._max_outstanding)
+        load_aw = issuer.issue(
+            m, issuer.may_issue(failed=failed, error_now=error_now, gate=issuing)
         )
-        load_aw = can_issue & (~axi.awvalid | axi.awready)
-
-        m.d.comb += [
-            axi.awid.eq(0),
-            axi.awsize.eq(lane_bits),
-            axi.awburst.eq(BURST_INCR),
-            axi.awlock.eq(0),
-            axi.awcache.eq(AXCACHE_NORMAL_BUFFERABLE),
-            axi.awprot.eq(AXPROT_DATA),
-            axi.bready.eq(1),
-        ]
-        with m.If(load_aw):
-            m.d.sync += [
-                axi.awvalid.eq(1),
-                axi.awaddr.eq(aw_next_addr),
-                axi.awlen.eq(burst - 1),
-                aw_next_addr.eq(aw_next_addr + (burst << lane_bits)),
-                aw_beats_left.eq(aw_beats_left - burst),
-            ]
-        with m.Elif(axi.awready):
-            m.d.sync += axi.awvalid.eq(0)
-
+        m.d.comb += axi.bready.eq(1)
         b_seen = axi.bvalid  # bready is constantly 1
-        with m.If(load_aw & ~b_seen):
-            m.d.sync += in_flight.eq(in_flight + 1)
-        with m.Elif(~load_aw & b_seen):
-            m.d.sync += in_flight.eq(in_flight - 1)
+        issuer.count(m, load_aw, finished=b_seen)
         with m.If(b_seen & (axi.bresp != RESP_OKAY)):
             m.d.sync += failed.eq(1)
 
@@ -141,7 +87,7 @@ class AxiBurstWriter(AxiMover):
         m.submodules.w_bursts = w_bursts = fifo.SyncFIFO(width=8, depth=self._max_outstanding)
         m.d.comb += [
             w_bursts.w_en.eq(load_aw),
-            w_bursts.w_data.eq(burst - 1),
+            w_bursts.w_data.eq(issuer.burst - 1),
         ]
 
         # ---- W data path ----------------------------------------------------------------------
@@ -187,16 +133,8 @@ class AxiBurstWriter(AxiMover):
 
         with m.FSM(name="writer"):
             with m.State("Idle"):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    addr = self.cmd.p.addr
-                    length = self.cmd.p.length
+                with issuer.taking_command(m) as length:
                     m.d.sync += [
-                        start_lane.eq(addr[:lane_bits]),
-                        aw_next_addr.eq(Cat(Const(0, lane_bits), addr[lane_bits:])),
-                        aw_beats_left.eq(
-                            (addr[:lane_bits] + length + (beat_bytes - 1)) >> lane_bits
-                        ),
                         in_beats_left.eq((length + (beat_bytes - 1)) >> lane_bits),
                         w_bytes_left.eq(length),
                         w_first.eq(1),
@@ -204,7 +142,7 @@ class AxiBurstWriter(AxiMover):
                         failed.eq(length == 0),
                     ]
                     with m.If(length == 0):
-                        m.d.sync += [aw_beats_left.eq(0), in_beats_left.eq(0)]
+                        m.d.sync += [issuer.beats_left.eq(0), in_beats_left.eq(0)]
                         m.next = "Report"
                     with m.Else():
                         m.next = "Transfer"
@@ -223,8 +161,8 @@ class AxiBurstWriter(AxiMover):
                     m.d.comb += self.i.ready.eq(have_input)
                     with m.If(self.i.valid & have_input):
                         m.d.sync += in_beats_left.eq(in_beats_left - 1)
-                all_requested = (aw_beats_left == 0) | failed
-                with m.If(all_requested & bursts_idle & (in_flight == 0) & ~have_input):
+                all_requested = (issuer.beats_left == 0) | failed
+                with m.If(all_requested & bursts_idle & (issuer.in_flight == 0) & ~have_input):
                     m.next = "Report"
 
             with m.State("Report"):

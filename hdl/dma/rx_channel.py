@@ -15,7 +15,7 @@ from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
 from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES
 from .irq import IrqEventSignature
-from .tx_fifo import packed_layout
+from .packed import packed_layout
 
 __all__ = ["RxDmaChannel", "ERROR_CODES"]
 

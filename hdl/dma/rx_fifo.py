@@ -14,8 +14,9 @@ from amaranth.utils import ceil_log2
 
 from ..mac.checksum import PARTIAL_BITS, FrameChecksum, fold_partial
 from ..mac.frame import ByteBeat, RxError
+from .packed import packed_layout
 from .prefetch_fifo import gray_decode, gray_encode
-from .tx_fifo import check_fifo_params, packed_layout
+from .tx_fifo import check_fifo_params
 
 __all__ = ["RxFrameFifo"]
 

@@ -24,8 +24,8 @@ from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
 from .descriptor import DESCRIPTOR_BYTES, Descriptor
 from .irq import IrqEventSignature
+from .packed import packed_layout
 from .tx_checksum import TxChecksumRequest
-from .tx_fifo import packed_layout
 
 __all__ = ["TxDmaChannel", "ERROR_CODES"]
 

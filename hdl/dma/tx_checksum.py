@@ -30,7 +30,8 @@ their byte roles swapped, into a second accumulator that is byte-swapped at the 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for
+
+from .packed import packed_layout
 
 __all__ = [
     "IP_CSUM_POS",
@@ -102,10 +103,7 @@ class TxFrameChecksum(wiring.Component):
         if data_width not in (32, 64):
             raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
         self._data_width = data_width
-        # The TX FIFO's packed word (``tx_fifo.packed_layout``, which imports this module).
-        word = data.StructLayout(
-            {"data": data_width, "count": bits_for(data_width // 8), "last": 1}
-        )
+        word = packed_layout(data_width)
         super().__init__(
             {
                 "i": In(stream.Signature(word, always_ready=True)),

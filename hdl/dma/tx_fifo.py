@@ -10,17 +10,17 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, ceil_log2
+from amaranth.utils import ceil_log2
 
 from ..mac.frame import ByteBeat
 from ..mac.ptp import TS_ID_BITS
+from .packed import packed_layout
 from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, gray_decode, gray_encode
 from .tx_checksum import IP_CSUM_POS, TxChecksumRequest, TxChecksumResult, TxFrameChecksum
 
 __all__ = [
     "TxFrameFifo",
     "check_fifo_params",
-    "packed_layout",
 ]
 
 #: Smallest and largest accepted ``depth_bytes`` (powers of two).
@@ -44,13 +44,6 @@ def check_fifo_params(data_width, depth_bytes):
             f"depth_bytes must be a power of two in {MIN_DEPTH_BYTES}..{MAX_DEPTH_BYTES}, "
             f"not {depth_bytes!r}"
         )
-
-
-def packed_layout(data_width: int, *extra: str) -> data.StructLayout:
-    """The DMA's packed word: ``data``, ``count`` valid bytes from lane 0, ``last``, flags."""
-    fields = {"data": data_width, "count": bits_for(data_width // 8), "last": 1}
-    fields.update({name: 1 for name in extra})
-    return data.StructLayout(fields)
 
 
 class TxFrameFifo(wiring.Component):
