@@ -298,9 +298,6 @@ class RxHaltHarness(RxOwnershipHarness):
     #: halt (tight: 2 fails).
     BOUND = 3
 
-    def __init__(self, make_dut: Callable = RxDmaChannel):
-        super().__init__(make_dut)
-
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
         fetching_word3, word3 = _descriptor_word3(dut, read_props)
