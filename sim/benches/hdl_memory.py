@@ -16,7 +16,6 @@ gives the same numbers on either memory.
 from __future__ import annotations
 
 import cocotb
-from cocotb.handle import Immediate
 from cocotb.triggers import ReadOnly, ValueChange
 
 from macdma.hdl.bus.axi4_ram import BURST_COUNT_BITS, ERROR_WINDOWS
@@ -27,6 +26,8 @@ __all__ = ["HdlHostMemory"]
 
 WORD_BYTES = 4
 _WORD_SIZE = 2  # AxSIZE of a full 32-bit beat
+# cocotb's GPI write action "no delay": what ``handle.set(Immediate(value))`` passes on.
+_GPI_NO_DELAY = 3
 
 
 class HdlHostMemory:
@@ -48,7 +49,14 @@ class HdlHostMemory:
             )
         self.dut = dut
         self.size = size
-        self._words = dut.host_ram.array.words
+        # The words are reached through the simulator object under the array's handle
+        # (cocotb's ``_handle``), not through a cocotb handle per word: a frame touches
+        # hundreds of words, most of them once, and on cocotb 2.1 a word's first cocotb
+        # handle costs about 30 us and each ``.value`` read another 20 us (a LogicArray),
+        # a fifth of the wall time of a full-duplex run. The raw object reads the word's
+        # bits as a string (X or Z still refused) and writes it as an integer.
+        # Measured in docs/performance.md ("The backdoor's words").
+        self._words = dut.host_ram.array.words._handle
         self._handles: dict[int, object] = {}
         self.bursts: list[BurstRecord] = []
         # Bursts recorded per direction (write?) since start(), and the RAM's count then.
@@ -144,10 +152,21 @@ class HdlHostMemory:
             getattr(self.dut, f"mem_err{index}_write").value = int("w" in kinds)
 
     def _word(self, index: int):
+        """The simulator object of word ``index`` (``get_signal_val_binstr``,
+        ``set_signal_val_int``)."""
         handle = self._handles.get(index)
         if handle is None:
-            handle = self._handles[index] = self._words[index]
+            handle = self._handles[index] = self._words.get_handle_by_index(index)
         return handle
+
+    def _read_word(self, index: int) -> int:
+        bits = self._word(index).get_signal_val_binstr()
+        try:
+            return int(bits, 2)
+        except ValueError:
+            raise ValueError(
+                f"host memory word at 0x{index * WORD_BYTES:x} holds X or Z bits: {bits}"
+            ) from None
 
     def _check(self, address: int, length: int) -> None:
         if address < 0 or length < 0 or address + length > self.size:
@@ -163,7 +182,7 @@ class HdlHostMemory:
             return b""
         first, last = address // WORD_BYTES, (address + length - 1) // WORD_BYTES
         data = b"".join(
-            int(self._word(index).value).to_bytes(WORD_BYTES, "little")
+            self._read_word(index).to_bytes(WORD_BYTES, "little")
             for index in range(first, last + 1)
         )
         offset = address - first * WORD_BYTES
@@ -184,4 +203,4 @@ class HdlHostMemory:
         for index in range(first, last + 1):
             at = (index - first) * WORD_BYTES
             word = int.from_bytes(image[at : at + WORD_BYTES], "little")
-            self._word(index).set(Immediate(word))
+            self._word(index).set_signal_val_int(_GPI_NO_DELAY, word)
