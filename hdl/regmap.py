@@ -25,8 +25,13 @@ from .regmodel import (
     cfg_error_register,
 )
 
-__all__ = ["DMA_ERROR_CODE", "IRQ_MODE", "REGISTER_MAP"]
+__all__ = ["DMA_ERROR_CODE", "IRQ_MODE", "REGISTER_MAP", "RING_INDEX_BITS", "RING_SIZE_BITS"]
 
+
+#: Width of HEAD and TAIL (a descriptor's index in its ring).
+RING_INDEX_BITS = 12
+#: Width of RING_SIZE: up to 1 << RING_INDEX_BITS (4096) descriptors.
+RING_SIZE_BITS = RING_INDEX_BITS + 1
 
 DMA_ERROR_CODE = Enumeration(
     "DmaErrorCode",
@@ -165,20 +170,26 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
             "rw",
             "Number of descriptors in the ring (any count, not only powers of two); "
             "0 = not configured.",
-            width=13,
-            valid=(0, range(2, 4097)),
+            width=RING_SIZE_BITS,
+            valid=(0, range(2, (1 << RING_INDEX_BITS) + 1)),
         ),
         _whole(
             "TAIL",
             0x10,
             "rw",
             "Index one past the last descriptor handed to the DMA; writing it rings the "
-            "doorbell. Every 12-bit value is accepted here: the DMA engine ignores a value "
-            "not less than RING_SIZE and sets STATUS.bad_tail.",
-            width=12,
+            f"doorbell. Every {RING_INDEX_BITS}-bit value is accepted here: the DMA engine "
+            "ignores a value not less than RING_SIZE and sets STATUS.bad_tail.",
+            width=RING_INDEX_BITS,
             write_strobe=True,
         ),
-        _whole("HEAD", 0x14, "ro", "Index of the next descriptor the DMA will process.", 12),
+        _whole(
+            "HEAD",
+            0x14,
+            "ro",
+            "Index of the next descriptor the DMA will process.",
+            RING_INDEX_BITS,
+        ),
         _whole(
             "POLL_US",
             0x18,

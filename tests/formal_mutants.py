@@ -15,7 +15,7 @@ from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from macdma.hdl.bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
-from macdma.hdl.dma import axi_mover, prefetch_fifo, rx_channel, rx_fifo, tx_channel
+from macdma.hdl.dma import axi_mover, channel, prefetch_fifo, rx_channel, rx_fifo
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
 from macdma.hdl.dma.bursts import next_burst_beats
@@ -228,7 +228,7 @@ class RxChannelIgnoresOwn(RxDmaChannel):
     """The RX channel uses descriptors without OWN (it never sees OWN clear)."""
 
     def elaborate(self, platform):
-        with _patched(rx_channel, "AxiBurstReader", _ReaderSeesOwn):
+        with _patched(channel, "AxiBurstReader", _ReaderSeesOwn):
             return super().elaborate(platform)
 
 
@@ -288,7 +288,7 @@ class RxChannelWritesPastBuffer(RxDmaChannel):
     end (and each write-back one word into the next ring entry)."""
 
     def elaborate(self, platform):
-        with _patched(rx_channel, "AxiBurstWriter", _WriterOneBeatLong):
+        with _patched(channel, "AxiBurstWriter", _WriterOneBeatLong):
             return super().elaborate(platform)
 
 
@@ -297,7 +297,7 @@ class RxChannelWritesBackPreviousEntry(RxDmaChannel):
     already handed back, or outside the ring."""
 
     def elaborate(self, platform):
-        with _patched(rx_channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
+        with _patched(channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
             return super().elaborate(platform)
 
 
@@ -305,7 +305,7 @@ class TxChannelWritesBackPreviousEntry(TxDmaChannel):
     """The TX channel writes each descriptor's write-back into the ring entry before it."""
 
     def elaborate(self, platform):
-        with _patched(tx_channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
+        with _patched(channel, "AxiBurstWriter", _WriterWritesBackPreviousEntry):
             return super().elaborate(platform)
 
 
@@ -313,7 +313,7 @@ class TxChannelIgnoresOwn(TxDmaChannel):
     """The TX channel reads fragments of descriptors without OWN."""
 
     def elaborate(self, platform):
-        with _patched(tx_channel, "AxiBurstReader", _ReaderSeesOwn):
+        with _patched(channel, "AxiBurstReader", _ReaderSeesOwn):
             return super().elaborate(platform)
 
 
@@ -330,7 +330,7 @@ class TxChannelStallsOnZeroLength(TxDmaChannel):
     error for the driver."""
 
     def elaborate(self, platform):
-        with _patched(tx_channel, "AxiBurstReader", _ReaderSeesZeroLengthUnowned):
+        with _patched(channel, "AxiBurstReader", _ReaderSeesZeroLengthUnowned):
             return super().elaborate(platform)
 
 

@@ -16,7 +16,8 @@ from axi_model import AxiMemory
 from unbuilt import elaborate, rejected
 
 from macdma.hdl.bus.axi4 import RESP_SLVERR
-from macdma.hdl.dma.rx_channel import ERROR_CODES, RxDmaChannel
+from macdma.hdl.dma.channel import ERROR_CODES
+from macdma.hdl.dma.rx_channel import RxDmaChannel
 from macdma.hdl.mac.frame import RxError
 
 RING_BASE = 0x100

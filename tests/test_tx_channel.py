@@ -12,7 +12,8 @@ from axi_model import AxiMemory, StreamSink
 from unbuilt import rejected
 
 from macdma.hdl.bus.axi4 import RESP_SLVERR
-from macdma.hdl.dma.tx_channel import ERROR_CODES, TxDmaChannel
+from macdma.hdl.dma.channel import ERROR_CODES
+from macdma.hdl.dma.tx_channel import TxDmaChannel
 
 RING_BASE = 0x0100
 DATA_LO = 0x1400

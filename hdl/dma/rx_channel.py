@@ -5,23 +5,17 @@ the descriptor hand-off protocol it implements.
 """
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
-from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
 from ..mac.frame import RxError
-from ..regmap import DMA_ERROR_CODE
-from .axi_reader import AxiBurstReader
-from .axi_writer import AxiBurstWriter
+from ..regmap import RING_INDEX_BITS, RING_SIZE_BITS
+from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
 from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES
 from .irq import IrqEventSignature
 from .packed import packed_layout
 
-__all__ = ["RxDmaChannel", "ERROR_CODES"]
-
-
-#: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
-ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
+__all__ = ["RxDmaChannel"]
 
 
 #: Largest data write command (bytes) the channel hands to the AXI writer; a frame is staged
@@ -36,7 +30,7 @@ TIMESTAMPED_WRITEBACK_BYTES = DESCRIPTOR_BYTES
 CMD_QUEUE_DEPTH = 8
 
 
-class RxDmaChannel(wiring.Component):
+class RxDmaChannel(DmaChannel):
     """One RX DMA channel: descriptor prefetch, frame scatter, write-back, drops, errors.
 
     Parameters
@@ -158,57 +152,30 @@ class RxDmaChannel(wiring.Component):
     """
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
-        if data_width not in (32, 64):
-            raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
-        if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
-            raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
-        self._data_width = data_width
-        self._addr_width = addr_width
-        self._max_prefetch = max_prefetch
+        super().__init__(data_width, addr_width, max_prefetch)
+
+    def channel_members(self) -> dict:
+        data_width, addr_width = self._data_width, self._addr_width
         in_layout = packed_layout(data_width, "error", "overflow")
-        super().__init__(
-            {
-                "run": In(1),
-                "reset": In(1),
-                "ring_base": In(addr_width),
-                "ring_size": In(13),
-                "tail": In(12),
-                "tail_written": In(1),
-                "poll_us": In(16),
-                "sys_clk_mhz": In(10),
-                "burst_beats": In(9),
-                "prefetch": In(5),
-                "wait_for_buffers": In(1),
-                "i": In(stream.Signature(in_layout)),
-                "i_cause": In(RxError),
-                "i_csum": In(16),
-                "i_ts": In(32),
-                "i_ts_valid": In(1),
-                "head": Out(12),
-                "running": Out(1),
-                "halted": Out(1),
-                "resetting": Out(1),
-                "error_code": Out(4),
-                "desc_fetched": Out(32),
-                "bursts": Out(32),
-                "bytes": Out(32),
-                "frames": Out(32),
-                "drops": Out(32),
-                "reset_discards": Out(16),
-                "events": Out(IrqEventSignature()),
-                "bad_tail": Out(1),
-                "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
-                "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
-            }
-        )
-
-    @property
-    def data_width(self) -> int:
-        return self._data_width
-
-    @property
-    def max_prefetch(self) -> int:
-        return self._max_prefetch
+        return {
+            **ring_control(addr_width),
+            "wait_for_buffers": In(1),
+            "i": In(stream.Signature(in_layout)),
+            "i_cause": In(RxError),
+            "i_csum": In(16),
+            "i_ts": In(32),
+            "i_ts_valid": In(1),
+            **ring_state(),
+            "desc_fetched": Out(32),
+            "bursts": Out(32),
+            "bytes": Out(32),
+            "frames": Out(32),
+            "drops": Out(32),
+            "reset_discards": Out(16),
+            "events": Out(IrqEventSignature()),
+            "bad_tail": Out(1),
+            **bus_members(addr_width, data_width),
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -250,7 +217,7 @@ class RxDmaChannel(wiring.Component):
 
         # Doorbell: the last good tail (latched in the core, so a channel reset clears it, as
         # on TX: nothing is fetched after a reset until a doorbell, poll or frame needs it).
-        tail_q = Signal(12)
+        tail_q = Signal(RING_INDEX_BITS)
         doorbell = Signal()
         tail_ok = self.tail < self.ring_size
         with core.If(self.tail_written & tail_ok):
@@ -287,14 +254,7 @@ class RxDmaChannel(wiring.Component):
             m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - dropped_whole)
 
         # ---- core --------------------------------------------------------------------------
-        core.submodules.reader = reader = AxiBurstReader(DW, self._addr_width)
-        core.submodules.writer = writer = AxiBurstWriter(DW, self._addr_width)
-        wiring.connect(core, wiring.flipped(self.axi_read), reader.axi)
-        wiring.connect(core, wiring.flipped(self.axi_write), writer.axi)
-        core.d.comb += [
-            reader.burst_beats.eq(self.burst_beats),
-            writer.burst_beats.eq(self.burst_beats),
-        ]
+        reader, writer = self.add_movers(core)
 
         error_code = self.error_code
         halted = error_code != ERROR_CODES["NONE"]
@@ -324,9 +284,9 @@ class RxDmaChannel(wiring.Component):
         def wrap_inc(idx):
             return Mux(idx + 1 >= ring_size, 0, idx + 1)
 
-        fetch_idx = Signal(12)  # next descriptor to read
-        use_idx = Signal(12)  # descriptor of the next buffer taken from the set
-        inflight = Signal(13)  # fetched (owned) and not yet written back
+        fetch_idx = Signal(RING_INDEX_BITS)  # next descriptor to read
+        use_idx = Signal(RING_INDEX_BITS)  # descriptor of the next buffer taken from the set
+        inflight = Signal(RING_SIZE_BITS)  # fetched (owned) and not yet written back
         head_done = Signal()  # a write-back completed OKAY
         fetched_one = Signal()  # an owned descriptor entered the set
         core.d.sync += inflight.eq(inflight + fetched_one - head_done)
@@ -372,10 +332,10 @@ class RxDmaChannel(wiring.Component):
         )
         free_slots = self._max_prefetch - dset.level
         to_end = ring_size - fetch_idx
-        room = Signal(13)
+        room = Signal(RING_SIZE_BITS)
         core.d.comb += room.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight))
         tail_valid = tail_q < ring_size
-        tail_dist = Signal(13)
+        tail_dist = Signal(RING_SIZE_BITS)
         core.d.comb += tail_dist.eq(
             Mux(tail_q >= fetch_idx, tail_q - fetch_idx, tail_q + ring_size - fetch_idx)
         )
@@ -392,7 +352,7 @@ class RxDmaChannel(wiring.Component):
         # read command in the same cycle) and used only after the FSM has been idle for a
         # cycle, so no fetch of its own is missing from it. What may change meanwhile
         # (descriptors taken from the set, write-backs done, a later tail) only adds room.
-        n_fetch = Signal(13)
+        n_fetch = Signal(RING_SIZE_BITS)
         auto = Signal()  # descriptors the driver posted wait to be read
         settled = Signal()
         fetch_idle = Signal()
@@ -536,7 +496,7 @@ class RxDmaChannel(wiring.Component):
         buf_addr = Signal(32)
         buf_len = Signal(16)
         buf_ioc = Signal()
-        buf_idx = Signal(12)
+        buf_idx = Signal(RING_INDEX_BITS)
         buf_left = Signal(16)
         chunk_addr = Signal(32)
         chunk_n = Signal(range(chunk_bytes + 1))

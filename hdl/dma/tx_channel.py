@@ -14,29 +14,21 @@ B response HEAD advances and the events fire) while the fragment of k + 1 is bei
 """
 
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
-from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
 from ..mac.ptp import TS_ID_BITS
-from ..regmap import DMA_ERROR_CODE
-from .axi_reader import AxiBurstReader
-from .axi_writer import AxiBurstWriter
+from ..regmap import RING_INDEX_BITS
+from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
 from .descriptor import DESCRIPTOR_BYTES, Descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
 from .tx_checksum import TxChecksumRequest
 
-__all__ = ["TxDmaChannel", "ERROR_CODES"]
-
-#: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
-ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
-
-RING_INDEX_BITS = 12  # HEAD / TAIL register width
-RING_SIZE_BITS = 13  # RING_SIZE register width (up to 4096 descriptors)
+__all__ = ["TxDmaChannel"]
 
 
-class TxDmaChannel(wiring.Component):
+class TxDmaChannel(DmaChannel):
     """The TX DMA engine of one channel (``sync`` domain).
 
     Parameters
@@ -138,80 +130,44 @@ class TxDmaChannel(wiring.Component):
     """
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
-        if data_width not in (32, 64):
-            raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
-        if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
-            raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
-        self._data_width = data_width
-        self._addr_width = addr_width
-        self._max_prefetch = max_prefetch
-        beat_bytes = data_width // 8
-        super().__init__(
-            {
-                "run": In(1),
-                "reset": In(1),
-                "ring_base": In(addr_width),
-                "ring_size": In(RING_SIZE_BITS),
-                "tail": In(RING_INDEX_BITS),
-                "tail_written": In(1),
-                "poll_us": In(16),
-                "sys_clk_mhz": In(10),
-                "burst_beats": In(9),
-                "prefetch": In(5),
-                "head": Out(RING_INDEX_BITS),
-                "running": Out(1),
-                "halted": Out(1),
-                "resetting": Out(1),
-                "error_code": Out(4),
-                "bad_tail": Out(1),
-                "desc_fetched": Out(32),
-                "bursts": Out(32),
-                "bytes": Out(32),
-                "frames": Out(32),
-                "frame_started": In(1),
-                "fifo_flushing": In(1),
-                "reset_discards": Out(16),
-                "frame_cut": In(1),
-                "drops": Out(32),
-                "events": Out(IrqEventSignature()),
-                "o": Out(stream.Signature(packed_layout(data_width, "error"))),
-                # The checksum request of the frame on ``o``, from its SOP descriptor.
-                "o_csum": Out(TxChecksumRequest),
-                "o_ts_request": Out(TS_ID_BITS),
-                "ts_valid": In(1),
-                "ts_id": In(TS_ID_BITS),
-                "ts_ns": In(32),
-                "ts_discarded": Out(1),
-                "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
-                "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
-            }
-        )
-        self._beat_bytes = beat_bytes
+        super().__init__(data_width, addr_width, max_prefetch)
 
-    @property
-    def data_width(self) -> int:
-        return self._data_width
-
-    @property
-    def max_prefetch(self) -> int:
-        return self._max_prefetch
+    def channel_members(self) -> dict:
+        data_width, addr_width = self._data_width, self._addr_width
+        return {
+            **ring_control(addr_width),
+            **ring_state(),
+            "bad_tail": Out(1),
+            "desc_fetched": Out(32),
+            "bursts": Out(32),
+            "bytes": Out(32),
+            "frames": Out(32),
+            "frame_started": In(1),
+            "fifo_flushing": In(1),
+            "reset_discards": Out(16),
+            "frame_cut": In(1),
+            "drops": Out(32),
+            "events": Out(IrqEventSignature()),
+            "o": Out(stream.Signature(packed_layout(data_width, "error"))),
+            # The checksum request of the frame on ``o``, from its SOP descriptor.
+            "o_csum": Out(TxChecksumRequest),
+            "o_ts_request": Out(TS_ID_BITS),
+            "ts_valid": In(1),
+            "ts_id": In(TS_ID_BITS),
+            "ts_ns": In(32),
+            "ts_discarded": Out(1),
+            **bus_members(addr_width, data_width),
+        }
 
     def elaborate(self, platform):
         m = Module()
-        W = self._beat_bytes
+        W = self._data_width // 8
         dw = self._data_width
         maxp = self._max_prefetch
         beats_per_desc = DESCRIPTOR_BYTES // W
 
-        m.submodules.reader = reader = AxiBurstReader(dw, self._addr_width)
-        m.submodules.writer = writer = AxiBurstWriter(dw, self._addr_width)
-        wiring.connect(m, wiring.flipped(self.axi_read), reader.axi)
-        wiring.connect(m, wiring.flipped(self.axi_write), writer.axi)
-        m.d.comb += [
-            reader.burst_beats.eq(self.burst_beats),
-            writer.burst_beats.eq(self.burst_beats),
-            self.running.eq(self.run & ~self.halted),
-        ]
+        reader, writer = self.add_movers(m)
+        m.d.comb += self.running.eq(self.run & ~self.halted)
 
         # ---- counters -----------------------------------------------------------------------
         # BURSTS counts frame-data bursts only (fragment reads), like RX counts buffer

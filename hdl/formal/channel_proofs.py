@@ -9,7 +9,8 @@ from unittest import mock
 from amaranth import *
 from amaranth.hdl import Assert, Assume, Cover
 
-from ..dma import rx_channel, tx_channel
+from ..dma import rx_channel
+from ..dma.channel import ERROR_CODES
 from ..dma.descriptor import MIN_RX_BUFFER_BYTES, Descriptor
 from ..dma.rx_channel import RxDmaChannel
 from ..dma.tx_channel import TxDmaChannel
@@ -316,7 +317,7 @@ class RxHaltHarness(RxOwnershipHarness):
             # A frame's data waits (a lost frame's marker, a last beat of no bytes, is taken
             # without a buffer).
             waiting=dut.i.valid & ~(dut.i.p.last & (dut.i.p.count == 0)),
-            code=rx_channel.ERROR_CODES["RX_BUFFER_TOO_SMALL"],
+            code=ERROR_CODES["RX_BUFFER_TOO_SMALL"],
             bound=self.BOUND,
         )
 
@@ -354,7 +355,7 @@ class TxHaltHarness(TxOwnershipHarness):
             dut,
             fetched=fetching_word3 & read_props.r_accepted,
             waiting=(read_props.outstanding == 0) & ~dut.axi_read.arvalid,
-            code=tx_channel.ERROR_CODES["ZERO_LENGTH_DESC"],
+            code=ERROR_CODES["ZERO_LENGTH_DESC"],
             bound=self.BOUND,
         )
 
