@@ -204,11 +204,11 @@ class RxDmaChannel(DmaChannel):
         skip = Signal()
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += i_mid.eq(~self.i.p.last)
-        ci_valid = Signal()
-        ci_ready = Signal()
+        in_valid = Signal()
+        in_ready = Signal()
         m.d.comb += [
-            ci_valid.eq(self.i.valid & ~skip),
-            self.i.ready.eq(skip | ci_ready),
+            in_valid.eq(self.i.valid & ~skip),
+            self.i.ready.eq(skip | in_ready),
         ]
         with m.If(chan_rst):
             m.d.sync += skip.eq(i_mid)
@@ -246,7 +246,7 @@ class RxDmaChannel(DmaChannel):
         # command queue, plus the one being taken.
         unseen = Signal(range(2 * CMD_QUEUE_DEPTH + 2))
         m.d.comb += frame_taken.eq(
-            ci_valid & ci_ready & ~i_mid & ~(self.i.p.last & (self.i.p.count == 0))
+            in_valid & in_ready & ~i_mid & ~(self.i.p.last & (self.i.p.count == 0))
         )
         with m.If(chan_rst):
             m.d.sync += [self.reset_discards.eq(self.reset_discards + unseen), unseen.eq(0)]
@@ -295,17 +295,17 @@ class RxDmaChannel(DmaChannel):
 
         # Prefetched descriptors: addr, length, ioc.
         desc_layout = data.StructLayout({"addr": 32, "length": 16, "ioc": 1})
-        core.submodules.dset = dset = fifo.SyncFIFO(
+        core.submodules.prefetched = prefetched = fifo.SyncFIFO(
             width=desc_layout.size, depth=self._max_prefetch
         )
-        dset_out = desc_layout(dset.r_data)
-        dset_in = desc_layout(dset.w_data)
+        next_desc = desc_layout(prefetched.r_data)
+        fetched_desc = desc_layout(prefetched.w_data)
 
         # ---- poll timer and fetch requests ------------------------------------------------
         kick = Signal()  # doorbell / poll: re-read even without tail room; clears stalled
-        dp_req = Signal()  # the data path needs a re-check of own (set empty)
-        check_done = Signal()  # a fetch that took a dp_req finished (valid only if ~dp_req)
-        check_now = Signal()  # dp_req answered at once: nothing may be read now
+        recheck_req = Signal()  # the data path needs a re-check of own (set empty)
+        check_done = Signal()  # a fetch that took a recheck_req finished (if ~recheck_req)
+        check_now = Signal()  # recheck_req answered at once: nothing may be read now
         stalled = Signal()  # the last fetch met a descriptor without own
 
         poll_fire = Signal()
@@ -330,7 +330,7 @@ class RxDmaChannel(DmaChannel):
             1,
             Mux(self.prefetch > self._max_prefetch, self._max_prefetch, self.prefetch),
         )
-        free_slots = self._max_prefetch - dset.level
+        free_slots = self._max_prefetch - prefetched.level
         to_end = ring_size - fetch_idx
         room = Signal(RING_SIZE_BITS)
         core.d.comb += room.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight))
@@ -339,7 +339,7 @@ class RxDmaChannel(DmaChannel):
         core.d.comb += tail_dist.eq(
             Mux(tail_q >= fetch_idx, tail_q - fetch_idx, tail_q + ring_size - fetch_idx)
         )
-        force = kick | dp_req
+        force = kick | recheck_req
         tail_limit = Mux(tail_valid & (tail_dist != 0), tail_dist, 0x1FFF)
 
         def min_of(*values):
@@ -380,8 +380,8 @@ class RxDmaChannel(DmaChannel):
                     with core.If(reader.cmd.ready):
                         core.d.sync += [
                             kick.eq(0),
-                            dp_req.eq(0),
-                            serving.eq(dp_req),
+                            recheck_req.eq(0),
+                            serving.eq(recheck_req),
                             stalled.eq(0),
                             beat_in_desc.eq(0),
                             ignore_rest.eq(0),
@@ -389,8 +389,8 @@ class RxDmaChannel(DmaChannel):
                         core.next = "Read"
                 with core.Elif(settled & force):
                     # Nothing may be read now: the re-check is answered "nothing new".
-                    core.d.sync += dp_req.eq(0)
-                    core.d.comb += check_now.eq(dp_req)
+                    core.d.sync += recheck_req.eq(0)
+                    core.d.comb += check_now.eq(recheck_req)
                     with core.If(can_start):
                         core.d.sync += kick.eq(0)
             with core.State("Read"):
@@ -418,10 +418,10 @@ class RxDmaChannel(DmaChannel):
                             core.d.comb += inc_fetched.eq(1)
                             with core.If(~ignore_rest & own):
                                 core.d.comb += [
-                                    dset.w_en.eq(1),
-                                    dset_in.addr.eq(full[0:32]),
-                                    dset_in.length.eq(length),
-                                    dset_in.ioc.eq(full[96 + 24]),
+                                    prefetched.w_en.eq(1),
+                                    fetched_desc.addr.eq(full[0:32]),
+                                    fetched_desc.length.eq(length),
+                                    fetched_desc.ioc.eq(full[96 + 24]),
                                     fetched_one.eq(1),
                                 ]
                                 core.d.sync += fetch_idx.eq(wrap_inc(fetch_idx))
@@ -503,33 +503,33 @@ class RxDmaChannel(DmaChannel):
         sop = Signal()
         frame_len = Signal(16)
         frame_ended = Signal()
-        f_err = Signal()
-        f_ovf = Signal()
-        f_cause = Signal(RxError)
-        f_csum = Signal(16)
-        f_ts = Signal(32)
-        f_ts_valid = Signal()
+        frame_error = Signal()
+        frame_overflow = Signal()
+        frame_cause = Signal(RxError)
+        frame_csum = Signal(16)
+        frame_ts = Signal(32)
+        frame_ts_valid = Signal()
         forced_trunc = Signal()
         wb_eop = Signal()
         wb_beat = Signal(range(wb_beats_max + 1))
 
         acc = Signal(16 * W)
-        acc_n = Signal(range(2 * W))
+        acc_bytes = Signal(range(2 * W))
 
         # Write-back words 1..3.
         eop_status = wb_eop
-        status_err = f_err | f_ovf | forced_trunc | (f_cause != RxError.NONE)
+        status_err = frame_error | frame_overflow | forced_trunc | (frame_cause != RxError.NONE)
         # The sum only means something for a frame that arrived whole and good.
-        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, f_csum, 0))
+        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, frame_csum, 0))
         # A timestamp only for a frame that arrived whole and good (the FIFO gives none
         # otherwise; the ring may still truncate it).
-        stamped = eop_status & ~status_err & f_ts_valid
+        stamped = eop_status & ~status_err & frame_ts_valid
         word2 = Mux(
             eop_status,
             Cat(
                 frame_len,
-                f_cause.as_value(),
-                f_ovf | forced_trunc,
+                frame_cause.as_value(),
+                frame_overflow | forced_trunc,
                 Const(0, 10),
                 stamped,
                 status_err,
@@ -539,69 +539,69 @@ class RxDmaChannel(DmaChannel):
         word3 = Cat(buf_len, Const(0, 8), buf_ioc, Const(0, 3), sop, wb_eop, Const(0, 2))
         short_vec = Cat(word1, word2[:32], word3)
         short_vec = Cat(short_vec, Const(0, 8 * (wb_beats_max * W) - len(short_vec)))
-        wb_vec = Mux(stamped, Cat(f_ts, word1, word2[:32], word3), short_vec)
+        wb_vec = Mux(stamped, Cat(frame_ts, word1, word2[:32], word3), short_vec)
         wb_beats = Mux(stamped, wb_beats_max, wb_beats_short)
 
         def load_buffer():
             """Take the next prefetched descriptor as the current buffer."""
-            core.d.comb += dset.r_en.eq(1)
+            core.d.comb += prefetched.r_en.eq(1)
             core.d.sync += [
-                buf_addr.eq(dset_out.addr),
-                buf_len.eq(dset_out.length),
-                buf_left.eq(dset_out.length),
-                buf_ioc.eq(dset_out.ioc),
+                buf_addr.eq(next_desc.addr),
+                buf_len.eq(next_desc.length),
+                buf_left.eq(next_desc.length),
+                buf_ioc.eq(next_desc.ioc),
                 buf_idx.eq(use_idx),
                 use_idx.eq(wrap_inc(use_idx)),
-                chunk_addr.eq(dset_out.addr),
+                chunk_addr.eq(next_desc.addr),
                 chunk_n.eq(0),
             ]
-            with core.If(dset_out.length < MIN_RX_BUFFER_BYTES):
+            with core.If(next_desc.length < MIN_RX_BUFFER_BYTES):
                 core.d.comb += [halt_now.eq(1), halt_code.eq(ERROR_CODES["RX_BUFFER_TOO_SMALL"])]
 
         def absorb_last_flags():
             core.d.sync += [
                 frame_ended.eq(1),
-                f_err.eq(self.i.p.error),
-                f_ovf.eq(self.i.p.overflow),
-                f_cause.eq(self.i_cause),
-                f_csum.eq(self.i_csum),
-                f_ts.eq(self.i_ts),
-                f_ts_valid.eq(self.i_ts_valid),
+                frame_error.eq(self.i.p.error),
+                frame_overflow.eq(self.i.p.overflow),
+                frame_cause.eq(self.i_cause),
+                frame_csum.eq(self.i_csum),
+                frame_ts.eq(self.i_ts),
+                frame_ts_valid.eq(self.i_ts_valid),
             ]
 
         in_p = self.i.p
         # The re-check the data path asked for is over. A fetch that completes while a newer
-        # request is still pending (dp_req) answered an older one and is ignored.
-        checked = (check_done & ~dp_req) | check_now
-        # A descriptor the re-check put into the set on its last beat shows in dset.r_rdy
+        # request is still pending (recheck_req) answered an older one and is ignored.
+        checked = (check_done & ~recheck_req) | check_now
+        # A descriptor the re-check put into the set on its last beat shows in prefetched.r_rdy
         # only in the next cycle: until then the answer is "found", not "nothing owned".
         nothing_found = checked & ~fetched_one
         with core.FSM(name="data"):
             with core.State("Idle"):
                 core.d.sync += [
-                    acc_n.eq(0),
+                    acc_bytes.eq(0),
                     acc.eq(0),
                     frame_ended.eq(0),
-                    f_err.eq(0),
-                    f_ovf.eq(0),
-                    f_cause.eq(RxError.NONE),
-                    f_csum.eq(0),
-                    f_ts_valid.eq(0),
+                    frame_error.eq(0),
+                    frame_overflow.eq(0),
+                    frame_cause.eq(RxError.NONE),
+                    frame_csum.eq(0),
+                    frame_ts_valid.eq(0),
                     forced_trunc.eq(0),
                     frame_len.eq(0),
                     sop.eq(1),
                 ]
-                with core.If(can_start & ci_valid):
+                with core.If(can_start & in_valid):
                     with core.If(in_p.last & (in_p.count == 0)):
-                        core.d.comb += ci_ready.eq(1)  # a lost frame's marker: no buffer used
-                    with core.Elif(dset.r_rdy):
+                        core.d.comb += in_ready.eq(1)  # a lost frame's marker: no buffer used
+                    with core.Elif(prefetched.r_rdy):
                         load_buffer()
                         core.next = "Fill"
                     with core.Else():
-                        core.d.sync += dp_req.eq(1)
+                        core.d.sync += recheck_req.eq(1)
                         core.next = "Wait Start"
             with core.State("Wait Start"):
-                with core.If(dset.r_rdy):
+                with core.If(prefetched.r_rdy):
                     core.next = "Idle"
                 with core.Elif(nothing_found & self.wait_for_buffers):
                     core.next = "Wait Buffer"
@@ -609,21 +609,21 @@ class RxDmaChannel(DmaChannel):
                     core.next = "Drop"
             with core.State("Wait Buffer"):
                 # Flow control holds the frame in the FIFO until the driver posts a buffer.
-                with core.If(dset.r_rdy):
+                with core.If(prefetched.r_rdy):
                     core.next = "Idle"
                 with core.Elif(~self.wait_for_buffers):
                     core.next = "Drop"
             with core.State("Drop"):
                 with core.If(active):
-                    core.d.comb += ci_ready.eq(1)
-                    with core.If(ci_valid & in_p.last):
+                    core.d.comb += in_ready.eq(1)
+                    with core.If(in_valid & in_p.last):
                         core.d.comb += [dropped_whole.eq(1), inc_drop.eq(~in_p.overflow)]
                         core.next = "Idle"
             with core.State("Discard"):
                 # The rest of a frame the ring truncated: counted at its last beat.
                 with core.If(active):
-                    core.d.comb += ci_ready.eq(1)
-                    with core.If(ci_valid & in_p.last):
+                    core.d.comb += in_ready.eq(1)
+                    with core.If(in_valid & in_p.last):
                         core.d.comb += inc_drop.eq(~in_p.overflow)
                         core.next = "Idle"
             with core.State("Fill"):
@@ -631,7 +631,7 @@ class RxDmaChannel(DmaChannel):
                 want = Signal(range(W + 1))
                 core.d.comb += want.eq(min_of(Const(W, 16), buf_left, chunk_room))
                 close = (chunk_n != 0) & (
-                    (chunk_n == chunk_bytes) | (buf_left == 0) | (frame_ended & (acc_n == 0))
+                    (chunk_n == chunk_bytes) | (buf_left == 0) | (frame_ended & (acc_bytes == 0))
                 )
                 with core.If(~active):
                     pass
@@ -644,22 +644,24 @@ class RxDmaChannel(DmaChannel):
                     ]
                     with core.If(cmdq.w_rdy):
                         core.d.sync += [chunk_addr.eq(chunk_addr + chunk_n), chunk_n.eq(0)]
-                with core.Elif(frame_ended & (acc_n == 0)):
+                with core.Elif(frame_ended & (acc_bytes == 0)):
                     core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
                     core.next = "Write Back"
                 with core.Elif(buf_left == 0):
                     core.next = "Next"
                 with core.Else():
                     can_emit = (
-                        stage.w_rdy & (want != 0) & ((acc_n >= want) | (frame_ended & (acc_n != 0)))
+                        stage.w_rdy
+                        & (want != 0)
+                        & ((acc_bytes >= want) | (frame_ended & (acc_bytes != 0)))
                     )
                     k = Signal(range(W + 1))
-                    core.d.comb += k.eq(Mux(can_emit, Mux(acc_n < want, acc_n, want), 0))
+                    core.d.comb += k.eq(Mux(can_emit, Mux(acc_bytes < want, acc_bytes, want), 0))
                     rem = Signal(range(2 * W))
-                    core.d.comb += rem.eq(acc_n - k)
+                    core.d.comb += rem.eq(acc_bytes - k)
                     # `ready` does not depend on `valid`: room for a whole beat after emitting.
                     take = ~frame_ended & (rem < W)
-                    absorb = take & ci_valid
+                    absorb = take & in_valid
                     in_data = Cat(
                         Mux(in_p.count > lane, in_p.data.word_select(lane, 8), 0)
                         for lane in range(W)
@@ -669,11 +671,11 @@ class RxDmaChannel(DmaChannel):
                     core.d.comb += [
                         stage.w_en.eq(can_emit),
                         stage.w_data.eq(acc[:DW]),
-                        ci_ready.eq(take),
+                        in_ready.eq(take),
                     ]
                     core.d.sync += [
                         acc.eq(kept | Mux(absorb, shifted_in, 0)),
-                        acc_n.eq(rem + Mux(absorb, in_p.count, 0)),
+                        acc_bytes.eq(rem + Mux(absorb, in_p.count, 0)),
                         buf_left.eq(buf_left - k),
                         chunk_n.eq(chunk_n + k),
                         frame_len.eq(frame_len + k),
@@ -684,14 +686,14 @@ class RxDmaChannel(DmaChannel):
                 # The buffer is full and its data queued: is the frame over?
                 with core.If(~active):
                     pass
-                with core.Elif(acc_n != 0):
+                with core.Elif(acc_bytes != 0):
                     core.next = "Spill"
                 with core.Elif(frame_ended):
                     core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
                     core.next = "Write Back"
-                with core.Elif(ci_valid):
+                with core.Elif(in_valid):
                     with core.If(in_p.last & (in_p.count == 0)):
-                        core.d.comb += ci_ready.eq(1)
+                        core.d.comb += in_ready.eq(1)
                         absorb_last_flags()
                         core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
                         core.next = "Write Back"
@@ -700,14 +702,14 @@ class RxDmaChannel(DmaChannel):
             with core.State("Spill"):
                 with core.If(~active):
                     pass
-                with core.Elif(dset.r_rdy):
+                with core.Elif(prefetched.r_rdy):
                     core.d.sync += [wb_eop.eq(0), wb_beat.eq(0)]
                     core.next = "Write Back"
                 with core.Else():
-                    core.d.sync += dp_req.eq(1)
+                    core.d.sync += recheck_req.eq(1)
                     core.next = "Wait Spill"
             with core.State("Wait Spill"):
-                with core.If(dset.r_rdy):
+                with core.If(prefetched.r_rdy):
                     core.next = "Spill"
                 with core.Elif(nothing_found):
                     # Out of descriptors mid-frame: this buffer ends the frame, truncated.
@@ -744,7 +746,7 @@ class RxDmaChannel(DmaChannel):
                         with core.Elif(forced_trunc & ~frame_ended):
                             core.next = "Discard"
                         with core.Elif(forced_trunc):
-                            core.d.comb += inc_drop.eq(~f_ovf)  # truncated, all taken
+                            core.d.comb += inc_drop.eq(~frame_overflow)  # truncated, all taken
                             core.next = "Idle"
                         with core.Else():
                             core.next = "Idle"

@@ -205,9 +205,9 @@ class TxDmaChannel(DmaChannel):
         poll_kick = Signal()
         poll_cycles = Signal(10)
         poll_us_count = Signal(16)
-        timing = Signal()  # the channel may work: the poll timer runs
+        poll_timer_runs = Signal()  # the channel may work: the poll timer runs
         cycles_per_us_m1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
-        with m.If(timing & (self.poll_us != 0) & ~poll_kick):
+        with m.If(poll_timer_runs & (self.poll_us != 0) & ~poll_kick):
             with m.If(poll_cycles == 0):
                 m.d.sync += poll_cycles.eq(cycles_per_us_m1)
                 with m.If(poll_us_count + 1 >= self.poll_us):
@@ -216,7 +216,7 @@ class TxDmaChannel(DmaChannel):
                     m.d.sync += poll_us_count.eq(poll_us_count + 1)
             with m.Else():
                 m.d.sync += poll_cycles.eq(poll_cycles - 1)
-        with m.Elif(~timing):
+        with m.Elif(~poll_timer_runs):
             m.d.sync += [poll_cycles.eq(cycles_per_us_m1), poll_us_count.eq(0)]
 
         # ---- descriptor buffer --------------------------------------------------------------
@@ -419,7 +419,7 @@ class TxDmaChannel(DmaChannel):
         )
         # The poll period runs whenever the channel may work; an expiry is kept until the next
         # descriptor fetch starts (which also serves as the poll).
-        m.d.comb += timing.eq(ready_to_work)
+        m.d.comb += poll_timer_runs.eq(ready_to_work)
 
         with m.FSM(name="tx_channel") as fsm:
             with m.State("Idle"):
