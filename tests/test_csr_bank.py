@@ -131,6 +131,12 @@ def test_rw_register_honours_byte_strobes():
         await axi.write_ok(A("ID_SCRATCH"), 0xFFFF_FFFF, strb=0)
         assert await axi.read_ok(A("ID_SCRATCH")) == 0x11BB_33DD
         assert ctx.get(dut.id_scratch) == 0x11BB_33DD
+        # A field across two byte lanes takes only the lanes strobed.
+        await axi.write_ok(A("TX_TAIL"), 0xFFF)
+        await axi.write_ok(A("TX_TAIL"), 0x3A5, strb=0b0001)
+        assert await axi.read_ok(A("TX_TAIL")) == 0xFA5
+        await axi.write_ok(A("TX_TAIL"), 0x3A5, strb=0b0010)
+        assert await axi.read_ok(A("TX_TAIL")) == 0x3A5
         # Fields of one register, and bits beyond the fields, are independent.
         await axi.write_ok(A("IRQ_MODE"), 0xFFFF_FFFF)
         assert await axi.read_ok(A("IRQ_MODE")) == 0x0303

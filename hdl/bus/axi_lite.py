@@ -162,6 +162,16 @@ def _valid_check(fld: Field, value: Value) -> Value:
     return _any(terms)
 
 
+def _byte_spans(lsb: int, width: int):
+    """The (start, end) bit spans of the field at ``lsb`` of ``width`` bits, one per byte
+    lane it touches (``end`` exclusive)."""
+    start, end = lsb, lsb + width
+    while start < end:
+        stop = min(end, (start // 8 + 1) * 8)
+        yield start, stop
+        start = stop
+
+
 def _any(terms) -> Value:
     """OR of 1-bit expressions (0 for none)."""
     result = C(0, 1)
@@ -280,19 +290,22 @@ class CsrBank(wiring.Component):
                 name = port_name(block, reg, fld)
                 data = w_data[fld.lsb : fld.lsb + fld.width]
                 byte_mask = w_bits[fld.lsb : fld.lsb + fld.width]
-                if fld.access == "rw":
+                if fld.access == "rw" and fld.valid is None:
+                    # Lane by lane: a byte's strobe enables its flip-flops (no merge logic).
+                    value = getattr(self, name)
+                    for start, end in _byte_spans(fld.lsb, fld.width):
+                        with m.If(selected & w_strb[start // 8]):
+                            m.d.sync += value[start - fld.lsb : end - fld.lsb].eq(w_data[start:end])
+                elif fld.access == "rw":
+                    # Checked whole: the value the write would leave must be a valid one.
                     value = getattr(self, name)
                     merged = Signal(fld.width, name=f"{name}__merged")
                     m.d.comb += merged.eq((value & ~byte_mask) | (data & byte_mask))
-                    if fld.valid is None:
-                        with m.If(selected):
-                            m.d.sync += value.eq(merged)
-                    else:
-                        accepted = Signal(name=f"{name}__valid")
-                        m.d.comb += accepted.eq(_valid_check(fld, merged))
-                        with m.If(selected & accepted):
-                            m.d.sync += value.eq(merged)
-                        rejects[name] = selected & ~accepted
+                    accepted = Signal(name=f"{name}__valid")
+                    m.d.comb += accepted.eq(_valid_check(fld, merged))
+                    with m.If(selected & accepted):
+                        m.d.sync += value.eq(merged)
+                    rejects[name] = selected & ~accepted
                 elif fld.access == "w1c":
                     w1c_fields.append((block, reg, fld, Mux(selected, data & byte_mask, 0)))
                 elif fld.access == "wo-pulse":

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from ..mac.frame import RxError
 from ..regmap import RING_INDEX_BITS, RING_SIZE_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
-from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES
+from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, Descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
 
@@ -397,8 +397,7 @@ class RxDmaChannel(DmaChannel):
                 o = reader.o
                 core.d.comb += o.ready.eq(1)
                 full = Cat(desc_shift[8 * W :], o.p.data[:DW])
-                own = full[127]
-                length = full[96:112]
+                fetched_word = Descriptor(full)  # the whole descriptor on its last beat
                 with core.If(o.valid):
                     with core.If(o.p.error):
                         core.d.comb += [
@@ -416,12 +415,12 @@ class RxDmaChannel(DmaChannel):
                         ]
                         with core.If(beat_in_desc == desc_beats - 1):
                             core.d.comb += inc_fetched.eq(1)
-                            with core.If(~ignore_rest & own):
+                            with core.If(~ignore_rest & fetched_word.own):
                                 core.d.comb += [
                                     prefetched.w_en.eq(1),
-                                    fetched_desc.addr.eq(full[0:32]),
-                                    fetched_desc.length.eq(length),
-                                    fetched_desc.ioc.eq(full[96 + 24]),
+                                    fetched_desc.addr.eq(fetched_word.addr),
+                                    fetched_desc.length.eq(fetched_word.length),
+                                    fetched_desc.ioc.eq(fetched_word.ioc),
                                     fetched_one.eq(1),
                                 ]
                                 core.d.sync += fetch_idx.eq(wrap_inc(fetch_idx))
@@ -443,7 +442,8 @@ class RxDmaChannel(DmaChannel):
         core.submodules.cmdq = cmdq = fifo.SyncFIFO(width=cmd_layout.size, depth=CMD_QUEUE_DEPTH)
         cmdq_in = cmd_layout(cmdq.w_data)
         cmdq_out = cmd_layout(cmdq.r_data)
-        core.submodules.stage = stage = fifo.SyncFIFO(
+        # Buffered: its read port is registered, so the data sits in a block RAM.
+        core.submodules.stage = stage = fifo.SyncFIFOBuffered(
             width=DW, depth=2 * CHUNK_BEATS + 2 * wb_beats_max
         )
         core.d.comb += [
@@ -516,30 +516,35 @@ class RxDmaChannel(DmaChannel):
         acc = Signal(16 * W)
         acc_bytes = Signal(range(2 * W))
 
-        # Write-back words 1..3.
+        # The write-back: the descriptor as the driver reads it back (words 1..3, or all four
+        # with the frame's time in word 0).
         eop_status = wb_eop
         status_err = frame_error | frame_overflow | forced_trunc | (frame_cause != RxError.NONE)
-        # The sum only means something for a frame that arrived whole and good.
-        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, frame_csum, 0))
-        # A timestamp only for a frame that arrived whole and good (the FIFO gives none
-        # otherwise; the ring may still truncate it).
-        stamped = eop_status & ~status_err & frame_ts_valid
-        word2 = Mux(
-            eop_status,
-            Cat(
-                frame_len,
-                frame_cause.as_value(),
-                frame_overflow | forced_trunc,
-                Const(0, 10),
-                stamped,
-                status_err,
-            ),
-            0,
-        )
-        word3 = Cat(buf_len, Const(0, 8), buf_ioc, Const(0, 3), sop, wb_eop, Const(0, 2))
-        short_vec = Cat(word1, word2[:32], word3)
-        short_vec = Cat(short_vec, Const(0, 8 * (wb_beats_max * W) - len(short_vec)))
-        wb_vec = Mux(stamped, Cat(frame_ts, word1, word2[:32], word3), short_vec)
+        # The sum and a timestamp only mean something for a frame that arrived whole and good
+        # (the FIFO gives no timestamp otherwise; the ring may still truncate it).
+        status_ok = eop_status & ~status_err
+        stamped = status_ok & frame_ts_valid
+        written = Signal(Descriptor)
+        core.d.comb += [
+            written.addr.eq(frame_ts),
+            written.done_length.eq(buf_len - buf_left),
+            written.rx_csum.eq(Mux(status_ok, frame_csum, 0)),
+            written.length.eq(buf_len),
+            written.ioc.eq(buf_ioc),
+            written.sop.eq(sop),
+            written.eop.eq(wb_eop),
+        ]
+        with core.If(eop_status):
+            core.d.comb += [
+                written.frame_length.eq(frame_len),
+                written.rx_error.eq(frame_cause),
+                written.rx_truncated.eq(frame_overflow | forced_trunc),
+                written.timestamped.eq(stamped),
+                written.error.eq(status_err),
+            ]
+        words = written.as_value()
+        short_vec = Cat(words[32:], Const(0, 8 * (wb_beats_max * W) - (len(words) - 32)))
+        wb_vec = Mux(stamped, words, short_vec)
         wb_beats = Mux(stamped, wb_beats_max, wb_beats_short)
 
         def load_buffer():
