@@ -21,10 +21,10 @@ from macdma.hdl.dma.irq import (
     IrqController,
     IrqMode,
     IrqModerator,
-    MicrosecondTimer,
     connect_csr_bank,
     irq_causes_layout,
 )
+from macdma.hdl.dma.us_timer import MicrosecondTimer
 from macdma.hdl.regmap import IRQ_MODE, REGISTER_MAP
 from macdma.hdl.regmodel import Block, Field, Register, RegisterMap
 

@@ -6,7 +6,7 @@ doorbell), the channel's own inputs, :func:`ring_state` (HEAD and the run/halt s
 own outputs and :func:`bus_members` (the AXI4 read and write halves).
 """
 
-from amaranth import Module
+from amaranth import C, Cat, Module, ResetInserter, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,6 +14,8 @@ from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
 from ..regmap import DMA_ERROR_CODE, RING_INDEX_BITS, RING_SIZE_BITS
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
+from .ring import RingDoorbell
+from .us_timer import MicrosecondTimer
 
 __all__ = ["ERROR_CODES", "DmaChannel", "bus_members", "ring_control", "ring_state"]
 
@@ -22,9 +24,10 @@ ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
 
 
 def ring_control(addr_width: int) -> dict:
-    """The ring's registers as the channel sees them: CTRL.run and CTRL.reset, RING_BASE,
-    RING_SIZE, TAIL with its write strobe (the doorbell), POLL_US, the system clock in MHz
-    (for the µs poll timer), BURST_BEATS and PREFETCH."""
+    """The ring's registers as the channel sees them: CTRL.run and CTRL.reset, RING_BASE
+    (16-byte aligned: its low 4 bits are not read), RING_SIZE, TAIL with its write strobe
+    (the doorbell), POLL_US, the system clock in MHz (for the µs poll timer), BURST_BEATS
+    and PREFETCH."""
     return {
         "run": In(1),
         "reset": In(1),
@@ -85,6 +88,41 @@ class DmaChannel(wiring.Component):
 
     def channel_members(self) -> dict:
         raise NotImplementedError
+
+    def entry_address(self, index: Value) -> Value:
+        """Byte address of ring entry ``index``. RING_BASE is 16-byte aligned (the register
+        map rejects other values), so its low 4 bits are not read: every descriptor access
+        is then aligned in the logic too, and the movers' byte-lane logic for it folds
+        away."""
+        return Cat(C(0, 4), self.ring_base[4:] + index)[: self._addr_width]
+
+    def add_doorbell(self, m: Module, *, reset: Value | None = None) -> RingDoorbell:
+        """Add the ring's doorbell to ``m`` as ``doorbell``: on RING_SIZE, TAIL and its
+        write strobe, driving ``bad_tail``. ``reset`` resets it (the channel's reset
+        strobe); without it, ``m``'s own reset does."""
+        doorbell = RingDoorbell()
+        m.submodules.doorbell = doorbell if reset is None else ResetInserter(reset)(doorbell)
+        m.d.comb += [
+            doorbell.ring_size.eq(self.ring_size),
+            doorbell.tail.eq(self.tail),
+            doorbell.tail_written.eq(self.tail_written),
+            self.bad_tail.eq(doorbell.bad_tail),
+        ]
+        return doorbell
+
+    def add_poll_timer(self, m: Module, runs: Value) -> Value:
+        """Add the POLL_US timer to ``m`` as ``poll_timer``; returns its expiry, a strobe
+        every POLL_US µs while ``runs`` (never while POLL_US is 0). The count starts again
+        whenever ``runs`` rises."""
+        timer = MicrosecondTimer()
+        m.submodules.poll_timer = timer
+        m.d.comb += [
+            timer.us.eq(self.poll_us),
+            timer.sys_clk_mhz.eq(self.sys_clk_mhz),
+            timer.start.eq(~timer.running | timer.expires),
+            timer.stop.eq(~runs),
+        ]
+        return timer.expires
 
     def add_movers(self, m: Module) -> tuple[AxiBurstReader, AxiBurstWriter]:
         """Add the channel's AXI4 burst reader and writer to ``m`` as ``reader`` and

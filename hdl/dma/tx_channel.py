@@ -25,6 +25,7 @@ from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_st
 from .descriptor import DESCRIPTOR_BYTES, Descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
+from .ring import fetch_count, wrap_increment
 from .tx_checksum import TxChecksumRequest
 
 __all__ = ["TxDmaChannel"]
@@ -195,31 +196,19 @@ class TxDmaChannel(DmaChannel):
         ]
 
         # ---- doorbell -----------------------------------------------------------------------
-        tail = Signal(RING_INDEX_BITS)
+        doorbell = self.add_doorbell(m, reset=self.reset)
+        tail = doorbell.latched
         stalled = Signal()  # stopped at a descriptor without own
-        with m.If(self.tail_written):
-            with m.If(self.tail < self.ring_size):
-                m.d.sync += [tail.eq(self.tail), stalled.eq(0)]
-            with m.Else():
-                m.d.sync += self.bad_tail.eq(1)
+        with m.If(doorbell.rung):
+            m.d.sync += stalled.eq(0)
 
         # ---- poll timer ---------------------------------------------------------------------
+        # Runs while the channel may work; an expiry is kept until the next descriptor fetch
+        # starts (which serves as the poll).
         poll_kick = Signal()
-        poll_cycles = Signal(10)
-        poll_us_count = Signal(16)
         poll_timer_runs = Signal()  # the channel may work: the poll timer runs
-        cycles_per_us_m1 = Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1)
-        with m.If(poll_timer_runs & (self.poll_us != 0) & ~poll_kick):
-            with m.If(poll_cycles == 0):
-                m.d.sync += poll_cycles.eq(cycles_per_us_m1)
-                with m.If(poll_us_count + 1 >= self.poll_us):
-                    m.d.sync += [poll_kick.eq(1), poll_us_count.eq(0)]
-                with m.Else():
-                    m.d.sync += poll_us_count.eq(poll_us_count + 1)
-            with m.Else():
-                m.d.sync += poll_cycles.eq(poll_cycles - 1)
-        with m.Elif(~poll_timer_runs):
-            m.d.sync += [poll_cycles.eq(cycles_per_us_m1), poll_us_count.eq(0)]
+        with m.If(self.add_poll_timer(m, poll_timer_runs)):
+            m.d.sync += poll_kick.eq(1)
 
         # ---- descriptor buffer --------------------------------------------------------------
         # The batch in small memories (LUT RAM on an FPGA), one per beat of a descriptor:
@@ -251,15 +240,19 @@ class TxDmaChannel(DmaChannel):
         # the next descriptor to process. They differ while a write-back is in flight.
         head = self.head
         cursor = Signal(RING_INDEX_BITS)
-        prefetch = Mux(self.prefetch == 0, 1, Mux(self.prefetch > maxp, maxp, self.prefetch))
-        to_ring_end = self.ring_size - cursor
-        to_tail = Mux(tail > cursor, tail - cursor, tail + self.ring_size - cursor)
-        limit = Mux(cursor == tail, to_ring_end, Mux(to_tail < to_ring_end, to_tail, to_ring_end))
         fetch_n = Signal(range(maxp + 1))
-        m.d.comb += fetch_n.eq(Mux(limit < prefetch, limit, prefetch))
-        fetch_addr = self.ring_base + (cursor << 4)
-        next_cursor = Mux(cursor + 1 >= self.ring_size, 0, cursor + 1)
-        next_head = Mux(head + 1 >= self.ring_size, 0, head + 1)
+        m.d.comb += fetch_n.eq(
+            fetch_count(
+                position=cursor,
+                tail=tail,
+                ring_size=self.ring_size,
+                prefetch=self.prefetch,
+                max_prefetch=maxp,
+            )
+        )
+        fetch_addr = self.entry_address(cursor)
+        next_cursor = wrap_increment(cursor, self.ring_size)
+        next_head = wrap_increment(head, self.ring_size)
 
         in_frame = Signal()  # some beats of a frame went to `o`, its last beat not yet
         # PTP requests: the number given to the frame being read (0 = none).
@@ -445,8 +438,6 @@ class TxDmaChannel(DmaChannel):
             & (cursor < self.ring_size)
             & ~self.reset
         )
-        # The poll period runs whenever the channel may work; an expiry is kept until the next
-        # descriptor fetch starts (which also serves as the poll).
         m.d.comb += poll_timer_runs.eq(ready_to_work)
 
         with m.FSM(name="tx_channel") as fsm:
@@ -621,12 +612,10 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += [
                 head.eq(0),
                 cursor.eq(0),
-                tail.eq(0),
                 stalled.eq(0),
                 poll_kick.eq(0),
                 self.halted.eq(0),
                 self.error_code.eq(0),
-                self.bad_tail.eq(0),
                 in_frame.eq(0),
             ]
             m.d.comb += ev_error.eq(0)
