@@ -46,6 +46,10 @@ CSR_ADDR_WIDTH = 12
 ADDR_WIDTH = 32
 # Long enough for 4 cycles of a 2.5 MHz MII clock at a 100 MHz system clock.
 TX_FIFO_RESET_CYCLES = 200
+#: The most descriptors a build's channels may hold: what ID_FEATURES.max_prefetch can
+#: report. PREFETCH itself accepts 1..16 (a driver may ask for more than a build holds;
+#: the channel clamps it to the build's max_prefetch).
+MAX_BUILD_PREFETCH = (1 << REGISTER_MAP.field("ID_FEATURES", "max_prefetch").width) - 1
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,14 @@ class SocParams:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 2048 or value & (value - 1):
                 raise ValueError(f"{name} must be a power of two >= 2048, not {value!r}")
-        if not isinstance(self.max_prefetch, int) or not 1 <= self.max_prefetch <= 15:
-            raise ValueError(f"max_prefetch must be 1..15, not {self.max_prefetch!r}")
+        if (
+            not isinstance(self.max_prefetch, int)
+            or not 1 <= self.max_prefetch <= MAX_BUILD_PREFETCH
+        ):
+            raise ValueError(
+                f"max_prefetch must be 1..{MAX_BUILD_PREFETCH} (what ID_FEATURES.max_prefetch "
+                f"can report), not {self.max_prefetch!r}"
+            )
         nominal_increment(self.sys_clk_hz)  # raises ValueError naming a bad frequency
         for name in ("flow_control", "rx_checksum", "tx_checksum", "ptp"):
             if not isinstance(getattr(self, name), bool):
