@@ -15,9 +15,7 @@ B response HEAD advances and the events fire) while the fragment of k + 1 is bei
 
 from amaranth import *
 from amaranth.lib import stream
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import exact_log2
 
 from ..mac.ptp import TS_ID_BITS
 from ..regmap import RING_INDEX_BITS
@@ -211,29 +209,13 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += poll_kick.eq(1)
 
         # ---- descriptor buffer --------------------------------------------------------------
-        # The batch in small memories (LUT RAM on an FPGA), one per beat of a descriptor:
-        # beat k of descriptor i is row i of memory k, and descriptor ``index`` is read
-        # whole, combinationally. ``buf_index`` counts the beats received (its low bits are
-        # the beat, the rest the descriptor).
-        beat_bits = exact_log2(beats_per_desc)
+        buf = [Signal(dw, name=f"buf{i}") for i in range(maxp * beats_per_desc)]
+        buf_arr = Array(buf)
         buf_index = Signal(range(maxp * beats_per_desc + 1))
         fetched = Signal(range(maxp + 1))  # descriptors in the batch
         index = Signal(range(maxp + 1))  # descriptor of the batch being processed
-        buf_write = Signal()  # a fetched beat is stored at ``buf_index``
-        beat_data = []
-        for beat in range(beats_per_desc):
-            rows = Memory(shape=unsigned(dw), depth=maxp, init=[])
-            m.submodules[f"desc_beat{beat}"] = rows
-            write = rows.write_port()
-            read = rows.read_port(domain="comb")
-            m.d.comb += [
-                write.addr.eq(buf_index[beat_bits:]),
-                write.data.eq(reader.o.p.data),
-                write.en.eq(buf_write & (buf_index[:beat_bits] == beat)),
-                read.addr.eq(index),
-            ]
-            beat_data.append(read.data)
-        desc = Descriptor(Cat(*beat_data))
+        descs = Array(Cat(*buf[i * beats_per_desc : (i + 1) * beats_per_desc]) for i in range(maxp))
+        desc = Descriptor(descs[index])
 
         # ---- fetch size ---------------------------------------------------------------------
         # `head` is the committed index (descriptors before it are written back); `cursor` is
@@ -289,6 +271,7 @@ class TxDmaChannel(DmaChannel):
         # frame's time in word 0.
         written = Signal(Descriptor)
         m.d.comb += [
+            written.eq(0),  # every field driven: those not set below are 0
             written.addr.eq(wb_ts_ns),
             written.done_length.eq(wb_length),
             written.timestamped.eq(wb_stamped),
@@ -466,8 +449,10 @@ class TxDmaChannel(DmaChannel):
                 m.d.comb += reader.o.ready.eq(1)
                 with m.If(reader.o.valid):
                     with m.If(~reader.o.p.error):
-                        m.d.comb += buf_write.eq(1)
-                        m.d.sync += buf_index.eq(buf_index + 1)
+                        m.d.sync += [
+                            buf_arr[buf_index].eq(reader.o.p.data),
+                            buf_index.eq(buf_index + 1),
+                        ]
                     with m.If(reader.o.p.last):
                         with m.If(self.reset):
                             m.next = "Idle"
