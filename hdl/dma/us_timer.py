@@ -1,8 +1,8 @@
 """The µs timer: a one-shot count of whole µs of the sys clock, exact to the cycle.
 
-Every µs interval of the design is one of these: the IRQ coalescing timer and rate limit
-(:mod:`macdma.hdl.dma.irq`) and the DMA channels' poll timers (POLL_US), each its own
-instance, since each starts at its own cycle. The clock's rate comes from the register
+The IRQ coalescing timer and rate limit (:mod:`macdma.hdl.dma.irq`) and the TX channel's
+poll timer (POLL_US) are each one of these, its own instance, since each starts at its own
+cycle (the RX channel still counts its poll period itself). The clock's rate comes from the register
 IRQ_SYS_CLK_MHZ (``sys_clk_mhz``, cycles per µs).
 """
 
@@ -22,7 +22,7 @@ def check_width(name: str, width: object) -> int:
 
 class MicrosecondTimer(wiring.Component):
     """A one-shot timer of a whole number of µs, exact to the cycle: the one µs timer of
-    the design (the IRQ coalescing timer and rate limit, both DMA channels' poll timers).
+    the IRQ coalescing timer and rate limit and the TX channel's poll timer.
 
     Started in cycle S, it runs from cycle S + 1 and ``expires`` is high in cycle
     S + us * sys_clk_mhz, its last cycle; after that cycle it stops by itself unless it is
