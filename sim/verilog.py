@@ -19,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -133,7 +134,30 @@ def elaborate_verilog(name: str, factory: Factory, params: Mapping[str, Any]) ->
     from amaranth.back import verilog
 
     component = factory(**params)
-    return verilog.convert(component, name=name) + getattr(component, "extra_verilog", "")
+    text = verilog.convert(component, name=name)
+    check_no_idle_processes(text, name)
+    return text + getattr(component, "extra_verilog", "")
+
+
+# An ``always @*`` whose body assigns a constant: it reads no signal, so Icarus never runs it.
+_IDLE_PROCESS = re.compile(
+    r"^\s*always @\*\s*\n\s*([^\s=][^=]*?)\s*=\s*\d+'[bdh][0-9a-fA-F_]+;$", re.M
+)
+
+
+def check_no_idle_processes(text: str, name: str) -> None:
+    """Refuse Verilog in which a signal's bits are set only by a constant in an
+    ``always @*`` block: Icarus never runs such a block (it reads nothing), so those bits
+    stay X there, while Verilator shows 0; the two simulators would disagree. The Verilog
+    backend writes one when a comb signal is assigned part by part (e.g. a ``Signal(Struct)``
+    with ``.eq`` per field); build the value as one expression instead."""
+    idle = sorted(set(_IDLE_PROCESS.findall(text)))
+    if idle:
+        raise ValueError(
+            f"{name}: Verilog sets {', '.join(idle)} only by a constant in an always @* "
+            "block, which Icarus never runs (X there, 0 on Verilator); assign the signal "
+            "whole from one expression"
+        )
 
 
 def _copy_if_changed(source: Path, destination: Path) -> None:

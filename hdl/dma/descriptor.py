@@ -11,6 +11,7 @@ Fields named ``reserved_*`` are padding: the driver writes 0, the DMA writes 0 o
 write-back and ignores them on fetch.
 """
 
+from amaranth import C, Cat, Value
 from amaranth.lib import data
 
 from ..mac.frame import RxError
@@ -22,6 +23,7 @@ __all__ = [
     "MIN_RX_BUFFER_BYTES",
     "WRITEBACK_FIRST_WORD",
     "Descriptor",
+    "pack_descriptor",
 ]
 
 DESCRIPTOR_WORDS = 4
@@ -118,3 +120,24 @@ if Descriptor.as_shape().size != 8 * DESCRIPTOR_BYTES:
     raise RuntimeError(
         f"Descriptor is {Descriptor.as_shape().size} bits, not {8 * DESCRIPTOR_BYTES}"
     )
+
+
+def pack_descriptor(**fields) -> Descriptor:
+    """A :class:`Descriptor` view of ``fields`` (name -> value; every other field 0), built
+    as one concatenation in layout order rather than a signal assigned field by field.
+
+    Why not ``Signal(Descriptor)`` and an ``.eq`` per field: the Verilog backend may split
+    such a signal's constant bits into ``always @*`` blocks that read nothing, which Icarus
+    never runs, so those bits stay X (Verilator shows them as 0). A concatenation is a
+    continuous assignment."""
+    layout = data.Layout.cast(Descriptor)
+    unknown = sorted(set(fields) - {name for name, _ in layout})
+    if unknown:
+        raise ValueError(f"Descriptor has no field(s) {', '.join(unknown)}")
+    pieces = []
+    for name, fld in sorted(layout, key=lambda item: item[1].offset):
+        value = Value.cast(fields.get(name, 0)).as_unsigned()
+        pieces.append(value[: fld.width] if len(value) >= fld.width else value)
+        if len(value) < fld.width:
+            pieces.append(C(0, fld.width - len(value)))
+    return Descriptor(Cat(*pieces))

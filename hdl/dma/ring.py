@@ -1,6 +1,5 @@
 """The descriptor ring as a DMA channel walks it: the doorbell, the wrap and how many
-descriptors one read may fetch, defined once (the TX channel uses it; the RX channel
-still has its own copy, see docs/synthesis.md "Issue 14 on 2026-12-04").
+descriptors one read may fetch, defined once for both DMA channels.
 
 A ring is ``ring_size`` 16-byte descriptors from RING_BASE. The driver posts work by
 writing TAIL (the doorbell): the index one past the last descriptor it handed over. The

@@ -11,9 +11,10 @@ from amaranth.lib.wiring import In, Out
 from ..mac.frame import RxError
 from ..regmap import RING_INDEX_BITS, RING_SIZE_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
-from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES
+from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, Descriptor, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
+from .ring import fetch_count, ring_distance, smallest, wrap_increment
 
 __all__ = ["RxDmaChannel"]
 
@@ -217,12 +218,9 @@ class RxDmaChannel(DmaChannel):
 
         # Doorbell: the last good tail (latched in the core, so a channel reset clears it, as
         # on TX: nothing is fetched after a reset until a doorbell, poll or frame needs it).
-        tail_q = Signal(RING_INDEX_BITS)
-        doorbell = Signal()
-        tail_ok = self.tail < self.ring_size
-        with core.If(self.tail_written & tail_ok):
-            core.d.sync += tail_q.eq(self.tail)
-        m.d.comb += doorbell.eq(self.tail_written & tail_ok)
+        ring_doorbell = self.add_doorbell(core)
+        tail_q = ring_doorbell.latched
+        doorbell = ring_doorbell.rung
 
         # Counters, fed by strobes from the core.
         inc_fetched = Signal()
@@ -275,14 +273,8 @@ class RxDmaChannel(DmaChannel):
             with core.If(halt_code != ERROR_CODES["RX_BUFFER_TOO_SMALL"]):
                 core.d.sync += bus_error.eq(1)
 
-        with core.If(self.tail_written & ~tail_ok):
-            core.d.sync += self.bad_tail.eq(1)
-
         # Ring indices.
         ring_size = self.ring_size
-
-        def wrap_inc(idx):
-            return Mux(idx + 1 >= ring_size, 0, idx + 1)
 
         fetch_idx = Signal(RING_INDEX_BITS)  # next descriptor to read
         use_idx = Signal(RING_INDEX_BITS)  # descriptor of the next buffer taken from the set
@@ -291,7 +283,7 @@ class RxDmaChannel(DmaChannel):
         fetched_one = Signal()  # an owned descriptor entered the set
         core.d.sync += inflight.eq(inflight + fetched_one - head_done)
         with core.If(head_done):
-            core.d.sync += self.head.eq(wrap_inc(self.head))
+            core.d.sync += self.head.eq(wrap_increment(self.head, ring_size))
 
         # Prefetched descriptors: addr, length, ioc.
         desc_layout = data.StructLayout({"addr": 32, "length": 16, "ioc": 1})
@@ -308,45 +300,17 @@ class RxDmaChannel(DmaChannel):
         check_now = Signal()  # recheck_req answered at once: nothing may be read now
         stalled = Signal()  # the last fetch met a descriptor without own
 
-        poll_fire = Signal()
-        us_cycles = Signal(10)
-        us_left = Signal(16)
-        poll_on = (self.poll_us != 0) & self.run & configured & ~halted
-        with core.If(~poll_on):
-            core.d.sync += [us_cycles.eq(0), us_left.eq(0)]
-        with core.Elif(us_cycles != 0):
-            core.d.sync += us_cycles.eq(us_cycles - 1)
-        with core.Else():
-            core.d.sync += us_cycles.eq(Mux(self.sys_clk_mhz == 0, 0, self.sys_clk_mhz - 1))
-            with core.If(us_left <= 1):
-                core.d.sync += us_left.eq(self.poll_us)
-                core.d.comb += poll_fire.eq(us_left == 1)
-            with core.Else():
-                core.d.sync += us_left.eq(us_left - 1)
+        # The poll timer runs while the channel may work.
+        poll_fire = self.add_poll_timer(core, self.run & configured & ~halted)
 
-        # How many descriptors to read now.
-        prefetch_c = Mux(
-            self.prefetch == 0,
-            1,
-            Mux(self.prefetch > self._max_prefetch, self._max_prefetch, self.prefetch),
-        )
+        # How many descriptors to read now: no more than the set has room for, nor than the
+        # ring has descriptors not yet fetched or written back.
         free_slots = self._max_prefetch - prefetched.level
-        to_end = ring_size - fetch_idx
         room = Signal(RING_SIZE_BITS)
         core.d.comb += room.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight))
-        tail_valid = tail_q < ring_size
         tail_dist = Signal(RING_SIZE_BITS)
-        core.d.comb += tail_dist.eq(
-            Mux(tail_q >= fetch_idx, tail_q - fetch_idx, tail_q + ring_size - fetch_idx)
-        )
+        core.d.comb += tail_dist.eq(ring_distance(fetch_idx, tail_q, ring_size))
         force = kick | recheck_req
-        tail_limit = Mux(tail_valid & (tail_dist != 0), tail_dist, 0x1FFF)
-
-        def min_of(*values):
-            result = values[0]
-            for v in values[1:]:
-                result = Mux(v < result, v, result)
-            return result
 
         # The fetch size is registered (the ring arithmetic above is too long to feed the
         # read command in the same cycle) and used only after the FSM has been idle for a
@@ -357,8 +321,17 @@ class RxDmaChannel(DmaChannel):
         settled = Signal()
         fetch_idle = Signal()
         core.d.sync += [
-            n_fetch.eq(min_of(prefetch_c, free_slots, to_end, room, tail_limit)),
-            auto.eq(~stalled & tail_valid & (tail_dist != 0)),
+            n_fetch.eq(
+                fetch_count(
+                    position=fetch_idx,
+                    tail=tail_q,
+                    ring_size=ring_size,
+                    prefetch=self.prefetch,
+                    max_prefetch=self._max_prefetch,
+                    limits=(free_slots, room),
+                )
+            ),
+            auto.eq(~stalled & (tail_q < ring_size) & (tail_dist != 0)),
             settled.eq(fetch_idle),
         ]
 
@@ -374,7 +347,7 @@ class RxDmaChannel(DmaChannel):
                 with core.If(go & (n_fetch != 0)):
                     core.d.comb += [
                         reader.cmd.valid.eq(1),
-                        reader.cmd.p.addr.eq(self.ring_base + (fetch_idx << 4)),
+                        reader.cmd.p.addr.eq(self.entry_address(fetch_idx)),
                         reader.cmd.p.length.eq(n_fetch << 4),
                     ]
                     with core.If(reader.cmd.ready):
@@ -397,8 +370,7 @@ class RxDmaChannel(DmaChannel):
                 o = reader.o
                 core.d.comb += o.ready.eq(1)
                 full = Cat(desc_shift[8 * W :], o.p.data[:DW])
-                own = full[127]
-                length = full[96:112]
+                fetched_word = Descriptor(full)  # the whole descriptor on its last beat
                 with core.If(o.valid):
                     with core.If(o.p.error):
                         core.d.comb += [
@@ -416,15 +388,15 @@ class RxDmaChannel(DmaChannel):
                         ]
                         with core.If(beat_in_desc == desc_beats - 1):
                             core.d.comb += inc_fetched.eq(1)
-                            with core.If(~ignore_rest & own):
+                            with core.If(~ignore_rest & fetched_word.own):
                                 core.d.comb += [
                                     prefetched.w_en.eq(1),
-                                    fetched_desc.addr.eq(full[0:32]),
-                                    fetched_desc.length.eq(length),
-                                    fetched_desc.ioc.eq(full[96 + 24]),
+                                    fetched_desc.addr.eq(fetched_word.addr),
+                                    fetched_desc.length.eq(fetched_word.length),
+                                    fetched_desc.ioc.eq(fetched_word.ioc),
                                     fetched_one.eq(1),
                                 ]
-                                core.d.sync += fetch_idx.eq(wrap_inc(fetch_idx))
+                                core.d.sync += fetch_idx.eq(wrap_increment(fetch_idx, ring_size))
                             with core.Elif(~ignore_rest):
                                 core.d.sync += [ignore_rest.eq(1), stalled.eq(1)]
                         with core.If(o.p.last):
@@ -443,7 +415,8 @@ class RxDmaChannel(DmaChannel):
         core.submodules.cmdq = cmdq = fifo.SyncFIFO(width=cmd_layout.size, depth=CMD_QUEUE_DEPTH)
         cmdq_in = cmd_layout(cmdq.w_data)
         cmdq_out = cmd_layout(cmdq.r_data)
-        core.submodules.stage = stage = fifo.SyncFIFO(
+        # Buffered: its read port is registered, so the data sits in a block RAM.
+        core.submodules.stage = stage = fifo.SyncFIFOBuffered(
             width=DW, depth=2 * CHUNK_BEATS + 2 * wb_beats_max
         )
         core.d.comb += [
@@ -516,30 +489,35 @@ class RxDmaChannel(DmaChannel):
         acc = Signal(16 * W)
         acc_bytes = Signal(range(2 * W))
 
-        # Write-back words 1..3.
+        # The write-back: the descriptor as the driver reads it back (words 1..3, or all four
+        # with the frame's time in word 0).
         eop_status = wb_eop
         status_err = frame_error | frame_overflow | forced_trunc | (frame_cause != RxError.NONE)
-        # The sum only means something for a frame that arrived whole and good.
-        word1 = Cat((buf_len - buf_left)[:16], Mux(eop_status & ~status_err, frame_csum, 0))
-        # A timestamp only for a frame that arrived whole and good (the FIFO gives none
-        # otherwise; the ring may still truncate it).
-        stamped = eop_status & ~status_err & frame_ts_valid
-        word2 = Mux(
-            eop_status,
-            Cat(
-                frame_len,
-                frame_cause.as_value(),
-                frame_overflow | forced_trunc,
-                Const(0, 10),
-                stamped,
-                status_err,
-            ),
-            0,
+        # The sum and a timestamp only mean something for a frame that arrived whole and good
+        # (the FIFO gives no timestamp otherwise; the ring may still truncate it).
+        status_ok = eop_status & ~status_err
+        stamped = status_ok & frame_ts_valid
+
+        def eop_only(value):  # word 2 is written on the frame's last buffer only
+            return Mux(eop_status, value, 0)
+
+        written = pack_descriptor(
+            addr=frame_ts,
+            done_length=buf_len - buf_left,
+            rx_csum=Mux(status_ok, frame_csum, 0),
+            frame_length=eop_only(frame_len),
+            rx_error=eop_only(frame_cause.as_value()),
+            rx_truncated=eop_only(frame_overflow | forced_trunc),
+            timestamped=eop_only(stamped),
+            error=eop_only(status_err),
+            length=buf_len,
+            ioc=buf_ioc,
+            sop=sop,
+            eop=wb_eop,
         )
-        word3 = Cat(buf_len, Const(0, 8), buf_ioc, Const(0, 3), sop, wb_eop, Const(0, 2))
-        short_vec = Cat(word1, word2[:32], word3)
-        short_vec = Cat(short_vec, Const(0, 8 * (wb_beats_max * W) - len(short_vec)))
-        wb_vec = Mux(stamped, Cat(frame_ts, word1, word2[:32], word3), short_vec)
+        words = written.as_value()
+        short_vec = Cat(words[32:], Const(0, 8 * (wb_beats_max * W) - (len(words) - 32)))
+        wb_vec = Mux(stamped, words, short_vec)
         wb_beats = Mux(stamped, wb_beats_max, wb_beats_short)
 
         def load_buffer():
@@ -551,7 +529,7 @@ class RxDmaChannel(DmaChannel):
                 buf_left.eq(next_desc.length),
                 buf_ioc.eq(next_desc.ioc),
                 buf_idx.eq(use_idx),
-                use_idx.eq(wrap_inc(use_idx)),
+                use_idx.eq(wrap_increment(use_idx, ring_size)),
                 chunk_addr.eq(next_desc.addr),
                 chunk_n.eq(0),
             ]
@@ -629,7 +607,7 @@ class RxDmaChannel(DmaChannel):
             with core.State("Fill"):
                 chunk_room = chunk_bytes - chunk_n
                 want = Signal(range(W + 1))
-                core.d.comb += want.eq(min_of(Const(W, 16), buf_left, chunk_room))
+                core.d.comb += want.eq(smallest(Const(W, 16), buf_left, chunk_room))
                 close = (chunk_n != 0) & (
                     (chunk_n == chunk_bytes) | (buf_left == 0) | (frame_ended & (acc_bytes == 0))
                 )
@@ -729,7 +707,7 @@ class RxDmaChannel(DmaChannel):
                     core.d.comb += [
                         cmdq.w_en.eq(1),
                         cmdq_in.addr.eq(
-                            self.ring_base + (buf_idx << 4) + Mux(stamped, 0, WRITEBACK_OFFSET)
+                            self.entry_address(buf_idx) + Mux(stamped, 0, WRITEBACK_OFFSET)
                         ),
                         cmdq_in.length.eq(
                             Mux(stamped, TIMESTAMPED_WRITEBACK_BYTES, WRITEBACK_BYTES)

@@ -15,12 +15,14 @@ B response HEAD advances and the events fire) while the fragment of k + 1 is bei
 
 from amaranth import *
 from amaranth.lib import stream
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from ..mac.ptp import TS_ID_BITS
 from ..regmap import RING_INDEX_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
-from .descriptor import DESCRIPTOR_BYTES, Descriptor
+from .descriptor import DESCRIPTOR_BYTES, Descriptor, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
 from .ring import fetch_count, wrap_increment
@@ -209,13 +211,29 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += poll_kick.eq(1)
 
         # ---- descriptor buffer --------------------------------------------------------------
-        buf = [Signal(dw, name=f"buf{i}") for i in range(maxp * beats_per_desc)]
-        buf_arr = Array(buf)
+        # The batch in small memories (LUT RAM on an FPGA), one per beat of a descriptor:
+        # beat k of descriptor i is row i of memory k, and descriptor ``index`` is read
+        # whole, combinationally. ``buf_index`` counts the beats received (its low bits are
+        # the beat, the rest the descriptor).
+        beat_bits = exact_log2(beats_per_desc)
         buf_index = Signal(range(maxp * beats_per_desc + 1))
         fetched = Signal(range(maxp + 1))  # descriptors in the batch
         index = Signal(range(maxp + 1))  # descriptor of the batch being processed
-        descs = Array(Cat(*buf[i * beats_per_desc : (i + 1) * beats_per_desc]) for i in range(maxp))
-        desc = Descriptor(descs[index])
+        buf_write = Signal()  # a fetched beat is stored at ``buf_index``
+        beat_data = []
+        for beat in range(beats_per_desc):
+            rows = Memory(shape=unsigned(dw), depth=maxp, init=[])
+            m.submodules[f"desc_beat{beat}"] = rows
+            write = rows.write_port()
+            read = rows.read_port(domain="comb")
+            m.d.comb += [
+                write.addr.eq(buf_index[beat_bits:]),
+                write.data.eq(reader.o.p.data),
+                write.en.eq(buf_write & (buf_index[:beat_bits] == beat)),
+                read.addr.eq(index),
+            ]
+            beat_data.append(read.data)
+        desc = Descriptor(Cat(*beat_data))
 
         # ---- fetch size ---------------------------------------------------------------------
         # `head` is the committed index (descriptors before it are written back); `cursor` is
@@ -269,17 +287,15 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += [ts_held_id.eq(self.ts_id), ts_held_ns.eq(self.ts_ns)]
         # The descriptor as the driver reads it back: words 1..3, or all four with the
         # frame's time in word 0.
-        written = Signal(Descriptor)
-        m.d.comb += [
-            written.eq(0),  # every field driven: those not set below are 0
-            written.addr.eq(wb_ts_ns),
-            written.done_length.eq(wb_length),
-            written.timestamped.eq(wb_stamped),
-            written.length.eq(wb_length),
-            written.ioc.eq(wb_ioc),
-            written.sop.eq(wb_sop),
-            written.eop.eq(wb_eop),
-        ]
+        written = pack_descriptor(
+            addr=wb_ts_ns,
+            done_length=wb_length,
+            timestamped=wb_stamped,
+            length=wb_length,
+            ioc=wb_ioc,
+            sop=wb_sop,
+            eop=wb_eop,
+        )
         long_bytes = written.as_value()
         short_bytes = long_bytes[32:]  # ``timestamped`` is 0 when this is written
         wb_data = Mux(
@@ -449,10 +465,8 @@ class TxDmaChannel(DmaChannel):
                 m.d.comb += reader.o.ready.eq(1)
                 with m.If(reader.o.valid):
                     with m.If(~reader.o.p.error):
-                        m.d.sync += [
-                            buf_arr[buf_index].eq(reader.o.p.data),
-                            buf_index.eq(buf_index + 1),
-                        ]
+                        m.d.comb += buf_write.eq(1)
+                        m.d.sync += buf_index.eq(buf_index + 1)
                     with m.If(reader.o.p.last):
                         with m.If(self.reset):
                             m.next = "Idle"

@@ -1,9 +1,9 @@
 """The µs timer: a one-shot count of whole µs of the sys clock, exact to the cycle.
 
-The IRQ coalescing timer and rate limit (:mod:`macdma.hdl.dma.irq`) and the TX channel's
-poll timer (POLL_US) are each one of these, its own instance, since each starts at its own
-cycle (the RX channel still counts its poll period itself). The clock's rate comes from the register
-IRQ_SYS_CLK_MHZ (``sys_clk_mhz``, cycles per µs).
+The IRQ coalescing timer and rate limit (:mod:`macdma.hdl.dma.irq`) and both DMA channels'
+poll timers (POLL_US, :meth:`macdma.hdl.dma.channel.DmaChannel.add_poll_timer`) are each
+one of these, its own instance, since each starts at its own cycle. The clock's rate comes
+from the register IRQ_SYS_CLK_MHZ (``sys_clk_mhz``, cycles per µs).
 """
 
 from amaranth import *
@@ -22,7 +22,7 @@ def check_width(name: str, width: object) -> int:
 
 class MicrosecondTimer(wiring.Component):
     """A one-shot timer of a whole number of µs, exact to the cycle: the one µs timer of
-    the IRQ coalescing timer and rate limit and the TX channel's poll timer.
+    the IRQ coalescing timer and rate limit and both channels' poll timers.
 
     Started in cycle S, it runs from cycle S + 1 and ``expires`` is high in cycle
     S + us * sys_clk_mhz, its last cycle; after that cycle it stops by itself unless it is
