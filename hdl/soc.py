@@ -9,11 +9,12 @@ reads fragments over AXI4 -> ``TxFrameFifo`` (store-and-forward, sys -> tx clock
 RX: GMII/MII -> ``EthMac`` receiver -> ``RxFrameFifo`` (rx -> sys clock) ->
 ``RxDmaChannel`` writes buffers and write-backs over AXI4.
 
-PHY management: the MDIO_* registers drive ``MdioMaster`` (clause 22) on ``mdc``/``mdio_*``.
+PHY management: the MDIO_* registers drive ``MdioController`` (clause 22) on
+``mdc``/``mdio_*``.
 
 The CSR bank has one sub-interface per register block (``bank.tx``, ``bank.irq``, ...;
 :mod:`macdma.hdl.bus.csr_bank`): a block whose hardware has a ``regs`` port is connected
-with ``wiring.connect`` (IRQ), the others field by field by attribute.
+with ``wiring.connect`` (IRQ, MDIO), the others field by field by attribute.
 
 Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
 0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
@@ -42,7 +43,7 @@ from .mac.counters import FLOW_CONTROL_COUNTERS
 from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PAUSE_OPCODE
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
-from .mac.mdio import MdioMaster
+from .mac.mdio import MdioController
 from .mac.ptp import PtpClock, RxTimestamper, TxTimestamper, nominal_increment
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
@@ -205,7 +206,14 @@ class MacDmaSoc(wiring.Component):
         else:
             for name in FLOW_CONTROL_COUNTERS:
                 m.d.comb += _statistic(bank.stats, name).eq(0)
-        self._mdio(m, bank.mdio)
+        m.submodules.mdio = mdio = MdioController()
+        connect(m, bank.mdio, mdio.regs)
+        m.d.comb += [
+            self.mdc.eq(mdio.mdc),
+            self.mdio_o.eq(mdio.mdio_o),
+            self.mdio_oe.eq(mdio.mdio_oe),
+            mdio.mdio_i.eq(self.mdio_i),
+        ]
         if params.ptp:
             self._ptp(m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma)
         return m
@@ -498,27 +506,6 @@ class MacDmaSoc(wiring.Component):
         with m.If(tx_dma.ts_discarded):
             m.d.sync += tx_unstamped.eq(tx_unstamped + 1)
         m.d.comb += regs.tx_unstamped.eq(tx_unstamped)
-
-    def _mdio(self, m, regs):
-        """The MDIO master behind MDIO_CTRL/MDIO_CMD/MDIO_STATUS. Every MDIO_CMD write
-        starts a frame with the fields just written; one arriving while a frame runs
-        starts nothing and sets the sticky MDIO_STATUS.cmd_ignored instead."""
-        m.submodules.mdio = mdio = MdioMaster(len(regs.ctrl.clk_div))
-        m.d.comb += [
-            mdio.clk_div.eq(regs.ctrl.clk_div),
-            mdio.start.eq(regs.cmd.written),
-            mdio.write.eq(regs.cmd.write),
-            mdio.phy.eq(regs.cmd.phy),
-            mdio.reg.eq(regs.cmd.reg),
-            mdio.write_data.eq(regs.cmd.data),
-            regs.status.busy.eq(mdio.busy),
-            regs.status.read_data.eq(mdio.read_data),
-            regs.status.cmd_ignored_set.eq(regs.cmd.written & mdio.busy),
-            self.mdc.eq(mdio.mdc),
-            self.mdio_o.eq(mdio.mdio_o),
-            self.mdio_oe.eq(mdio.mdio_oe),
-            mdio.mdio_i.eq(self.mdio_i),
-        ]
 
 
 def _statistic(stats, name):
