@@ -43,7 +43,7 @@ from .mac.counters import FLOW_CONTROL_COUNTERS
 from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PAUSE_OPCODE
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
-from .mac.mdio import MdioController
+from .mac.mdio import MDIO_PINS, MdioController
 from .mac.ptp import PtpClock, RxTimestamper, TxTimestamper, nominal_increment
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
@@ -130,10 +130,7 @@ class MacDmaSoc(wiring.Component):
                 "gmii_rx": Out(GmiiRxSignature()),
                 "tx_clk_enable": In(1),
                 "rx_clk_enable": In(1),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                **MDIO_PINS,
             }
         )
 
@@ -561,7 +558,7 @@ class SocTop(wiring.Component):
         members.update(flat_members("gmii", core_members["gmii_rx"]))
         members["tx_clk_enable"] = In(1)
         members["rx_clk_enable"] = In(1)
-        for name in ("mdc", "mdio_o", "mdio_oe", "mdio_i"):
+        for name in MDIO_PINS:
             members[name] = core_members[name]
         super().__init__(members)
 

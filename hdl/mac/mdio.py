@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 from ..bus.csr_bank import block_signature
 from ..regmap import REGISTER_MAP
 
-__all__ = ["MdioController", "MdioMaster", "OP_READ", "OP_WRITE", "FRAME_BITS"]
+__all__ = ["MDIO_PINS", "MdioController", "MdioMaster", "OP_READ", "OP_WRITE", "FRAME_BITS"]
 
 OP_WRITE = 0b01
 OP_READ = 0b10
@@ -36,6 +36,9 @@ FRAME_BITS = 64
 # On a read the MAC drives bits 0..45 (preamble .. register address); the PHY the rest.
 READ_DRIVEN_BITS = 46
 READ_DATA_BITS = 16
+#: The MDIO pins of every component that drives them (``mdio`` is bidirectional: the top adds
+#: the tristate buffer, driving ``mdio_o`` while ``mdio_oe``).
+MDIO_PINS = {"mdc": Out(1), "mdio_o": Out(1), "mdio_oe": Out(1), "mdio_i": In(1)}
 
 
 class MdioMaster(wiring.Component):
@@ -74,10 +77,7 @@ class MdioMaster(wiring.Component):
                 "write_data": In(16),
                 "busy": Out(1),
                 "read_data": Out(READ_DATA_BITS),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                **MDIO_PINS,
             }
         )
 
@@ -150,10 +150,7 @@ class MdioController(wiring.Component):
         super().__init__(
             {
                 "regs": In(block_signature(REGISTER_MAP.block("MDIO"))),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                **MDIO_PINS,
             }
         )
 
