@@ -511,6 +511,21 @@ def _one_block_map(*registers, name="B"):
     return RegisterMap((Block(name, 0, registers),))
 
 
+def test_two_registers_with_one_member_name_are_refused_when_built():
+    # Keys B and B_B differ (flat names b, b_b), but without the block prefix both are "b".
+    regmap = _one_block_map(
+        Register("B", 0, (Field("b", (0, 32), "rw"),)),
+        Register("B_B", 4, (Field("b_b", (0, 32), "rw"),)),
+    )
+    with pytest.raises(
+        ValueError,
+        match="Register block B: register B_B and register B would both be the member 'b'",
+    ):
+        block_signature(regmap.blocks[0], regmap)
+    with rejected(ValueError, "register B_B and register B would both be the member 'b'"):
+        CsrBank(regmap)
+
+
 def test_names_no_interface_can_hold_are_refused_when_built():
     # Flat keys do not collide (B_CTRL_SIGNATURE, B_CTRL_RUN), but "signature" is every
     # interface's own attribute.
