@@ -14,7 +14,7 @@ PHY management: the MDIO_* registers drive ``MdioController`` (clause 22) on
 
 The CSR bank has one sub-interface per register block (``bank.tx``, ``bank.irq``, ...;
 :mod:`macdma.hdl.bus.csr_bank`): a block whose hardware has a ``regs`` port is connected
-with ``wiring.connect`` (IRQ, MDIO), the others field by field by attribute.
+with ``wiring.connect`` (IRQ, MDIO, MAC), the others field by field by attribute.
 
 Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
 0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
@@ -39,8 +39,8 @@ from .dma.rx_fifo import RxFrameFifo
 from .dma.tx_channel import TxDmaChannel
 from .dma.tx_fifo import TxFrameFifo
 from .flatten import connect_flat, flat_members
+from .mac.control import MacControl
 from .mac.counters import FLOW_CONTROL_COUNTERS
-from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PAUSE_OPCODE
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
 from .mac.mdio import MDIO_PINS, MdioController
@@ -196,10 +196,30 @@ class MacDmaSoc(wiring.Component):
             mac.tx_clk_enable.eq(self.tx_clk_enable),
             mac.rx_clk_enable.eq(self.rx_clk_enable),
         ]
-        self._mac_config(m, bank.mac, mac)
+        m.submodules.mac_control = mac_control = MacControl(
+            flow_control=params.flow_control, fill_width=len(rx_fifo.fill_bytes)
+        )
+        connect(m, bank.mac, mac_control.regs)
+        m.d.comb += [
+            mac.config.eq(mac_control.config),
+            mac.tx_mii_select.eq(mac_control.tx_mii_select),
+            mac.rx_mii_select.eq(mac_control.rx_mii_select),
+        ]
         self._mac_statistics(m, bank, mac, tx_dma)
         if params.flow_control:
-            self._flow_control(m, bank, mac, rx_fifo, rx_dma)
+            m.d.comb += [
+                mac.rx_lfc_en.eq(mac_control.rx_lfc_en),
+                mac.mcf_rx_config.eq(mac_control.mcf_rx_config),
+                mac.rx_lfc_config.eq(mac_control.rx_lfc_config),
+                mac.tx_lfc_pause_en.eq(mac_control.tx_lfc_pause_en),
+                mac.tx_lfc_config.eq(mac_control.tx_lfc_config),
+                mac.tx_lfc_req.eq(mac_control.tx_lfc_req),
+                mac_control.rx_fifo_fill_bytes.eq(rx_fifo.fill_bytes),
+                mac_control.rx_paused.eq(mac.rx_lfc_req),
+                mac_control.xoff_sent.eq(mac.tx_flow_stats.lfc_paused),
+                rx_dma.wait_for_buffers.eq(mac_control.wait_for_buffers),
+            ]
+            self._flow_control_statistics(m, bank.stats, mac)
         else:
             for name in FLOW_CONTROL_COUNTERS:
                 m.d.comb += _statistic(bank.stats, name).eq(0)
@@ -279,28 +299,6 @@ class MacDmaSoc(wiring.Component):
         ]
 
     @staticmethod
-    def _mac_config(m, regs, mac):
-        # MAC settings are quasi-static (change them while the paths are idle), so each
-        # bit is simply synchronised into the PHY domain that uses it.
-        settings = {
-            "tx": [
-                (regs.ifg, mac.config.ifg),
-                (regs.ctrl.tx_enable, mac.config.tx_enable),
-                (regs.ctrl.mii_select, mac.tx_mii_select),
-            ],
-            "rx": [
-                (regs.max_len, mac.config.rx_max_length),
-                (regs.ctrl.rx_enable, mac.config.rx_enable),
-                (regs.ctrl.mii_select, mac.rx_mii_select),
-            ],
-        }
-        for domain, pairs in settings.items():
-            for index, (source, target) in enumerate(pairs):
-                m.submodules[f"{domain}_config_sync{index}"] = FFSynchronizer(
-                    source, target, o_domain=domain
-                )
-
-    @staticmethod
     def _mac_statistics(m, bank, mac, tx_dma):
         # One status record per frame crosses to the system clock, and the counters count
         # there, where the register bank reads them. A frame takes at least 64 byte
@@ -338,83 +336,13 @@ class MacDmaSoc(wiring.Component):
         ]
 
     @staticmethod
-    def _flow_control(m, bank, mac, rx_fifo, rx_dma):
-        """802.3x PAUSE from the MAC_ADDR_* and MAC_FC_* registers. The MAC acts on PAUSE
-        frames to 01-80-C2-00-00-01 (and to the station address with check_ucast) and
-        sends XOFF while the RX FIFO is above its high mark (or MAC_FC_CTRL.xoff is 1),
-        XON once it is below the low mark. Settings are quasi-static, so each is simply
-        synchronised into the PHY domain that uses it."""
+    def _flow_control_statistics(m, stats, mac):
+        """The STATS_* counters of 802.3x flow control (its settings and PAUSE logic:
+        MacControl). Strobes (one per frame at most) cross as pulses and are counted
+        here."""
         # Built as a submodule, so the synthesis report can count what flow control costs.
         soc, m = m, Module()
         soc.submodules.flow_control = m
-        regs = bank.mac
-        fc = regs.fc_ctrl
-        station = Cat(regs.addr_lo, regs.addr_hi)
-        settings = {
-            "rx": [
-                (fc.rx_pause, mac.rx_lfc_en),
-                (fc.rx_pause, mac.mcf_rx_config.enable),
-                (fc.rx_pause, mac.rx_lfc_config.en),
-                (fc.forward, mac.mcf_rx_config.forward),
-                (fc.check_ucast, mac.mcf_rx_config.check_eth_dst_ucast),
-                (station, mac.mcf_rx_config.eth_dst_ucast),
-            ],
-            "tx": [
-                (fc.rx_pause, mac.tx_lfc_pause_en),
-                (fc.tx_pause, mac.tx_lfc_config.en),
-                (station, mac.tx_lfc_config.eth_src),
-                (regs.fc_quanta.quanta, mac.tx_lfc_config.quanta),
-                (regs.fc_quanta.refresh, mac.tx_lfc_config.refresh),
-            ],
-        }
-        for domain, pairs in settings.items():
-            for index, (source, target) in enumerate(pairs):
-                m.submodules[f"{domain}_fc_sync{index}"] = FFSynchronizer(
-                    source, target, o_domain=domain
-                )
-        m.d.comb += [
-            # A frame without a buffer waits in the FIFO, so the FIFO's level is the
-            # driver's backlog and the XOFF pushes back instead of frames being dropped.
-            rx_dma.wait_for_buffers.eq(fc.tx_pause),
-            mac.mcf_rx_config.eth_dst_mcast.eq(PAUSE_MULTICAST_ADDRESS),
-            mac.mcf_rx_config.check_eth_dst_mcast.eq(1),
-            mac.mcf_rx_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
-            mac.mcf_rx_config.opcode_lfc.eq(PAUSE_OPCODE),
-            mac.mcf_rx_config.check_opcode_lfc.eq(1),
-            mac.rx_lfc_config.opcode.eq(PAUSE_OPCODE),
-            mac.tx_lfc_config.eth_dst.eq(PAUSE_MULTICAST_ADDRESS),
-            mac.tx_lfc_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
-            mac.tx_lfc_config.opcode.eq(PAUSE_OPCODE),
-        ]
-
-        # The XOFF condition, with hysteresis, where the FIFO level is counted (rx clock).
-        water = regs.fc_water
-        high = Signal(len(water.high), name="water_high")
-        low = Signal(len(water.low), name="water_low")
-        forced = Signal(len(fc.xoff), name="xoff_forced")
-        for index, (source, target) in enumerate(
-            (
-                (water.high, high),
-                (water.low, low),
-                (fc.xoff, forced),
-            )
-        ):
-            m.submodules[f"rx_water_sync{index}"] = FFSynchronizer(source, target, o_domain="rx")
-        above_high = Signal()
-        with m.If(rx_fifo.fill_bytes >= high):
-            m.d.rx += above_high.eq(1)
-        with m.Elif(rx_fifo.fill_bytes < low):
-            m.d.rx += above_high.eq(0)
-        xoff_wanted = Signal()
-        m.d.rx += xoff_wanted.eq(above_high | forced)
-        m.submodules.tx_lfc_req_sync = FFSynchronizer(xoff_wanted, mac.tx_lfc_req, o_domain="tx")
-
-        for name, level, status in (
-            ("rx_paused", mac.rx_lfc_req, regs.fc_status.rx_paused),
-            ("xoff_sent", mac.tx_flow_stats.lfc_paused, regs.fc_status.xoff_sent),
-        ):
-            m.submodules[f"fc_{name}_sync"] = FFSynchronizer(level, status, o_domain="sync")
-        # Strobes (one per frame at most) cross as pulses and are counted here.
         strobes = {
             "tx_pause_frames": ("tx", mac.tx_flow_stats.lfc_pkt),
             "tx_xoff": ("tx", mac.tx_flow_stats.lfc_xoff),
@@ -428,7 +356,7 @@ class MacDmaSoc(wiring.Component):
         assert strobes.keys() == FLOW_CONTROL_COUNTERS.keys()
         for name, (domain, strobe) in strobes.items():
             pulse = m.submodules[f"{name}_cdc"] = PulseSynchronizer(domain, "sync")
-            port = _statistic(bank.stats, name)
+            port = _statistic(stats, name)
             counter = Signal(len(port), name=f"{name}_count")
             m.d.comb += [pulse.i.eq(strobe), port.eq(counter)]
             with m.If(pulse.o):
