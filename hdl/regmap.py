@@ -3,7 +3,7 @@
 This module is data, written in the classes of :mod:`macdma.hdl.regmodel` (which explains
 blocks, registers, field access kinds and composed names). From it are built:
 
-* the CSR bank (:class:`macdma.hdl.bus.axi_lite.CsrBank`),
+* the CSR bank (:class:`macdma.hdl.bus.csr_bank.CsrBank`),
 * the driver constants ``firmware/regs.py`` and the C header
   ``firmware/include/macdma_regs.h``,
 * the documentation ``docs/registers.md``

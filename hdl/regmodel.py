@@ -2,7 +2,7 @@
 
 Plain dataclasses, no Amaranth, so the generator (:mod:`macdma.sim.regmap_gen`), the driver
 model and the docs may use a map without building HDL. macdma's own map, the data, is
-:mod:`macdma.hdl.regmap`; the CSR bank (:class:`macdma.hdl.bus.axi_lite.CsrBank`) turns any
+:mod:`macdma.hdl.regmap`; the CSR bank (:class:`macdma.hdl.bus.csr_bank.CsrBank`) turns any
 :class:`RegisterMap` into hardware.
 
 Structure
@@ -31,8 +31,11 @@ repeated when the register name already starts with it: block ``IRQ`` register
 ``IRQ_STATUS`` has the key ``IRQ_STATUS`` (not ``IRQ_IRQ_STATUS``), block ``ID`` register
 ``ID`` has the key ``ID``. A field's key is ``<register key>_<FIELD>``, except that a
 field named like its register (the usual single-field register) has the register key.
-CSR bank ports use the keys in lower case (:func:`port_name`); the generated driver
-constants and C defines use them in upper case.
+The keys in lower case (:func:`port_name`) name the CFG_ERROR bits and are every field's
+flat, unique name (:meth:`RegisterMap.port_names`: a map in which two coincide is
+refused); the generated driver constants and C defines use the keys in upper case. The CSR
+bank groups its ports by block and register instead (``bank.tx.ctrl.run``; the naming rule
+is in :mod:`macdma.hdl.bus.csr_bank`).
 """
 
 from __future__ import annotations
@@ -381,7 +384,9 @@ def field_key(block: Block, register: Register, fld: Field) -> str:
 
 
 def port_name(block: Block, register: Register, fld: Field | None = None) -> str:
-    """CSR bank port name: the lower-case register key, or field key when ``fld`` is given."""
+    """Flat name of a register or field: the lower-case register key, or field key when
+    ``fld`` is given (``tx_ctrl_run``); CFG_ERROR bits are named by it. The CSR bank's
+    ports are grouped by block and register instead (:mod:`macdma.hdl.bus.csr_bank`)."""
     if fld is None:
         return register_key(block, register).lower()
     return field_key(block, register, fld).lower()
@@ -490,7 +495,8 @@ class RegisterMap:
         return validated_fields(self.blocks)
 
     def port_names(self) -> list[str]:
-        """Every CSR bank port name this map produces (besides the bus)."""
+        """The flat name (:func:`port_name`) of every port the CSR bank has for this map:
+        fields, w1c ``_set`` ports and ``_written`` strobes; they must be unique."""
         names: list[str] = []
         for block, reg in self.iter_registers():
             for fld in reg.fields:

@@ -9,7 +9,12 @@ reads fragments over AXI4 -> ``TxFrameFifo`` (store-and-forward, sys -> tx clock
 RX: GMII/MII -> ``EthMac`` receiver -> ``RxFrameFifo`` (rx -> sys clock) ->
 ``RxDmaChannel`` writes buffers and write-backs over AXI4.
 
-PHY management: the MDIO_* registers drive ``MdioMaster`` (clause 22) on ``mdc``/``mdio_*``.
+PHY management: the MDIO_* registers drive ``MdioController`` (clause 22) on
+``mdc``/``mdio_*``.
+
+The CSR bank has one sub-interface per register block (``bank.tx``, ``bank.irq``, ...;
+:mod:`macdma.hdl.bus.csr_bank`): a block whose hardware has a ``regs`` port is connected
+with ``wiring.connect`` (IRQ, MDIO, MAC), the others field by field by attribute.
 
 Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
 0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
@@ -26,18 +31,19 @@ from amaranth.utils import exact_log2
 
 from .bus.axi4 import Axi4Signature, connect_read_write
 from .bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
-from .bus.axi_lite import AxiLiteSignature, CsrBank
-from .dma.irq import IrqController, connect_csr_bank
+from .bus.axi_lite import AxiLiteSignature
+from .bus.csr_bank import CsrBank
+from .dma.irq import IrqController
 from .dma.rx_channel import RxDmaChannel
 from .dma.rx_fifo import RxFrameFifo
 from .dma.tx_channel import TxDmaChannel
 from .dma.tx_fifo import TxFrameFifo
 from .flatten import connect_flat, flat_members
+from .mac.control import MacControl
 from .mac.counters import FLOW_CONTROL_COUNTERS
-from .mac.flow_control import MAC_CONTROL_ETHERTYPE, PAUSE_MULTICAST_ADDRESS, PAUSE_OPCODE
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
-from .mac.mdio import MdioMaster
+from .mac.mdio import MDIO_PINS, MdioController
 from .mac.ptp import PtpClock, RxTimestamper, TxTimestamper, nominal_increment
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
@@ -124,10 +130,7 @@ class MacDmaSoc(wiring.Component):
                 "gmii_rx": Out(GmiiRxSignature()),
                 "tx_clk_enable": In(1),
                 "rx_clk_enable": In(1),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                **MDIO_PINS,
             }
         )
 
@@ -141,13 +144,20 @@ class MacDmaSoc(wiring.Component):
         self._features(m, bank)
 
         m.submodules.irq = irq = IrqController(REGISTER_MAP)
-        connect_csr_bank(m, irq, bank)
+        connect(m, bank.irq, irq.regs)
         m.d.comb += self.irq.eq(irq.irq)
 
         m.submodules.tx_dma = tx_dma = TxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
         m.submodules.rx_dma = rx_dma = RxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
-        for name, channel in (("TX", tx_dma), ("RX", rx_dma)):
-            _connect_channel(m, bank, name, channel)
+        for regs, channel in ((bank.tx, tx_dma), (bank.rx, rx_dma)):
+            _connect_channel(m, regs, channel, sys_clk_mhz=bank.irq.sys_clk_mhz)
+        # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
+        # MAC's underruns whose write-back landed (MacDmaSoc._mac_statistics).
+        m.d.comb += [
+            rx_dma.run.eq(bank.rx.ctrl.run),
+            bank.rx.drops.eq(rx_dma.drops),
+            bank.rx.reset_discards.eq(rx_dma.reset_discards),
+        ]
         connect(m, tx_dma.events, irq.tx)
         connect(m, rx_dma.events, irq.rx)
 
@@ -177,8 +187,8 @@ class MacDmaSoc(wiring.Component):
             rx_fifo.i_cause.eq(mac.rx_status.p.error),
             rx_dma.i_cause.eq(rx_fifo.o_cause),
             rx_dma.i_csum.eq(rx_fifo.o_csum if params.rx_checksum else 0),
-            bank.port("RX_FIFO_OVERFLOWS").eq(rx_fifo.overflows),
-            bank.port("TX_FIFO_OVERFLOWS").eq(0),
+            bank.rx.fifo_overflows.eq(rx_fifo.overflows),
+            bank.tx.fifo_overflows.eq(0),
         ]
         connect(m, mac.gmii_tx, flipped(self.gmii_tx))
         connect(m, mac.gmii_rx, flipped(self.gmii_rx))
@@ -186,14 +196,41 @@ class MacDmaSoc(wiring.Component):
             mac.tx_clk_enable.eq(self.tx_clk_enable),
             mac.rx_clk_enable.eq(self.rx_clk_enable),
         ]
-        self._mac_config(m, bank, mac)
+        m.submodules.mac_control = mac_control = MacControl(
+            flow_control=params.flow_control, fill_width=len(rx_fifo.fill_bytes)
+        )
+        connect(m, bank.mac, mac_control.regs)
+        m.d.comb += [
+            mac.config.eq(mac_control.config),
+            mac.tx_mii_select.eq(mac_control.tx_mii_select),
+            mac.rx_mii_select.eq(mac_control.rx_mii_select),
+        ]
         self._mac_statistics(m, bank, mac, tx_dma)
         if params.flow_control:
-            self._flow_control(m, bank, mac, rx_fifo, rx_dma)
+            m.d.comb += [
+                mac.rx_lfc_en.eq(mac_control.rx_lfc_en),
+                mac.mcf_rx_config.eq(mac_control.mcf_rx_config),
+                mac.rx_lfc_config.eq(mac_control.rx_lfc_config),
+                mac.tx_lfc_pause_en.eq(mac_control.tx_lfc_pause_en),
+                mac.tx_lfc_config.eq(mac_control.tx_lfc_config),
+                mac.tx_lfc_req.eq(mac_control.tx_lfc_req),
+                mac_control.rx_fifo_fill_bytes.eq(rx_fifo.fill_bytes),
+                mac_control.rx_paused.eq(mac.rx_lfc_req),
+                mac_control.xoff_sent.eq(mac.tx_flow_stats.lfc_paused),
+                rx_dma.wait_for_buffers.eq(mac_control.wait_for_buffers),
+            ]
+            self._flow_control_statistics(m, bank.stats, mac)
         else:
             for name in FLOW_CONTROL_COUNTERS:
-                m.d.comb += bank.port(f"STATS_{name.upper()}").eq(0)
-        self._mdio(m, bank)
+                m.d.comb += _statistic(bank.stats, name).eq(0)
+        m.submodules.mdio = mdio = MdioController()
+        connect(m, bank.mdio, mdio.regs)
+        m.d.comb += [
+            self.mdc.eq(mdio.mdc),
+            self.mdio_o.eq(mdio.mdio_o),
+            self.mdio_oe.eq(mdio.mdio_oe),
+            mdio.mdio_i.eq(self.mdio_i),
+        ]
         if params.ptp:
             self._ptp(m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma)
         return m
@@ -205,7 +242,7 @@ class MacDmaSoc(wiring.Component):
         the MAC is sending with an error byte, so it leaves the wire with tx_er), and the
         channel waits until the FIFO is back."""
         resetting = Signal(range(TX_FIFO_RESET_CYCLES + 1))
-        with m.If(bank.port("TX_CTRL", "reset")):
+        with m.If(bank.tx.ctrl.reset):
             m.d.sync += resetting.eq(TX_FIFO_RESET_CYCLES)
         with m.Elif(resetting != 0):
             m.d.sync += resetting.eq(resetting - 1)
@@ -214,7 +251,7 @@ class MacDmaSoc(wiring.Component):
         m.d.comb += [
             domain.clk.eq(ClockSignal("sync")),
             domain.rst.eq(ResetSignal("sync") | (resetting != 0)),
-            tx_dma.run.eq(bank.port("TX_CTRL", "run") & (resetting == 0)),
+            tx_dma.run.eq(bank.tx.ctrl.run & (resetting == 0)),
         ]
         fifo = TxFrameFifo(
             self.params.data_width,
@@ -223,10 +260,10 @@ class MacDmaSoc(wiring.Component):
             timestamps=self.params.ptp,
         )
         m.d.comb += fifo.i_csum.eq(tx_dma.o_csum)
-        skipped = Signal(32)  # STATS_TX_CSUM_SKIPPED
+        skipped = Signal(len(bank.stats.tx_csum_skipped), name="tx_csum_skipped")
         with m.If(fifo.csum_skipped):
             m.d.sync += skipped.eq(skipped + 1)
-        m.d.comb += bank.port("STATS_TX_CSUM_SKIPPED").eq(skipped)
+        m.d.comb += bank.stats.tx_csum_skipped.eq(skipped)
         return DomainRenamer({"sync": "tx_fifo_sys"})(fifo)
 
     @staticmethod
@@ -244,43 +281,22 @@ class MacDmaSoc(wiring.Component):
             pulse.i.eq(started),
             tx_dma.frame_started.eq(pulse.o),
             tx_dma.fifo_flushing.eq(ResetSignal("tx_fifo_sys")),
-            bank.port("TX_RESET_DISCARDS").eq(tx_dma.reset_discards),
+            bank.tx.reset_discards.eq(tx_dma.reset_discards),
         ]
 
     def _features(self, m, bank):
         params = self.params
+        features = bank.id.features
         m.d.comb += [
-            bank.port("ID_FEATURES", "data_bytes").eq(params.data_width // 8),
-            bank.port("ID_FEATURES", "tx_fifo_log2").eq(exact_log2(params.tx_fifo_bytes)),
-            bank.port("ID_FEATURES", "rx_fifo_log2").eq(exact_log2(params.rx_fifo_bytes)),
-            bank.port("ID_FEATURES", "max_prefetch").eq(params.max_prefetch),
-            bank.port("ID_FEATURES", "flow_control").eq(params.flow_control),
-            bank.port("ID_FEATURES", "rx_checksum").eq(params.rx_checksum),
-            bank.port("ID_FEATURES", "tx_checksum").eq(params.tx_checksum),
-            bank.port("ID_FEATURES", "ptp").eq(params.ptp),
+            features.data_bytes.eq(params.data_width // 8),
+            features.tx_fifo_log2.eq(exact_log2(params.tx_fifo_bytes)),
+            features.rx_fifo_log2.eq(exact_log2(params.rx_fifo_bytes)),
+            features.max_prefetch.eq(params.max_prefetch),
+            features.flow_control.eq(params.flow_control),
+            features.rx_checksum.eq(params.rx_checksum),
+            features.tx_checksum.eq(params.tx_checksum),
+            features.ptp.eq(params.ptp),
         ]
-
-    @staticmethod
-    def _mac_config(m, bank, mac):
-        # MAC settings are quasi-static (change them while the paths are idle), so each
-        # bit is simply synchronised into the PHY domain that uses it.
-        settings = {
-            "tx": [
-                (bank.port("MAC_IFG"), mac.config.ifg),
-                (bank.port("MAC_CTRL", "tx_enable"), mac.config.tx_enable),
-                (bank.port("MAC_CTRL", "mii_select"), mac.tx_mii_select),
-            ],
-            "rx": [
-                (bank.port("MAC_MAX_LEN"), mac.config.rx_max_length),
-                (bank.port("MAC_CTRL", "rx_enable"), mac.config.rx_enable),
-                (bank.port("MAC_CTRL", "mii_select"), mac.rx_mii_select),
-            ],
-        }
-        for domain, pairs in settings.items():
-            for index, (source, target) in enumerate(pairs):
-                m.submodules[f"{domain}_config_sync{index}"] = FFSynchronizer(
-                    source, target, o_domain=domain
-                )
 
     @staticmethod
     def _mac_statistics(m, bank, mac, tx_dma):
@@ -311,90 +327,22 @@ class MacDmaSoc(wiring.Component):
             ]
         for counters in (tx_stats.counters, rx_stats.counters):
             for name in counters.signature.members:
-                m.d.comb += bank.port(f"STATS_{name.upper()}").eq(getattr(counters, name))
+                m.d.comb += _statistic(bank.stats, name).eq(getattr(counters, name))
         # TX_DROPS: the MAC's underruns whose write-back landed; the TX channel decides
         # (a cut frame still owned by the DMA is the driver's to count).
         m.d.comb += [
             tx_dma.frame_cut.eq(tx_stats.status.valid & tx_stats.status.p.underrun),
-            bank.port("TX_DROPS").eq(tx_dma.drops),
+            bank.tx.drops.eq(tx_dma.drops),
         ]
 
     @staticmethod
-    def _flow_control(m, bank, mac, rx_fifo, rx_dma):
-        """802.3x PAUSE from the MAC_ADDR_* and MAC_FC_* registers. The MAC acts on PAUSE
-        frames to 01-80-C2-00-00-01 (and to the station address with check_ucast) and
-        sends XOFF while the RX FIFO is above its high mark (or MAC_FC_CTRL.xoff is 1),
-        XON once it is below the low mark. Settings are quasi-static, so each is simply
-        synchronised into the PHY domain that uses it."""
+    def _flow_control_statistics(m, stats, mac):
+        """The STATS_* counters of 802.3x flow control (its settings and PAUSE logic:
+        MacControl). Strobes (one per frame at most) cross as pulses and are counted
+        here."""
         # Built as a submodule, so the synthesis report can count what flow control costs.
         soc, m = m, Module()
         soc.submodules.flow_control = m
-        fc = lambda field: bank.port("MAC_FC_CTRL", field)  # noqa: E731
-        station = Cat(bank.port("MAC_ADDR_LO"), bank.port("MAC_ADDR_HI"))
-        settings = {
-            "rx": [
-                (fc("rx_pause"), mac.rx_lfc_en),
-                (fc("rx_pause"), mac.mcf_rx_config.enable),
-                (fc("rx_pause"), mac.rx_lfc_config.en),
-                (fc("forward"), mac.mcf_rx_config.forward),
-                (fc("check_ucast"), mac.mcf_rx_config.check_eth_dst_ucast),
-                (station, mac.mcf_rx_config.eth_dst_ucast),
-            ],
-            "tx": [
-                (fc("rx_pause"), mac.tx_lfc_pause_en),
-                (fc("tx_pause"), mac.tx_lfc_config.en),
-                (station, mac.tx_lfc_config.eth_src),
-                (bank.port("MAC_FC_QUANTA", "quanta"), mac.tx_lfc_config.quanta),
-                (bank.port("MAC_FC_QUANTA", "refresh"), mac.tx_lfc_config.refresh),
-            ],
-        }
-        for domain, pairs in settings.items():
-            for index, (source, target) in enumerate(pairs):
-                m.submodules[f"{domain}_fc_sync{index}"] = FFSynchronizer(
-                    source, target, o_domain=domain
-                )
-        m.d.comb += [
-            # A frame without a buffer waits in the FIFO, so the FIFO's level is the
-            # driver's backlog and the XOFF pushes back instead of frames being dropped.
-            rx_dma.wait_for_buffers.eq(fc("tx_pause")),
-            mac.mcf_rx_config.eth_dst_mcast.eq(PAUSE_MULTICAST_ADDRESS),
-            mac.mcf_rx_config.check_eth_dst_mcast.eq(1),
-            mac.mcf_rx_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
-            mac.mcf_rx_config.opcode_lfc.eq(PAUSE_OPCODE),
-            mac.mcf_rx_config.check_opcode_lfc.eq(1),
-            mac.rx_lfc_config.opcode.eq(PAUSE_OPCODE),
-            mac.tx_lfc_config.eth_dst.eq(PAUSE_MULTICAST_ADDRESS),
-            mac.tx_lfc_config.eth_type.eq(MAC_CONTROL_ETHERTYPE),
-            mac.tx_lfc_config.opcode.eq(PAUSE_OPCODE),
-        ]
-
-        # The XOFF condition, with hysteresis, where the FIFO level is counted (rx clock).
-        high, low, forced = Signal(16), Signal(16), Signal()
-        for index, (source, target) in enumerate(
-            (
-                (bank.port("MAC_FC_WATER", "high"), high),
-                (bank.port("MAC_FC_WATER", "low"), low),
-                (fc("xoff"), forced),
-            )
-        ):
-            m.submodules[f"rx_water_sync{index}"] = FFSynchronizer(source, target, o_domain="rx")
-        above_high = Signal()
-        with m.If(rx_fifo.fill_bytes >= high):
-            m.d.rx += above_high.eq(1)
-        with m.Elif(rx_fifo.fill_bytes < low):
-            m.d.rx += above_high.eq(0)
-        xoff_wanted = Signal()
-        m.d.rx += xoff_wanted.eq(above_high | forced)
-        m.submodules.tx_lfc_req_sync = FFSynchronizer(xoff_wanted, mac.tx_lfc_req, o_domain="tx")
-
-        for field, level in (
-            ("rx_paused", mac.rx_lfc_req),
-            ("xoff_sent", mac.tx_flow_stats.lfc_paused),
-        ):
-            m.submodules[f"fc_{field}_sync"] = FFSynchronizer(
-                level, bank.port("MAC_FC_STATUS", field), o_domain="sync"
-            )
-        # Strobes (one per frame at most) cross as pulses and are counted here.
         strobes = {
             "tx_pause_frames": ("tx", mac.tx_flow_stats.lfc_pkt),
             "tx_xoff": ("tx", mac.tx_flow_stats.lfc_xoff),
@@ -408,8 +356,9 @@ class MacDmaSoc(wiring.Component):
         assert strobes.keys() == FLOW_CONTROL_COUNTERS.keys()
         for name, (domain, strobe) in strobes.items():
             pulse = m.submodules[f"{name}_cdc"] = PulseSynchronizer(domain, "sync")
-            counter = Signal(32, name=f"{name}_count")
-            m.d.comb += [pulse.i.eq(strobe), bank.port(f"STATS_{name.upper()}").eq(counter)]
+            port = _statistic(stats, name)
+            counter = Signal(len(port), name=f"{name}_count")
+            m.d.comb += [pulse.i.eq(strobe), port.eq(counter)]
             with m.If(pulse.o):
                 m.d.sync += counter.eq(counter + 1)
 
@@ -421,30 +370,30 @@ class MacDmaSoc(wiring.Component):
         soc, m = m, Module()
         soc.submodules.ptp = m
         m.submodules.clock = clock = PtpClock(nominal_increment(self.params.sys_clk_hz))
-        cmd = lambda field: bank.port("PTP_CMD", field)  # noqa: E731
+        regs = bank.ptp
         m.d.comb += [
-            clock.increment.eq(bank.port("PTP_INCREMENT")),
-            clock.set.eq(cmd("set")),
-            clock.set_ns.eq(Cat(bank.port("PTP_SET_LO"), bank.port("PTP_SET_HI"))),
-            clock.step.eq(cmd("step")),
-            clock.step_ns.eq(bank.port("PTP_STEP")),
-            bank.port("PTP_NOMINAL").eq(nominal_increment(self.params.sys_clk_hz)),
-            bank.port("PTP_TIME_LO").eq(clock.time_ns[:32]),
+            clock.increment.eq(regs.increment),
+            clock.set.eq(regs.cmd.set),
+            clock.set_ns.eq(Cat(regs.set_lo, regs.set_hi)),
+            clock.step.eq(regs.cmd.step),
+            clock.step_ns.eq(regs.step),
+            regs.nominal.eq(nominal_increment(self.params.sys_clk_hz)),
+            regs.time_lo.eq(clock.time_ns[: len(regs.time_lo)]),
         ]
         # The bank samples PTP_TIME_LO in the cycle it accepts the read address: the high
         # word of that same cycle is kept for the PTP_TIME_HI read that follows.
         time_lo_address = REGISTER_MAP.address("PTP_TIME_LO")
-        time_hi = Signal(32)
+        time_hi = Signal(len(regs.time_hi), name="time_hi")
         csr = self.csr
         with m.If(csr.arvalid & csr.arready & (csr.araddr == time_lo_address)):
-            m.d.sync += time_hi.eq(clock.time_ns[32:])
-        m.d.comb += bank.port("PTP_TIME_HI").eq(time_hi)
+            m.d.sync += time_hi.eq(clock.time_ns[len(regs.time_lo) :])
+        m.d.comb += regs.time_hi.eq(time_hi)
 
         # RX: the SFD time of every frame, carried through the RX FIFO with the frame.
         m.submodules.rx_stamper = rx_stamper = RxTimestamper()
         rx_enabled = Signal()
         m.submodules.rx_timestamp_sync = FFSynchronizer(
-            bank.port("PTP_CTRL", "rx_timestamp"), rx_enabled, o_domain="rx"
+            regs.ctrl.rx_timestamp, rx_enabled, o_domain="rx"
         )
         m.d.comb += [
             rx_stamper.time_ns.eq(clock.time_ns),
@@ -458,12 +407,12 @@ class MacDmaSoc(wiring.Component):
             rx_dma.i_ts_valid.eq(rx_fifo.o_ts_valid),
         ]
         # Good frames leaving the RX FIFO without a time while timestamping is on.
-        unstamped = Signal(32)
+        unstamped = Signal(len(regs.rx_unstamped), name="rx_unstamped")
         last = rx_fifo.o.valid & rx_fifo.o.ready & rx_fifo.o.p.last
         good = ~rx_fifo.o.p.error & (rx_fifo.o.p.count != 0)
-        with m.If(last & good & ~rx_fifo.o_ts_valid & bank.port("PTP_CTRL", "rx_timestamp")):
+        with m.If(last & good & ~rx_fifo.o_ts_valid & regs.ctrl.rx_timestamp):
             m.d.sync += unstamped.eq(unstamped + 1)
-        m.d.comb += bank.port("PTP_RX_UNSTAMPED").eq(unstamped)
+        m.d.comb += regs.rx_unstamped.eq(unstamped)
 
         # TX: the request travels with the frame through the TX FIFO and the MAC; the
         # SFD time comes back to the channel, which holds the EOP write-back for it.
@@ -478,65 +427,43 @@ class MacDmaSoc(wiring.Component):
             tx_dma.ts_id.eq(tx_stamper.ts_id),
             tx_dma.ts_ns.eq(tx_stamper.ts_ns),
         ]
-        tx_unstamped = Signal(32)
+        tx_unstamped = Signal(len(regs.tx_unstamped), name="tx_unstamped")
         with m.If(tx_dma.ts_discarded):
             m.d.sync += tx_unstamped.eq(tx_unstamped + 1)
-        m.d.comb += bank.port("PTP_TX_UNSTAMPED").eq(tx_unstamped)
-
-    def _mdio(self, m, bank):
-        """The MDIO master behind MDIO_CTRL/MDIO_CMD/MDIO_STATUS. Every MDIO_CMD write
-        starts a frame with the fields just written; one arriving while a frame runs
-        starts nothing and sets the sticky MDIO_STATUS.cmd_ignored instead."""
-        m.submodules.mdio = mdio = MdioMaster(len(bank.port("MDIO_CTRL", "clk_div")))
-        command_written = bank.mdio_cmd_written
-        m.d.comb += [
-            mdio.clk_div.eq(bank.port("MDIO_CTRL", "clk_div")),
-            mdio.start.eq(command_written),
-            mdio.write.eq(bank.port("MDIO_CMD", "write")),
-            mdio.phy.eq(bank.port("MDIO_CMD", "phy")),
-            mdio.reg.eq(bank.port("MDIO_CMD", "reg")),
-            mdio.write_data.eq(bank.port("MDIO_CMD", "data")),
-            bank.port("MDIO_STATUS", "busy").eq(mdio.busy),
-            bank.port("MDIO_STATUS", "read_data").eq(mdio.read_data),
-            bank.mdio_status_cmd_ignored_set.eq(command_written & mdio.busy),
-            self.mdc.eq(mdio.mdc),
-            self.mdio_o.eq(mdio.mdio_o),
-            self.mdio_oe.eq(mdio.mdio_oe),
-            mdio.mdio_i.eq(self.mdio_i),
-        ]
+        m.d.comb += regs.tx_unstamped.eq(tx_unstamped)
 
 
-def _connect_channel(m, bank, name, channel):
-    """Registers of one DMA channel block (TX_* or RX_*) to its channel."""
-    reg = lambda register, field=None: bank.port(f"{name}_{register}", field)  # noqa: E731
-    if name == "RX":
-        # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
-        # MAC's underruns whose write-back landed (MacDmaSoc._mac_statistics).
-        m.d.comb += [
-            channel.run.eq(reg("CTRL", "run")),
-            reg("DROPS").eq(channel.drops),
-            reg("RESET_DISCARDS").eq(channel.reset_discards),
-        ]
+def _statistic(stats, name):
+    """The STATS block's port for the counter ``name`` of the MAC's counter tables
+    (:mod:`macdma.hdl.mac.counters`): the STATS block is generated from those same tables,
+    one register per counter, so each counter's name is its register's member."""
+    return getattr(stats, name)
+
+
+def _connect_channel(m, regs, channel, *, sys_clk_mhz):
+    """One DMA channel block's registers (``bank.tx`` or ``bank.rx``) to its channel, but
+    for what differs between TX and RX (``run``, ``drops``, ``reset_discards``), which the
+    caller connects. ``sys_clk_mhz``: IRQ_SYS_CLK_MHZ, the µs prescaler."""
     m.d.comb += [
-        channel.reset.eq(reg("CTRL", "reset")),
-        channel.ring_base.eq(reg("RING_BASE")),
-        channel.ring_size.eq(reg("RING_SIZE")),
-        channel.tail.eq(reg("TAIL")),
-        channel.tail_written.eq(getattr(bank, f"{name.lower()}_tail_written")),
-        channel.poll_us.eq(reg("POLL_US")),
-        channel.sys_clk_mhz.eq(bank.port("IRQ_SYS_CLK_MHZ")),
-        channel.burst_beats.eq(reg("BURST_BEATS")),
-        channel.prefetch.eq(reg("PREFETCH")),
-        reg("HEAD").eq(channel.head),
-        reg("STATUS", "running").eq(channel.running),
-        reg("STATUS", "halted").eq(channel.halted),
-        reg("STATUS", "resetting").eq(channel.resetting),
-        reg("STATUS", "bad_tail").eq(channel.bad_tail),
-        reg("STATUS", "error_code").eq(channel.error_code),
-        reg("DESC_FETCHED").eq(channel.desc_fetched),
-        reg("BURSTS").eq(channel.bursts),
-        reg("BYTES").eq(channel.bytes),
-        reg("FRAMES").eq(channel.frames),
+        channel.reset.eq(regs.ctrl.reset),
+        channel.ring_base.eq(regs.ring_base),
+        channel.ring_size.eq(regs.ring_size),
+        channel.tail.eq(regs.tail),
+        channel.tail_written.eq(regs.tail_written),
+        channel.poll_us.eq(regs.poll_us),
+        channel.sys_clk_mhz.eq(sys_clk_mhz),
+        channel.burst_beats.eq(regs.burst_beats),
+        channel.prefetch.eq(regs.prefetch),
+        regs.head.eq(channel.head),
+        regs.status.running.eq(channel.running),
+        regs.status.halted.eq(channel.halted),
+        regs.status.resetting.eq(channel.resetting),
+        regs.status.bad_tail.eq(channel.bad_tail),
+        regs.status.error_code.eq(channel.error_code),
+        regs.desc_fetched.eq(channel.desc_fetched),
+        regs.bursts.eq(channel.bursts),
+        regs.bytes.eq(channel.bytes),
+        regs.frames.eq(channel.frames),
     ]
 
 
@@ -559,7 +486,7 @@ class SocTop(wiring.Component):
         members.update(flat_members("gmii", core_members["gmii_rx"]))
         members["tx_clk_enable"] = In(1)
         members["rx_clk_enable"] = In(1)
-        for name in ("mdc", "mdio_o", "mdio_oe", "mdio_i"):
+        for name in MDIO_PINS:
             members[name] = core_members[name]
         super().__init__(members)
 

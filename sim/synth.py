@@ -222,6 +222,7 @@ BLOCKS = {
         "soc.mac.pause_tx",
         "soc.mac.rx_lfc_req_sync",
         "soc.mac.tx_pause_ack_sync",
+        "soc.mac_control.flow_control",
         "soc.flow_control",
     ),
     # Before the MAC, which would otherwise take its TX timestamp request queue.

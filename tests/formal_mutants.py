@@ -14,7 +14,8 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import AsyncFIFOBuffered
 
 from macdma.hdl.bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
-from macdma.hdl.bus.axi_lite import RESP_OKAY, CsrBank
+from macdma.hdl.bus.axi_lite import RESP_OKAY
+from macdma.hdl.bus.csr_bank import CsrBank, field_port
 from macdma.hdl.dma import axi_mover, channel, prefetch_fifo, rx_channel, rx_fifo
 from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
@@ -25,7 +26,6 @@ from macdma.hdl.dma.prefetch_fifo import AsyncPrefetchFifo
 from macdma.hdl.dma.rx_channel import RxDmaChannel
 from macdma.hdl.dma.rx_fifo import RxFrameFifo
 from macdma.hdl.dma.tx_channel import TxDmaChannel
-from macdma.hdl.regmodel import port_name
 
 
 @contextmanager
@@ -102,7 +102,7 @@ class CsrBankClearsAllStatus(CsrBank):
         block, reg = self.regmap.lookup("IRQ_STATUS")
         with m.If(self.bus.wvalid & self.bus.wready):
             for fld in reg.fields:
-                m.d.sync += getattr(self, port_name(block, reg, fld)).eq(0)
+                m.d.sync += field_port(self, block, reg, fld).eq(0)
         return m
 
 
@@ -111,7 +111,7 @@ class IrqIntervalOneUsShort(IrqController):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        m.d.comb += m.submodules.rate_limit.us.eq(self.min_interval_us - 1)
+        m.d.comb += m.submodules.rate_limit.us.eq(self.regs.min_interval.us - 1)
         return m
 
 

@@ -11,7 +11,7 @@ from macdma.hdl.boards.uart import UartRx, UartTx
 from macdma.hdl.boards.uart_bridge import PHY_ADDR, RAM_BASE, UartBridge
 from macdma.hdl.bus.axi4 import connect_read_write
 from macdma.hdl.bus.axi4_ram import Axi4Ram
-from macdma.hdl.bus.axi_lite import CsrBank
+from macdma.hdl.bus.csr_bank import CsrBank
 from macdma.hdl.regmap import REGISTER_MAP
 
 BIT = 8  # system clocks per UART bit in the test

@@ -12,18 +12,13 @@ during it, and a registered output "in cycle k" is its value during it.
 import pytest
 from amaranth import *
 from amaranth.back import verilog
+from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 from test_csr_bank import AxiLiteMaster
 from unbuilt import rejected
 
-from macdma.hdl.bus.axi_lite import CsrBank
-from macdma.hdl.dma.irq import (
-    IrqController,
-    IrqMode,
-    IrqModerator,
-    connect_csr_bank,
-    irq_causes_layout,
-)
+from macdma.hdl.bus.csr_bank import CsrBank
+from macdma.hdl.dma.irq import IrqController, IrqMode, IrqModerator, irq_causes_layout
 from macdma.hdl.dma.us_timer import MicrosecondTimer
 from macdma.hdl.regmap import IRQ_MODE, REGISTER_MAP
 from macdma.hdl.regmodel import Block, Field, Register, RegisterMap
@@ -397,7 +392,7 @@ class IrqWithCsrBank(Elaboratable):
         m = Module()
         m.submodules.bank = self.bank
         m.submodules.irq = self.irq
-        connect_csr_bank(m, self.irq, self.bank)
+        connect(m, self.bank.irq, self.irq.regs)
         return m
 
 
@@ -417,10 +412,10 @@ def run_system(bench, *sources):
     trace = []
     watched = {
         "irq": top.irq.irq,
-        "rx_done_set": top.irq.rx_done_set,
-        "rx_done": top.bank.port("IRQ_STATUS", "rx_done"),
-        "tx_done": top.bank.port("IRQ_STATUS", "tx_done"),
-        "tx_done_enable": top.bank.port("IRQ_ENABLE", "tx_done"),
+        "rx_done_set": top.irq.regs.status.rx_done_set,
+        "rx_done": top.bank.irq.status.rx_done,
+        "tx_done": top.bank.irq.status.tx_done,
+        "tx_done_enable": top.bank.irq.enable.tx_done,
         "holdoff": top.irq.holdoff,
     }
 
@@ -534,16 +529,16 @@ def test_coalescing_configured_through_registers():
         # One frame, then the 2 µs timer at 125 MHz: 250 cycles, status 2 cycles later.
         await strobe(ctx, top.irq.rx, "frame_done")
         await ctx.tick().repeat(250)
-        assert ctx.get(top.bank.port("IRQ_STATUS", "rx_done")) == 0
+        assert ctx.get(top.bank.irq.status.rx_done) == 0
         await ctx.tick()
-        assert ctx.get(top.bank.port("IRQ_STATUS", "rx_done")) == 1
+        assert ctx.get(top.bank.irq.status.rx_done) == 1
         # TX descriptor without IOC is silent; with IOC raises tx_done.
         await strobe(ctx, top.irq.tx, "desc_done")
         await ctx.tick().repeat(3)
-        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 0
+        assert ctx.get(top.bank.irq.status.tx_done) == 0
         await strobe(ctx, top.irq.tx, "desc_done", "desc_ioc")
         await ctx.tick().repeat(3)
-        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 1
+        assert ctx.get(top.bank.irq.status.tx_done) == 1
 
     run_system(bench)
 
@@ -564,10 +559,10 @@ def test_restart_timer_configured_through_registers():
         # RX fires 100 cycles after its first frame; TX (from the first it would have fired
         # with RX) 100 cycles after its second.
         await ctx.tick().repeat(60)
-        assert ctx.get(top.bank.port("IRQ_STATUS", "rx_done")) == 1
-        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 0
+        assert ctx.get(top.bank.irq.status.rx_done) == 1
+        assert ctx.get(top.bank.irq.status.tx_done) == 0
         await ctx.tick().repeat(45)
-        assert ctx.get(top.bank.port("IRQ_STATUS", "tx_done")) == 1
+        assert ctx.get(top.bank.irq.status.tx_done) == 1
 
     run_system(bench)
 
@@ -592,7 +587,7 @@ def test_cfg_error_cause_also_drives_irq():
         await axi.write_ok(A("IRQ_ENABLE"), STATUS["cfg_error"])
         await axi.write_ok(A("IRQ_TX_COALESCE"), 0)  # frames = 0 is rejected by the bank
         assert ctx.get(top.irq.irq) == 1
-        assert ctx.get(top.bank.port("IRQ_TX_COALESCE", "frames")) == 1
+        assert ctx.get(top.bank.irq.tx_coalesce.frames) == 1
 
     run_system(bench)
 
@@ -784,7 +779,7 @@ def test_invalid_intervals_are_rejected_and_flagged():
     cfg_bit = REGISTER_MAP.field("ID_CFG_ERROR", "irq_min_interval_us").mask
 
     async def bench(ctx, top, axi, trace):
-        port = top.bank.port("IRQ_MIN_INTERVAL", "us")
+        port = top.bank.irq.min_interval.us
         await axi.write_ok(A("IRQ_MIN_INTERVAL"), 125)
         for bad in (10001, 0xFFFF):
             await axi.write_ok(A("IRQ_MIN_INTERVAL"), bad)  # rejected, still OKAY

@@ -1,13 +1,14 @@
 """MdioMaster in Amaranth's simulator against a clause 22 PHY model (tests/mdio_phy.py):
 the run-time MDC divider, the exact bits of read and write frames, read data from the PHY,
-and ``start`` ignored while busy."""
+and ``start`` ignored while busy. Then MdioController, the MDIO register block around it,
+with its ``regs`` port driven as the CSR bank drives it."""
 
 import pytest
 from amaranth.sim import Simulator
 from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
 from unbuilt import rejected
 
-from macdma.hdl.mac.mdio import FRAME_BITS, MdioMaster
+from macdma.hdl.mac.mdio import FRAME_BITS, MdioController, MdioMaster
 
 TIMEOUT_CYCLES = 100_000
 
@@ -123,3 +124,42 @@ def test_start_is_ignored_while_busy_and_clk_div_is_sampled_at_start():
 def test_clk_div_bits_is_checked():
     with rejected(ValueError, "clk_div_bits must be an integer in 1..16, not 0"):
         MdioMaster(0)
+
+
+def test_controller_starts_a_frame_per_command_write_and_flags_one_while_busy():
+    dut = MdioController()
+    phy = MdioPhy(dut, 2, {0x03: 0xBEEF})
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(phy.process, background=True)
+    regs = dut.regs
+    ignored_sets = []
+
+    async def command(ctx, *, write, reg, data=0):
+        ctx.set(regs.cmd.write, write)
+        ctx.set(regs.cmd.phy, 2)
+        ctx.set(regs.cmd.reg, reg)
+        ctx.set(regs.cmd.data, data)
+        ctx.set(regs.cmd.written, 1)
+        ignored_sets.append(ctx.get(regs.status.cmd_ignored_set))
+        await ctx.tick()
+        ctx.set(regs.cmd.written, 0)
+
+    async def bench(ctx):
+        ctx.set(regs.ctrl.clk_div, 3)
+        await command(ctx, write=0, reg=0x03)
+        assert ctx.get(regs.status.busy)
+        await ctx.tick().repeat(10)
+        await command(ctx, write=1, reg=0x04, data=0x1111)  # while busy: ignored, flagged
+        while ctx.get(regs.status.busy):
+            await ctx.tick()
+        assert ctx.get(regs.status.read_data) == 0xBEEF
+        await command(ctx, write=1, reg=0x04, data=0x2222)
+        while ctx.get(regs.status.busy):
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert ignored_sets == [0, 1, 0]
+    assert [(f.op, f.reg) for f in phy.frames] == [(OP_READ, 0x03), (OP_WRITE, 0x04)]
+    assert phy.registers[0x04] == 0x2222

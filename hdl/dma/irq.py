@@ -7,8 +7,9 @@ Three blocks, all in the sys clock domain:
   for the CSR bank's sticky (w1c) ``IRQ_STATUS`` bits, according to ``IRQ_MODE``.
 * :class:`IrqController`: owns both moderators and the level ``irq`` output
   (``IRQ_STATUS & IRQ_ENABLE``, registered), limits how often that line may rise
-  (``IRQ_MIN_INTERVAL``) and counts its rising edges (``IRQ_COUNT``).
-  :func:`connect_csr_bank` wires it to the generated :class:`~macdma.hdl.bus.axi_lite.CsrBank`.
+  (``IRQ_MIN_INTERVAL``) and counts its rising edges (``IRQ_COUNT``). Its ``regs`` port
+  is the IRQ block of the :class:`~macdma.hdl.bus.csr_bank.CsrBank`
+  (``wiring.connect(m, bank.irq, controller.regs)``).
 * Both time with :class:`~macdma.hdl.dma.us_timer.MicrosecondTimer`, the µs timer the
   DMA channels' poll timers use too.
 
@@ -47,8 +48,9 @@ from amaranth import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..bus.csr_bank import block_signature
 from ..regmap import REGISTER_MAP
-from ..regmodel import RegisterMap, port_name
+from ..regmodel import RegisterMap
 from .us_timer import MicrosecondTimer, check_width
 
 __all__ = [
@@ -57,7 +59,6 @@ __all__ = [
     "IrqModerator",
     "IrqController",
     "irq_causes_layout",
-    "connect_csr_bank",
 ]
 
 
@@ -232,153 +233,109 @@ def irq_causes_layout(regmap: RegisterMap = REGISTER_MAP) -> data.StructLayout:
 
 
 class IrqController(wiring.Component):
-    """Both channels' moderators and the level interrupt output.
+    """Both channels' moderators and the level interrupt output, behind the IRQ block.
 
     Parameters:
-        regmap: the register map the CSR bank implements; the cause list and the widths of
-                the moderation fields come from its IRQ block.
+        regmap: the register map the CSR bank implements; the cause list and the ``regs``
+                port come from its IRQ block (the block of IRQ_STATUS).
 
-    Members (``<dir>`` is ``tx`` or ``rx``):
-        tx, rx:                   ``In(IrqEventSignature())``: the channels' events.
-        <dir>_mode:               ``In(IrqMode)``: IRQ_MODE.<dir>_mode.
-        <dir>_coalesce_frames:    ``In``: IRQ_<DIR>_COALESCE.frames.
-        <dir>_coalesce_timer_us:  ``In``: IRQ_<DIR>_COALESCE.timer_us.
-        <dir>_coalesce_timer_restart: ``In(1)``: IRQ_<DIR>_COALESCE.timer_restart.
-        sys_clk_mhz:              ``In``: IRQ_SYS_CLK_MHZ.
-        min_interval_us:          ``In``: IRQ_MIN_INTERVAL.us; 0 = no rate limit.
-        status, enable:           ``In(irq_causes_layout())``: the CSR bank's IRQ_STATUS
-                                  and IRQ_ENABLE values.
-        <dir>_done_set:           ``Out(1)``: to IRQ_STATUS.<dir>_done_set.
-        <dir>_error_set:          ``Out(1)``: to IRQ_STATUS.<dir>_error_set.
-        irq:                      ``Out(1)``: level, high the cycle after
-                                  ``status & enable`` becomes non-zero, unless the rate
-                                  limit holds it off. Registered so the line never
-                                  glitches.
-        holdoff:                  ``Out(1)``: the rate limit interval is running: ``irq``
-                                  cannot rise in this cycle (for observation).
-        irq_count:                ``Out(32)``: rising edges of ``irq`` (IRQ_COUNT); counts
-                                  up in the cycle ``irq`` rises, wraps.
+    Members:
+        tx, rx:   ``In(IrqEventSignature())``: the channels' events.
+        regs:     ``In(block_signature(IRQ block))``: the IRQ block of the CSR bank, connected
+                  with ``wiring.connect(m, bank.irq, controller.regs)``. Read: IRQ_MODE,
+                  IRQ_TX_COALESCE / IRQ_RX_COALESCE, IRQ_SYS_CLK_MHZ, IRQ_MIN_INTERVAL.us
+                  (0 = no rate limit) and the IRQ_STATUS / IRQ_ENABLE bits. Driven:
+                  ``status.<dir>_done_set`` and ``status.<dir>_error_set`` (one-cycle
+                  strobes from the moderators), ``count`` (IRQ_COUNT: rising edges of
+                  ``irq``; counts up in the cycle ``irq`` rises, wraps) and 0 on the set
+                  port of every other cause (``cfg_error``: the bank sets it itself).
+        irq:      ``Out(1)``: level, high the cycle after ``status & enable`` becomes
+                  non-zero, unless the rate limit holds it off. Registered so the line never
+                  glitches.
+        holdoff:  ``Out(1)``: the rate limit interval is running: ``irq`` cannot rise in this
+                  cycle (for observation).
     """
 
     def __init__(self, regmap: RegisterMap = REGISTER_MAP):
         if not isinstance(regmap, RegisterMap):
             raise TypeError(f"regmap must be a RegisterMap, not {regmap!r}")
-        causes = irq_causes_layout(regmap)
-        try:
-            frames_width = regmap.register("IRQ_TX_COALESCE").field("frames").width
-            timer_us_width = regmap.register("IRQ_TX_COALESCE").field("timer_us").width
-            sys_clk_mhz_width = regmap.register("IRQ_SYS_CLK_MHZ").fields[0].width
-            interval_us_width = regmap.register("IRQ_MIN_INTERVAL").field("us").width
-            count_width = regmap.register("IRQ_COUNT").fields[0].width
-        except KeyError as exc:
-            raise ValueError(f"The register map lacks an IRQ moderation register: {exc}") from None
+        self._causes = tuple(name for name, _ in irq_causes_layout(regmap))
+        block, _ = regmap.lookup("IRQ_STATUS")
         self._regmap = regmap
-        self._widths = {
-            "frames_width": frames_width,
-            "timer_us_width": timer_us_width,
-            "sys_clk_mhz_width": sys_clk_mhz_width,
-        }
-        members = {}
-        for direction in ("tx", "rx"):
-            members[direction] = In(IrqEventSignature())
-            members[f"{direction}_mode"] = In(IrqMode)
-            members[f"{direction}_coalesce_frames"] = In(frames_width)
-            members[f"{direction}_coalesce_timer_us"] = In(timer_us_width)
-            members[f"{direction}_coalesce_timer_restart"] = In(1)
-        members["sys_clk_mhz"] = In(sys_clk_mhz_width)
-        members["min_interval_us"] = In(interval_us_width)
-        members["status"] = In(causes)
-        members["enable"] = In(causes)
-        for direction in ("tx", "rx"):
-            members[f"{direction}_done_set"] = Out(1)
-            members[f"{direction}_error_set"] = Out(1)
-        members["irq"] = Out(1)
-        members["holdoff"] = Out(1)
-        members["irq_count"] = Out(count_width)
-        super().__init__(members)
+        super().__init__(
+            {
+                "tx": In(IrqEventSignature()),
+                "rx": In(IrqEventSignature()),
+                "regs": In(block_signature(block, regmap)),
+                "irq": Out(1),
+                "holdoff": Out(1),
+            }
+        )
 
     @property
     def regmap(self) -> RegisterMap:
         return self._regmap
 
+    def cause_bits(self, which: str) -> Value:
+        """``regs.status`` or ``regs.enable`` (``which``) as one vector, bit 0 first, like
+        the register word."""
+        bits = getattr(self.regs, which)
+        return Cat(getattr(bits, cause) for cause in self._causes)
+
     def elaborate(self, platform):
         m = Module()
-        for direction in ("tx", "rx"):
-            moderator = IrqModerator(**self._widths)
+        regs = self.regs
+        channels = (
+            ("tx", self.tx, regs.mode.tx_mode, regs.tx_coalesce),
+            ("rx", self.rx, regs.mode.rx_mode, regs.rx_coalesce),
+        )
+        status_sets = {
+            "tx": (regs.status.tx_done_set, regs.status.tx_error_set),
+            "rx": (regs.status.rx_done_set, regs.status.rx_error_set),
+        }
+        for direction, events, mode, coalesce in channels:
+            moderator = IrqModerator(
+                frames_width=len(coalesce.frames),
+                timer_us_width=len(coalesce.timer_us),
+                sys_clk_mhz_width=len(regs.sys_clk_mhz),
+            )
             m.submodules[f"{direction}_moderator"] = moderator
-            wiring.connect(m, wiring.flipped(getattr(self, direction)), moderator.events)
+            wiring.connect(m, wiring.flipped(events), moderator.events)
+            done_set, error_set = status_sets[direction]
             m.d.comb += [
-                moderator.mode.eq(getattr(self, f"{direction}_mode")),
-                moderator.coalesce_frames.eq(getattr(self, f"{direction}_coalesce_frames")),
-                moderator.timer_us.eq(getattr(self, f"{direction}_coalesce_timer_us")),
-                moderator.timer_restart.eq(getattr(self, f"{direction}_coalesce_timer_restart")),
-                moderator.sys_clk_mhz.eq(self.sys_clk_mhz),
-                getattr(self, f"{direction}_done_set").eq(moderator.done_set),
-                getattr(self, f"{direction}_error_set").eq(moderator.error_set),
+                moderator.mode.eq(IrqMode(mode)),
+                moderator.coalesce_frames.eq(coalesce.frames),
+                moderator.timer_us.eq(coalesce.timer_us),
+                moderator.timer_restart.eq(coalesce.timer_restart),
+                moderator.sys_clk_mhz.eq(regs.sys_clk_mhz),
+                done_set.eq(moderator.done_set),
+                error_set.eq(moderator.error_set),
             ]
 
         # Level interrupt = any enabled cause. Status is sticky, so enabling a cause that is
         # already set raises irq at once: a NAPI driver that re-enables after polling cannot
         # miss work that arrived while it was masked.
-        asserted = (self.status.as_value() & self.enable.as_value()).any()
+        asserted = (self.cause_bits("status") & self.cause_bits("enable")).any()
         # Rate limit: each rise starts the interval; while it runs a low line stays low (a
         # high one follows the causes, so acknowledging still lowers it). The last cycle of
         # the interval no longer holds off, so a pending cause rises exactly
         # min_interval_us after the previous rise. Causes are never dropped: they wait in
         # the sticky IRQ_STATUS.
+        interval_us = regs.min_interval.us
         m.submodules.rate_limit = limit = MicrosecondTimer(
-            us_width=len(self.min_interval_us), sys_clk_mhz_width=len(self.sys_clk_mhz)
+            us_width=len(interval_us), sys_clk_mhz_width=len(regs.sys_clk_mhz)
         )
-        off = self.min_interval_us == 0  # also the cycle 0 is written, not only the next
+        off = interval_us == 0  # also the cycle 0 is written, not only the next
         m.d.comb += self.holdoff.eq(limit.running & ~limit.expires & ~off)
         irq_next = asserted & (self.irq | ~self.holdoff)
         rises = irq_next & ~self.irq
         m.d.comb += [
-            limit.us.eq(self.min_interval_us),
-            limit.sys_clk_mhz.eq(self.sys_clk_mhz),
+            limit.us.eq(interval_us),
+            limit.sys_clk_mhz.eq(regs.sys_clk_mhz),
             limit.start.eq(rises),
             limit.stop.eq(off),
         ]
         m.d.sync += self.irq.eq(irq_next)
         with m.If(rises):
-            m.d.sync += self.irq_count.eq(self.irq_count + 1)
+            m.d.sync += regs.count.eq(regs.count + 1)
         return m
-
-
-def connect_csr_bank(m: Module, controller: IrqController, bank) -> None:
-    """Wire ``controller`` to a :class:`~macdma.hdl.bus.axi_lite.CsrBank` built from the
-    same register map: configuration and IRQ_STATUS / IRQ_ENABLE in, the ``*_set`` strobes
-    and IRQ_COUNT out. The DMA channels' events (``controller.tx`` / ``.rx``) stay for the
-    caller to connect."""
-    regmap = controller.regmap
-    if bank.regmap is not regmap:
-        raise ValueError("The CSR bank and the IRQ controller use different register maps")
-
-    def status_set_port(cause):
-        block, reg = regmap.lookup("IRQ_STATUS")
-        return getattr(bank, port_name(block, reg, reg.field(cause)) + "_set")
-
-    for direction in ("tx", "rx"):
-        coalesce = f"IRQ_{direction.upper()}_COALESCE"
-        m.d.comb += [
-            getattr(controller, f"{direction}_mode").eq(bank.port("IRQ_MODE", f"{direction}_mode")),
-            getattr(controller, f"{direction}_coalesce_frames").eq(bank.port(coalesce, "frames")),
-            getattr(controller, f"{direction}_coalesce_timer_us").eq(
-                bank.port(coalesce, "timer_us")
-            ),
-            getattr(controller, f"{direction}_coalesce_timer_restart").eq(
-                bank.port(coalesce, "timer_restart")
-            ),
-            status_set_port(f"{direction}_done").eq(getattr(controller, f"{direction}_done_set")),
-            status_set_port(f"{direction}_error").eq(getattr(controller, f"{direction}_error_set")),
-        ]
-    for cause, _ in controller.status.shape():
-        m.d.comb += [
-            controller.status[cause].eq(bank.port("IRQ_STATUS", cause)),
-            controller.enable[cause].eq(bank.port("IRQ_ENABLE", cause)),
-        ]
-    m.d.comb += [
-        controller.sys_clk_mhz.eq(bank.port("IRQ_SYS_CLK_MHZ")),
-        controller.min_interval_us.eq(bank.port("IRQ_MIN_INTERVAL", "us")),
-        bank.port("IRQ_COUNT").eq(controller.irq_count),
-    ]

@@ -1,8 +1,9 @@
 """The interrupt rate limit's spacing: no two rises of ``irq`` closer than IRQ_MIN_INTERVAL.
 
 :class:`~macdma.hdl.dma.irq.IrqController` alone, every cause and enable bit free in every
-cycle (the CSR bank's side is proven by ``irq_w1c``), the channels' events free, and the
-rate limit's configuration (``min_interval_us``, ``sys_clk_mhz``) any constants: the
+cycle (the CSR bank's side is proven by ``irq_w1c``), the channels' events and the other
+register values of its ``regs`` port free, and the rate limit's configuration
+(``regs.min_interval.us``, ``regs.sys_clk_mhz``) any constants: the
 interval any length the register holds (16 bits of µs), the prescaler small (at most
 :data:`MAX_PROOF_SYS_CLK_MHZ` cycles per µs) so the solver's multiplications stay small.
 """
@@ -11,6 +12,7 @@ from collections.abc import Callable
 
 from amaranth import *
 from amaranth.hdl import Assert, Assume, Cover
+from amaranth.lib.wiring import In
 
 from ..dma.irq import IrqController, IrqEventSignature
 from ..regmap import REGISTER_MAP
@@ -39,25 +41,22 @@ class IrqSpacingHarness(Harness):
     def build(self, m):
         dut = self._make_dut(REGISTER_MAP)
         m.submodules.controller = fragment = elaborated(dut)
-        us = self.any_const(len(dut.min_interval_us), "min_interval_us")
-        mhz = self.any_const(len(dut.sys_clk_mhz), "sys_clk_mhz")
+        regs = dut.regs
+        us = self.any_const(len(regs.min_interval.us), "min_interval_us")
+        mhz = self.any_const(len(regs.sys_clk_mhz), "sys_clk_mhz")
         m.d.comb += [
             Assume(mhz <= MAX_PROOF_SYS_CLK_MHZ),
-            dut.min_interval_us.eq(us),
-            dut.sys_clk_mhz.eq(mhz),
-            dut.status.eq(self.any_seq(len(dut.status.as_value()), "status")),
-            dut.enable.eq(self.any_seq(len(dut.enable.as_value()), "enable")),
+            regs.min_interval.us.eq(us),
+            regs.sys_clk_mhz.eq(mhz),
         ]
+        # Every other register value the controller reads (causes, enables, modes,
+        # coalescing) is free in every cycle.
+        constants = {("min_interval", "us"), ("sys_clk_mhz",)}
+        for path, member, value in regs.signature.flatten(regs):
+            if member.flow == In and path not in constants:
+                name = "__".join(str(part) for part in path)
+                m.d.comb += value.eq(self.any_seq(len(value), name))
         for direction in ("tx", "rx"):
-            m.d.comb += [
-                getattr(dut, f"{direction}_mode").eq(self.any_seq(2, f"{direction}_mode")),
-                getattr(dut, f"{direction}_coalesce_frames").eq(
-                    self.any_seq(len(getattr(dut, f"{direction}_coalesce_frames")), "frames")
-                ),
-                getattr(dut, f"{direction}_coalesce_timer_us").eq(
-                    self.any_seq(len(getattr(dut, f"{direction}_coalesce_timer_us")), "timer")
-                ),
-            ]
             for name in IrqEventSignature().members:
                 event = getattr(getattr(dut, direction), name)
                 m.d.comb += event.eq(self.any_seq(1, f"{direction}_{name}"))
@@ -110,6 +109,8 @@ class IrqSpacingHarness(Harness):
         m.d.comb += [
             Cover(rise & rose_before & (since == interval) & (us >= 2) & (mhz >= 2)),
             Cover(
-                holdoff_before & (dut.status.as_value() & dut.enable.as_value()).any() & ~dut.irq
+                holdoff_before
+                & (dut.cause_bits("status") & dut.cause_bits("enable")).any()
+                & ~dut.irq
             ),
         ]

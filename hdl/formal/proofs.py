@@ -11,16 +11,16 @@ from functools import partial
 
 from amaranth import *
 from amaranth.hdl import Assert, Assume, Cover
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, connect
 from amaranth.utils import exact_log2
 
-from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR, CsrBank
+from ..bus.axi_lite import RESP_OKAY, RESP_SLVERR
+from ..bus.csr_bank import CsrBank, block_member_name, field_port
 from ..dma.axi_reader import AxiBurstReader
 from ..dma.axi_writer import AxiBurstWriter
-from ..dma.irq import IrqController, IrqEventSignature, connect_csr_bank
+from ..dma.irq import IrqController, IrqEventSignature
 from ..dma.prefetch_fifo import AsyncPrefetchFifo
 from ..regmap import REGISTER_MAP
-from ..regmodel import port_name
 from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
@@ -305,24 +305,19 @@ class IrqHarness(Harness):
         controller = self._make_controller(regmap)
         m.submodules.bank = fragment = elaborated(bank)
         m.submodules.controller = controller
-        connect_csr_bank(m, controller, bank)
+        connect(m, bank.irq, controller.regs)
         status_block, status_reg = regmap.lookup("IRQ_STATUS")
-        causes = [name for name, _ in controller.status.shape()]
-
-        def set_port(cause):
-            return port_name(status_block, status_reg, status_reg.field(cause)) + "_set"
-
-        driven = {set_port(f"{d}_{kind}") for d in ("tx", "rx") for kind in ("done", "error")}
-        driven.add(port_name(*regmap.lookup("IRQ_COUNT")))
-        _drive_free_inputs(self, m, bank, skip=driven)
+        causes = [fld.name for fld in sorted(status_reg.fields, key=lambda f: f.lsb)]
+        # The IRQ block is the controller's; every other hardware input of the bank is free.
+        _drive_free_inputs(self, m, bank, skip={block_member_name(status_block)})
         for direction in ("tx", "rx"):
             for name, _ in IrqEventSignature().members.items():
                 event = getattr(getattr(controller, direction), name)
                 m.d.comb += event.eq(self.any_seq(1, f"{direction}_{name}"))
         props = _csr_bus_properties(self, m, bank, fragment)
 
-        status = controller.status.as_value()
-        enable = controller.enable.as_value()
+        status = controller.cause_bits("status")
+        enable = controller.cause_bits("enable")
         irq = controller.irq
         # irq is registered. It is high only in the cycle after status & enable is non-zero,
         # stays high while an enabled cause remains, and rises in the cycle after a cause
@@ -331,7 +326,7 @@ class IrqHarness(Harness):
         any_enabled = self.past((status & enable).any(), "any_enabled")
         past_irq = self.past(irq, "irq")
         past_holdoff = self.past(controller.holdoff, "holdoff")
-        past_limit_off = self.past(controller.min_interval_us == 0, "limit_off")
+        past_limit_off = self.past(controller.regs.min_interval.us == 0, "limit_off")
         with m.If(~self.started):
             m.d.comb += Assert(~irq)
         with m.Else():
@@ -345,7 +340,10 @@ class IrqHarness(Harness):
         # W1C: from one cycle to the next a status bit changes only by a hardware set (which
         # wins) or by a write of 1 to it in an IRQ_STATUS write that got OKAY.
         status_word = (status_block.base + status_reg.offset) >> 2
-        sets = Cat(getattr(bank, set_port(cause)) for cause in causes)
+        sets = Cat(
+            field_port(bank, status_block, status_reg, status_reg.field(cause), set_port=True)
+            for cause in causes
+        )
         strobe_bits = Cat(props.write_strb[i].replicate(8) for i in range(4))
         writes_status = (
             props.write_answered
@@ -580,7 +578,7 @@ PROOFS = [
         mode="prove",
         depth=4,
         cover_depth=8,
-        component="hdl/bus/axi_lite.py CsrBank",
+        component="hdl/bus/csr_bank.py CsrBank",
     ),
     Proof(
         name="irq_w1c",

@@ -14,6 +14,10 @@ decides the MDC rising edge, i.e. it is the pin's value 3 system clocks before M
 The PHY changes MDIO up to 300 ns after the previous rising edge (22.3.4), so that delay
 must be under ``2 * clk_div - 3`` system clocks; ``clk_div`` 1 cannot read at all (the
 register bank only accepts 2..255).
+
+``MdioController`` is the hardware behind the register map's MDIO block: its ``regs`` port
+takes the CSR bank's ``bank.mdio`` (MDIO_CTRL, MDIO_CMD, MDIO_STATUS) and drives an
+``MdioMaster``.
 """
 
 from amaranth import *
@@ -21,7 +25,10 @@ from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["MdioMaster", "OP_READ", "OP_WRITE", "FRAME_BITS"]
+from ..bus.csr_bank import block_signature
+from ..regmap import REGISTER_MAP
+
+__all__ = ["MDIO_PINS", "MdioController", "MdioMaster", "OP_READ", "OP_WRITE", "FRAME_BITS"]
 
 OP_WRITE = 0b01
 OP_READ = 0b10
@@ -29,6 +36,9 @@ FRAME_BITS = 64
 # On a read the MAC drives bits 0..45 (preamble .. register address); the PHY the rest.
 READ_DRIVEN_BITS = 46
 READ_DATA_BITS = 16
+#: The MDIO pins of every component that drives them (``mdio`` is bidirectional: the top adds
+#: the tristate buffer, driving ``mdio_o`` while ``mdio_oe``).
+MDIO_PINS = {"mdc": Out(1), "mdio_o": Out(1), "mdio_oe": Out(1), "mdio_i": In(1)}
 
 
 class MdioMaster(wiring.Component):
@@ -67,10 +77,7 @@ class MdioMaster(wiring.Component):
                 "write_data": In(16),
                 "busy": Out(1),
                 "read_data": Out(READ_DATA_BITS),
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                **MDIO_PINS,
             }
         )
 
@@ -120,4 +127,50 @@ class MdioMaster(wiring.Component):
             with m.Else():  # rising edge: sample (read data is bits 48..63)
                 with m.If(reading & (bit >= FRAME_BITS - READ_DATA_BITS)):
                     m.d.sync += self.read_data.eq(Cat(mdio_i, self.read_data[:-1]))
+        return m
+
+
+class MdioController(wiring.Component):
+    """The MDIO register block: an :class:`MdioMaster` behind MDIO_CTRL, MDIO_CMD and
+    MDIO_STATUS. Every MDIO_CMD write starts a frame with the fields just written; one
+    arriving while a frame runs starts nothing and sets the sticky
+    MDIO_STATUS.cmd_ignored instead.
+
+    Members
+    -------
+    regs : In(block_signature(MDIO block))
+        The CSR bank's ``bank.mdio``: ``ctrl.clk_div``, ``cmd`` (``data``, ``reg``,
+        ``phy``, ``write`` and its write strobe ``written``) in; ``status.read_data``,
+        ``status.busy`` and ``status.cmd_ignored_set`` out.
+    mdc, mdio_o, mdio_oe : Out(1); mdio_i : In(1)
+        The pins, as on :class:`MdioMaster`.
+    """
+
+    def __init__(self):
+        super().__init__(
+            {
+                "regs": In(block_signature(REGISTER_MAP.block("MDIO"))),
+                **MDIO_PINS,
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        regs = self.regs
+        m.submodules.master = master = MdioMaster(len(regs.ctrl.clk_div))
+        m.d.comb += [
+            master.clk_div.eq(regs.ctrl.clk_div),
+            master.start.eq(regs.cmd.written),
+            master.write.eq(regs.cmd.write),
+            master.phy.eq(regs.cmd.phy),
+            master.reg.eq(regs.cmd.reg),
+            master.write_data.eq(regs.cmd.data),
+            regs.status.busy.eq(master.busy),
+            regs.status.read_data.eq(master.read_data),
+            regs.status.cmd_ignored_set.eq(regs.cmd.written & master.busy),
+            self.mdc.eq(master.mdc),
+            self.mdio_o.eq(master.mdio_o),
+            self.mdio_oe.eq(master.mdio_oe),
+            master.mdio_i.eq(self.mdio_i),
+        ]
         return m
