@@ -15,6 +15,7 @@ import pytest
 from macdma.hdl.boards.pll import ClockOutput, pll_dividers
 from macdma.sim.synth import (
     BLOCKS,
+    PLACER_TIMING_WEIGHT,
     SynthReport,
     block_of,
     board_config,
@@ -96,9 +97,10 @@ def test_synth_command_rejects_contradictory_or_unknown_features(argv, message, 
     assert message in capsys.readouterr().err
 
 
-def test_nextpnr_gets_the_seed_only_when_one_is_given():
-    assert nextpnr_options("top") == "--report top.report.json --timing-allow-fail"
-    assert nextpnr_options("top", 7).endswith("--timing-allow-fail --seed 7")
+def test_nextpnr_gets_the_placer_weight_and_the_seed_only_when_one_is_given():
+    weight = f"--placer-heap-timingweight {PLACER_TIMING_WEIGHT}"
+    assert nextpnr_options("top") == f"--report top.report.json --timing-allow-fail {weight}"
+    assert nextpnr_options("top", 7).endswith(f"--timing-allow-fail {weight} --seed 7")
     with pytest.raises(ValueError, match="seed must be a whole number >= 1, not 0"):
         synthesize("colorlight-5a75b", seed=0)
     report = SynthReport("b", "d", "pnr", seed=7)
