@@ -82,15 +82,15 @@ class DmaChannel(wiring.Component):
         raise NotImplementedError
 
     def entry_address(self, index: Value) -> Value:
-        """Byte address of ring entry ``index``. RING_BASE is 16-byte aligned (the register
-        map rejects other values), so its low 4 bits are not read: every descriptor access
-        is then aligned in the logic too, and the movers' byte-lane logic for it folds
-        away."""
+        """Byte address of ring entry ``index``, ``addr_width`` bits. RING_BASE is 16-byte
+        aligned (the register map rejects other values), so its low 4 bits are not read:
+        every descriptor access is then aligned in the logic too, and the movers' byte-lane
+        logic for it folds away."""
         return Cat(C(0, 4), self.regs.ring_base[4:] + index)[: self._addr_width]
 
     def add_doorbell(self, m: Module, *, reset: Value | None = None) -> RingDoorbell:
         """Add the ring's doorbell to ``m`` as ``doorbell``: on RING_SIZE, TAIL and its
-        write strobe, driving ``bad_tail``. ``reset`` resets it (the channel's reset
+        write strobe, driving STATUS.bad_tail. ``reset`` resets it (the channel's reset
         strobe); without it, ``m``'s own reset does."""
         doorbell = RingDoorbell()
         m.submodules.doorbell = doorbell if reset is None else ResetInserter(reset)(doorbell)
