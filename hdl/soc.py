@@ -14,7 +14,8 @@ PHY management: the MDIO_* registers drive ``MdioController`` (clause 22) on
 
 The CSR bank has one sub-interface per register block (``bank.tx``, ``bank.irq``, ...;
 :mod:`macdma.hdl.bus.csr_bank`): a block whose hardware has a ``regs`` port is connected
-with ``wiring.connect`` (IRQ, MDIO, MAC), the others field by field by attribute.
+with ``wiring.connect`` (TX and RX DMA channels, IRQ, MDIO, MAC), the others field by field
+by attribute.
 
 Both channels share the one AXI4 master port through round-robin arbiters (ID bit 1:
 0 = TX channel, 1 = RX channel). ``irq`` is the IRQ controller's level output.
@@ -149,14 +150,13 @@ class MacDmaSoc(wiring.Component):
 
         m.submodules.tx_dma = tx_dma = TxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
         m.submodules.rx_dma = rx_dma = RxDmaChannel(width, ADDR_WIDTH, params.max_prefetch)
-        for regs, channel in ((bank.tx, tx_dma), (bank.rx, rx_dma)):
-            _connect_channel(m, regs, channel, sys_clk_mhz=bank.irq.sys_clk_mhz)
-        # TX's run waits for its FIFO's reset (MacDmaSoc._tx_fifo); TX_DROPS counts the
-        # MAC's underruns whose write-back landed (MacDmaSoc._mac_statistics).
+        # TX is held while its FIFO resets (MacDmaSoc._tx_fifo); TX_DROPS counts the MAC's
+        # underruns whose write-back landed (MacDmaSoc._mac_statistics).
+        connect(m, bank.tx, tx_dma.regs)
+        connect(m, bank.rx, rx_dma.regs)
         m.d.comb += [
-            rx_dma.run.eq(bank.rx.ctrl.run),
-            bank.rx.drops.eq(rx_dma.drops),
-            bank.rx.reset_discards.eq(rx_dma.reset_discards),
+            tx_dma.sys_clk_mhz.eq(bank.irq.sys_clk_mhz),
+            rx_dma.sys_clk_mhz.eq(bank.irq.sys_clk_mhz),
         ]
         connect(m, tx_dma.events, irq.tx)
         connect(m, rx_dma.events, irq.rx)
@@ -180,15 +180,14 @@ class MacDmaSoc(wiring.Component):
         m.submodules.mac = mac = EthMac(flow_control=params.flow_control, ptp=params.ptp)
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
-        self._tx_reset_discards(m, bank, tx_fifo, tx_dma)
+        self._tx_reset_discards(m, tx_fifo, tx_dma)
         connect(m, mac.rx, rx_fifo.i)
         connect(m, rx_fifo.o, rx_dma.i)
         m.d.comb += [
             rx_fifo.i_cause.eq(mac.rx_status.p.error),
             rx_dma.i_cause.eq(rx_fifo.o_cause),
             rx_dma.i_csum.eq(rx_fifo.o_csum if params.rx_checksum else 0),
-            bank.rx.fifo_overflows.eq(rx_fifo.overflows),
-            bank.tx.fifo_overflows.eq(0),
+            rx_dma.fifo_overflows.eq(rx_fifo.overflows),
         ]
         connect(m, mac.gmii_tx, flipped(self.gmii_tx))
         connect(m, mac.gmii_rx, flipped(self.gmii_rx))
@@ -251,7 +250,7 @@ class MacDmaSoc(wiring.Component):
         m.d.comb += [
             domain.clk.eq(ClockSignal("sync")),
             domain.rst.eq(ResetSignal("sync") | (resetting != 0)),
-            tx_dma.run.eq(bank.tx.ctrl.run & (resetting == 0)),
+            tx_dma.hold.eq(resetting != 0),
         ]
         fifo = TxFrameFifo(
             self.params.data_width,
@@ -267,7 +266,7 @@ class MacDmaSoc(wiring.Component):
         return DomainRenamer({"sync": "tx_fifo_sys"})(fifo)
 
     @staticmethod
-    def _tx_reset_discards(m, bank, tx_fifo, tx_dma):
+    def _tx_reset_discards(m, tx_fifo, tx_dma):
         """TX_RESET_DISCARDS: the channel counts frames written back and flushed from the
         TX FIFO before the MAC started them; it learns of each start (the MAC taking a
         frame's first byte, in the ``tx`` domain) through a pulse synchronizer."""
@@ -281,7 +280,6 @@ class MacDmaSoc(wiring.Component):
             pulse.i.eq(started),
             tx_dma.frame_started.eq(pulse.o),
             tx_dma.fifo_flushing.eq(ResetSignal("tx_fifo_sys")),
-            bank.tx.reset_discards.eq(tx_dma.reset_discards),
         ]
 
     def _features(self, m, bank):
@@ -330,10 +328,7 @@ class MacDmaSoc(wiring.Component):
                 m.d.comb += _statistic(bank.stats, name).eq(getattr(counters, name))
         # TX_DROPS: the MAC's underruns whose write-back landed; the TX channel decides
         # (a cut frame still owned by the DMA is the driver's to count).
-        m.d.comb += [
-            tx_dma.frame_cut.eq(tx_stats.status.valid & tx_stats.status.p.underrun),
-            bank.tx.drops.eq(tx_dma.drops),
-        ]
+        m.d.comb += tx_dma.frame_cut.eq(tx_stats.status.valid & tx_stats.status.p.underrun)
 
     @staticmethod
     def _flow_control_statistics(m, stats, mac):
@@ -438,33 +433,6 @@ def _statistic(stats, name):
     (:mod:`macdma.hdl.mac.counters`): the STATS block is generated from those same tables,
     one register per counter, so each counter's name is its register's member."""
     return getattr(stats, name)
-
-
-def _connect_channel(m, regs, channel, *, sys_clk_mhz):
-    """One DMA channel block's registers (``bank.tx`` or ``bank.rx``) to its channel, but
-    for what differs between TX and RX (``run``, ``drops``, ``reset_discards``), which the
-    caller connects. ``sys_clk_mhz``: IRQ_SYS_CLK_MHZ, the µs prescaler."""
-    m.d.comb += [
-        channel.reset.eq(regs.ctrl.reset),
-        channel.ring_base.eq(regs.ring_base),
-        channel.ring_size.eq(regs.ring_size),
-        channel.tail.eq(regs.tail),
-        channel.tail_written.eq(regs.tail_written),
-        channel.poll_us.eq(regs.poll_us),
-        channel.sys_clk_mhz.eq(sys_clk_mhz),
-        channel.burst_beats.eq(regs.burst_beats),
-        channel.prefetch.eq(regs.prefetch),
-        regs.head.eq(channel.head),
-        regs.status.running.eq(channel.running),
-        regs.status.halted.eq(channel.halted),
-        regs.status.resetting.eq(channel.resetting),
-        regs.status.bad_tail.eq(channel.bad_tail),
-        regs.status.error_code.eq(channel.error_code),
-        regs.desc_fetched.eq(channel.desc_fetched),
-        regs.bursts.eq(channel.bursts),
-        regs.bytes.eq(channel.bytes),
-        regs.frames.eq(channel.frames),
-    ]
 
 
 class SocTop(wiring.Component):

@@ -116,32 +116,32 @@ class Harness:
     # ---- simulation helpers --------------------------------------------------------------
     async def setup(self, ctx, run=1):
         d = self.dut
-        ctx.set(d.ring_base, RING_BASE)
-        ctx.set(d.ring_size, self.ring_size)
-        ctx.set(d.prefetch, self.config["prefetch"])
-        ctx.set(d.burst_beats, self.config["burst_beats"])
-        ctx.set(d.poll_us, self.config["poll_us"])
+        ctx.set(d.regs.ring_base, RING_BASE)
+        ctx.set(d.regs.ring_size, self.ring_size)
+        ctx.set(d.regs.prefetch, self.config["prefetch"])
+        ctx.set(d.regs.burst_beats, self.config["burst_beats"])
+        ctx.set(d.regs.poll_us, self.config["poll_us"])
         ctx.set(d.sys_clk_mhz, 4)
-        ctx.set(d.run, run)
+        ctx.set(d.regs.ctrl.run, run)
         await ctx.tick()
 
     async def doorbell(self, ctx, tail):
-        ctx.set(self.dut.tail, tail)
-        ctx.set(self.dut.tail_written, 1)
+        ctx.set(self.dut.regs.tail, tail)
+        ctx.set(self.dut.regs.tail_written, 1)
         await ctx.tick()
-        ctx.set(self.dut.tail_written, 0)
+        ctx.set(self.dut.regs.tail_written, 0)
 
     async def reset(self, ctx, limit=5000):
         """CTRL.reset as a driver does it: the strobe, then STATUS.resetting polled until
         0; from then on the channel has nothing on the write bus (no late data burst can
         land in a buffer the driver re-posts). Returns the cycles it read 1."""
         d = self.dut
-        ctx.set(d.reset, 1)
+        ctx.set(d.regs.ctrl.reset, 1)
         await ctx.tick()
-        ctx.set(d.reset, 0)
-        assert ctx.get(d.resetting), "STATUS.resetting not set by CTRL.reset"
+        ctx.set(d.regs.ctrl.reset, 0)
+        assert ctx.get(d.regs.status.resetting), "STATUS.resetting not set by CTRL.reset"
         busy_cycles = 0
-        while ctx.get(d.resetting):
+        while ctx.get(d.regs.status.resetting):
             busy_cycles += 1
             if busy_cycles == limit:
                 raise AssertionError(f"STATUS.resetting still 1 {limit} cycles after CTRL.reset")
@@ -192,14 +192,13 @@ class Harness:
         d = self.dut
         for _ in range(limit):
             await ctx.tick()
-            if (ctx.get(d.frames), ctx.get(d.drops)) == (self.frames, self.drops) and ctx.get(
-                d.head
-            ) == self.used % self.ring_size:
+            counts = (ctx.get(d.regs.frames), ctx.get(d.regs.drops), ctx.get(d.regs.head))
+            if counts == (self.frames, self.drops, self.used % self.ring_size):
                 break
         else:
             raise AssertionError(
-                f"timeout: frames {ctx.get(d.frames)}/{self.frames}, drops "
-                f"{ctx.get(d.drops)}/{self.drops}, head {ctx.get(d.head)}/{self.used}"
+                f"timeout: frames {ctx.get(d.regs.frames)}/{self.frames}, drops "
+                f"{ctx.get(d.regs.drops)}/{self.drops}, head {ctx.get(d.regs.head)}/{self.used}"
             )
         for _ in range(30):
             await ctx.tick()
@@ -212,11 +211,11 @@ class Harness:
                 f"memory differs at {len(diffs)} bytes, first {diffs[0]:#x}: "
                 f"got {self.mem[diffs[0]]:#x} want {self.exp[diffs[0]]:#x}"
             )
-        assert ctx.get(d.frames) == self.frames
-        assert ctx.get(d.drops) == self.drops
-        assert ctx.get(d.bytes) == self.bytes
-        assert ctx.get(d.head) == self.used % self.ring_size
-        assert ctx.get(d.error_code) == 0 and not ctx.get(d.halted)
+        assert ctx.get(d.regs.frames) == self.frames
+        assert ctx.get(d.regs.drops) == self.drops
+        assert ctx.get(d.regs.bytes) == self.bytes
+        assert ctx.get(d.regs.head) == self.used % self.ring_size
+        assert ctx.get(d.regs.status.error_code) == 0 and not ctx.get(d.regs.status.halted)
 
     async def event_monitor(self, ctx):
         d = self.dut
@@ -295,8 +294,8 @@ def test_buffer_sizes(size, prefetch, burst, ready_prob, data_width):
         assert h.seen["frame_done"] == len(LENGTHS)
         assert h.seen["desc_ioc"] == h.events["desc_ioc"]
         assert h.seen["error"] == 0
-        assert ctx.get(h.dut.desc_fetched) >= needed
-        assert ctx.get(h.dut.bursts) >= len(LENGTHS)
+        assert ctx.get(h.dut.regs.desc_fetched) >= needed
+        assert ctx.get(h.dut.regs.bursts) >= len(LENGTHS)
 
     h.run(scenario)
 
@@ -349,7 +348,7 @@ def test_ring_exhaustion_drops_and_recovery():
             await h.send(ctx, frame_bytes(h.rng, n))
         await h.settle(ctx)
         h.check(ctx)
-        assert h.drops == 3 and ctx.get(h.dut.drops) == 3
+        assert h.drops == 3 and ctx.get(h.dut.regs.drops) == 3
         # The driver posts more and rings the doorbell: later frames are delivered.
         for k, (addr, length) in enumerate(buffers(0x3400, [128] * 3)):
             h.post(4 + k, addr, length)
@@ -359,7 +358,7 @@ def test_ring_exhaustion_drops_and_recovery():
             await h.send(ctx, frame_bytes(h.rng, n))
         await h.settle(ctx)
         h.check(ctx)
-        assert ctx.get(h.dut.drops) == 3 and h.frames == 6
+        assert ctx.get(h.dut.regs.drops) == 3 and h.frames == 6
 
     h.run(scenario)
 
@@ -404,20 +403,20 @@ def test_each_lost_frame_counts_once():
         await h.doorbell(ctx, 1)
         await h.send(ctx, frame_bytes(h.rng, 100), error=1, overflow=1)  # FIFO-cut, truncated
         await h.settle(ctx)
-        assert ctx.get(d.drops) == 0
+        assert ctx.get(d.regs.drops) == 0
         await h.send(ctx, frame_bytes(h.rng, 90), error=1, overflow=1)  # FIFO-cut, no buffer
         await h.settle(ctx)
-        assert ctx.get(d.drops) == 0
+        assert ctx.get(d.regs.drops) == 0
         await h.send(ctx, frame_bytes(h.rng, 80))  # no buffer: dropped whole
         await h.settle(ctx)
-        assert ctx.get(d.drops) == 1
+        assert ctx.get(d.regs.drops) == 1
         h.post(1, 0x3101, 64)
         h.unpost(2)
         await h.doorbell(ctx, 2)
         await h.send(ctx, frame_bytes(h.rng, 150))  # truncated by the ring
         await h.settle(ctx)
         h.check(ctx)
-        assert ctx.get(d.drops) == 2 and h.truncated == 2
+        assert ctx.get(d.regs.drops) == 2 and h.truncated == 2
 
     h.run(scenario)
 
@@ -482,11 +481,11 @@ def test_bus_error_halts_and_reset_recovers(where):
             _, _, ready = await ctx.tick().sample(d.i.ready)
             if ready and taken < len(beats):
                 taken += 1
-            if ctx.get(d.halted):
+            if ctx.get(d.regs.status.halted):
                 break
-        assert ctx.get(d.halted), "no halt"
-        assert ctx.get(d.error_code) == ERROR_CODES[code]
-        assert not ctx.get(d.running)
+        assert ctx.get(d.regs.status.halted), "no halt"
+        assert ctx.get(d.regs.status.error_code) == ERROR_CODES[code]
+        assert not ctx.get(d.regs.status.running)
         for _ in range(20):
             await ctx.tick()
         reads, writes = len(h.rd.monitor.bursts), len(h.wr.monitor.bursts)
@@ -499,14 +498,18 @@ def test_bus_error_halts_and_reset_recovers(where):
             assert not ready, "halted channel consumed input"
         assert (len(h.rd.monitor.bursts), len(h.wr.monitor.bursts)) == (reads, writes)
         assert h.seen["error"] == 1
-        assert ctx.get(d.frames) == 0
+        assert ctx.get(d.regs.frames) == 0
         # Finish the abandoned frame's input (the SoC would; here so `i` starts clean).
         ctx.set(d.i.valid, 0)
         # Reset, re-post the ring, deliver a frame.
         h.rd.errors, h.wr.errors = [], []
-        ctx.set(d.run, 0)  # the driver stops the channel, resets it and re-posts the ring
+        ctx.set(d.regs.ctrl.run, 0)  # the driver stops the channel, resets it and re-posts the ring
         await h.reset(ctx)
-        assert ctx.get(d.error_code) == 0 and ctx.get(d.head) == 0 and not ctx.get(d.halted)
+        assert (
+            ctx.get(d.regs.status.error_code) == 0
+            and ctx.get(d.regs.head) == 0
+            and not ctx.get(d.regs.status.halted)
+        )
         if taken not in (0, len(beats)):
             # The channel skips the rest of the frame it had started taking.
             for beat in beats[taken:]:
@@ -521,11 +524,15 @@ def test_bus_error_halts_and_reset_recovers(where):
         h.exp[:] = before
         h.avail.clear()
         h.used = 0
-        h.frames, h.drops, h.bytes = ctx.get(d.frames), ctx.get(d.drops), ctx.get(d.bytes)
+        h.frames, h.drops, h.bytes = (
+            ctx.get(d.regs.frames),
+            ctx.get(d.regs.drops),
+            ctx.get(d.regs.bytes),
+        )
         for idx, (addr, length) in enumerate(buffers(0x6000, [128] * 3)):
             h.post(idx, addr, length)
         h.unpost(3)
-        ctx.set(d.run, 1)
+        ctx.set(d.regs.ctrl.run, 1)
         await h.doorbell(ctx, 3)
         await h.send(ctx, frame_bytes(h.rng, 150))
         await h.settle(ctx)
@@ -550,8 +557,8 @@ def test_buffer_too_small_halts():
         ctx.set(d.i.valid, 1)
         for _ in range(50):
             await ctx.tick()
-        assert ctx.get(d.error_code) == ERROR_CODES["RX_BUFFER_TOO_SMALL"]
-        assert ctx.get(d.head) == 1  # the small one is not written back
+        assert ctx.get(d.regs.status.error_code) == ERROR_CODES["RX_BUFFER_TOO_SMALL"]
+        assert ctx.get(d.regs.head) == 1  # the small one is not written back
         assert h.seen["error"] == 1
         ctx.set(d.i.valid, 0)
         h.check_mem = h.mem == h.exp
@@ -578,13 +585,13 @@ def test_no_access_until_run_and_bad_tail():
         ctx.set(d.i.valid, 0)
         await h.doorbell(ctx, 4)  # tail >= ring_size: ignored and flagged
         await ctx.tick()
-        assert ctx.get(d.bad_tail)
-        ctx.set(d.run, 1)
+        assert ctx.get(d.regs.status.bad_tail)
+        ctx.set(d.regs.ctrl.run, 1)
         await h.send(ctx, frame_bytes(h.rng, 80))
         await h.settle(ctx)
         h.check(ctx)
         await h.reset(ctx)
-        assert not ctx.get(d.bad_tail)
+        assert not ctx.get(d.regs.status.bad_tail)
 
     h.run(scenario)
 
@@ -599,14 +606,14 @@ def test_poll_finds_descriptors_without_doorbell():
         await h.doorbell(ctx, 0)
         for _ in range(40):
             await ctx.tick()
-        fetched = ctx.get(d.desc_fetched)
+        fetched = ctx.get(d.regs.desc_fetched)
         # Post without a doorbell; the poll (2 us at 4 MHz = 8 cycles) finds them.
         h.post(0, 0x3000, 128)
         h.post(1, 0x3100, 128)
         h.unpost(2)
         for _ in range(60):
             await ctx.tick()
-        assert ctx.get(d.desc_fetched) > fetched
+        assert ctx.get(d.regs.desc_fetched) > fetched
         await h.send(ctx, frame_bytes(h.rng, 200))
         await h.settle(ctx)
         h.check(ctx)
@@ -659,7 +666,7 @@ def test_descriptor_without_own_is_never_used():
             await h.send(ctx, frame_bytes(h.rng, n))
         await h.settle(ctx)
         h.check(ctx)
-        assert ctx.get(d.drops) == 1 and ctx.get(d.head) == 2
+        assert ctx.get(d.regs.drops) == 1 and ctx.get(d.regs.head) == 2
         h.post(2, *bufs[2])
         h.avail.append((3, *bufs[3], 0))
         await h.doorbell(ctx, 4)
@@ -667,7 +674,7 @@ def test_descriptor_without_own_is_never_used():
             await h.send(ctx, frame_bytes(h.rng, n))
         await h.settle(ctx)
         h.check(ctx)
-        assert ctx.get(d.head) == 4
+        assert ctx.get(d.regs.head) == 4
 
     h.run(scenario)
 
@@ -695,7 +702,7 @@ def test_reset_waits_for_the_data_burst_in_flight():
                 break
         ctx.set(d.i.valid, 0)
         assert ctx.get(d.axi_write.wvalid), "no data burst started"
-        ctx.set(d.run, 0)
+        ctx.set(d.regs.ctrl.run, 0)
         assert await h.reset(ctx) > 1, "the reset did not wait for the burst on the bus"
         landed = bytes(h.mem)
         for _ in range(300):
@@ -731,16 +738,16 @@ def test_reset_mid_frame_skips_its_rest():
             ctx.set(d.i.valid, 0)
 
         await drive(beats[:20])
-        ctx.set(d.run, 0)
+        ctx.set(d.regs.ctrl.run, 0)
         await h.reset(ctx)
-        assert ctx.get(d.head) == 0 and ctx.get(d.frames) == 0
+        assert ctx.get(d.regs.head) == 0 and ctx.get(d.regs.frames) == 0
         await drive(beats[20:])  # the rest of the cut frame is skipped, even with run = 0
         h.exp[:] = h.mem
         h.avail.clear()
         for idx, (addr, length) in enumerate(buffers(0x4000, [128] * 3)):
             h.post(idx, addr, length)
         h.unpost(3)
-        ctx.set(d.run, 1)
+        ctx.set(d.regs.ctrl.run, 1)
         await h.doorbell(ctx, 3)
         await h.send(ctx, frame_bytes(h.rng, 150))
         await h.settle(ctx)
@@ -794,7 +801,7 @@ def test_random_traffic_with_concurrent_reaping(seed):
             n = rng.randrange(60, 700)
             while True:
                 # Reap written-back slots and hand them straight back.
-                done = (ctx.get(d.head) - reaped) % ring
+                done = (ctx.get(d.regs.head) - reaped) % ring
                 for _ in range(done):
                     h.post(tail, *pool[tail], ioc=rng.randrange(2))
                     tail = (tail + 1) % ring
@@ -811,7 +818,7 @@ def test_random_traffic_with_concurrent_reaping(seed):
                          cause=flags[2])  # fmt: skip
         await h.settle(ctx)
         h.check(ctx)
-        assert h.drops == 0 and ctx.get(d.drops) == 0
+        assert h.drops == 0 and ctx.get(d.regs.drops) == 0
         assert h.seen["desc_done"] == h.events["desc_done"]
         assert h.seen["desc_ioc"] == h.events["desc_ioc"]
         assert h.seen["frame_done"] == 30

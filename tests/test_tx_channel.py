@@ -169,31 +169,31 @@ class Bench:
 
     async def setup(self, ctx, *, prefetch=4, poll_us=0, run=1, clk_mhz=5):
         d = self.dut
-        ctx.set(d.ring_base, RING_BASE)
-        ctx.set(d.ring_size, self.ring_size)
-        ctx.set(d.burst_beats, self.cap)
-        ctx.set(d.prefetch, prefetch)
-        ctx.set(d.poll_us, poll_us)
+        ctx.set(d.regs.ring_base, RING_BASE)
+        ctx.set(d.regs.ring_size, self.ring_size)
+        ctx.set(d.regs.burst_beats, self.cap)
+        ctx.set(d.regs.prefetch, prefetch)
+        ctx.set(d.regs.poll_us, poll_us)
         ctx.set(d.sys_clk_mhz, clk_mhz)
-        ctx.set(d.run, run)
+        ctx.set(d.regs.ctrl.run, run)
         await self.tick(ctx)
 
     async def doorbell(self, ctx, tail):
-        ctx.set(self.dut.tail, tail)
-        ctx.set(self.dut.tail_written, 1)
+        ctx.set(self.dut.regs.tail, tail)
+        ctx.set(self.dut.regs.tail_written, 1)
         await self.tick(ctx)
-        ctx.set(self.dut.tail_written, 0)
+        ctx.set(self.dut.regs.tail_written, 0)
 
     async def channel_reset(self, ctx):
         """CTRL.reset as a driver does it: the strobe, then STATUS.resetting polled until
         0 (a fragment read drained, a write-back already on the bus landed); returns the
         cycles it stayed 1."""
-        ctx.set(self.dut.reset, 1)
+        ctx.set(self.dut.regs.ctrl.reset, 1)
         await self.tick(ctx)
-        ctx.set(self.dut.reset, 0)
-        assert ctx.get(self.dut.resetting), "STATUS.resetting not set by CTRL.reset"
+        ctx.set(self.dut.regs.ctrl.reset, 0)
+        assert ctx.get(self.dut.regs.status.resetting), "STATUS.resetting not set by CTRL.reset"
         busy = 0
-        while ctx.get(self.dut.resetting):
+        while ctx.get(self.dut.regs.status.resetting):
             busy += 1
             assert busy < 5000, "STATUS.resetting never cleared"
             await self.tick(ctx)
@@ -204,7 +204,7 @@ class Bench:
             if cond():
                 return
             await self.tick(ctx)
-        raise AssertionError(f"timeout waiting for {what} (head={ctx.get(self.dut.head)})")
+        raise AssertionError(f"timeout waiting for {what} (head={ctx.get(self.dut.regs.head)})")
 
     async def record_events(self, ctx):
         e = self.dut.events
@@ -246,7 +246,7 @@ async def stream_frames(bench, ctx, frames, *, ioc_prob=0.3):
     tail = 0
     spins = 0
     while pending or inflight:
-        head = ctx.get(dut.head)
+        head = ctx.get(dut.regs.head)
         while inflight and inflight[0] != head:
             bench.reap(inflight.popleft())
         if pending and size - 1 - len(inflight) >= len(pending[0][1]):
@@ -262,7 +262,9 @@ async def stream_frames(bench, ctx, frames, *, ioc_prob=0.3):
             await bench.tick(ctx)
             spins += 1
             assert spins < 20000, f"channel hung at head={head}, tail={tail}"
-        assert not ctx.get(dut.halted), f"halted with code {ctx.get(dut.error_code)}"
+        assert not ctx.get(dut.regs.status.halted), (
+            f"halted with code {ctx.get(dut.regs.status.error_code)}"
+        )
 
 
 SPECS_MIXED = [
@@ -301,18 +303,18 @@ def test_frames_ring_wrap_and_memory_guard(data_width):
         bench.posted.clear()
         # Take that doorbell back with a reset, then really start.
         await bench.channel_reset(ctx)
-        ctx.set(dut.run, 1)
+        ctx.set(dut.regs.ctrl.run, 1)
         await bench.tick(ctx, 30)
         assert bench.bursts() == 0
         bench.expected[:] = bench.mem  # the unused post above
         await stream_frames(bench, ctx, frames)
         await bench.tick(ctx, 40)
-        final_head.append(ctx.get(dut.head))
-        assert ctx.get(dut.running) and not ctx.get(dut.halted)
-        assert ctx.get(dut.frames) == len(frames)
-        assert ctx.get(dut.bytes) == sum(len(f[0]) for f in frames)
-        assert ctx.get(dut.desc_fetched) >= n_desc
-        assert ctx.get(dut.bursts) == bench.fragment_read_bursts()
+        final_head.append(ctx.get(dut.regs.head))
+        assert ctx.get(dut.regs.status.running) and not ctx.get(dut.regs.status.halted)
+        assert ctx.get(dut.regs.frames) == len(frames)
+        assert ctx.get(dut.regs.bytes) == sum(len(f[0]) for f in frames)
+        assert ctx.get(dut.regs.desc_fetched) >= n_desc
+        assert ctx.get(dut.regs.bursts) == bench.fragment_read_bursts()
 
     bench.run(testbench)
     got, rest = bench.frames_out()
@@ -341,7 +343,7 @@ def run_batch(prefetch, seed=5):
                 slots.append(slot)
                 slot += 1
         await bench.doorbell(ctx, slot)
-        await bench.wait_for(ctx, lambda: ctx.get(bench.dut.head) == slot, what="ring drained")
+        await bench.wait_for(ctx, lambda: ctx.get(bench.dut.regs.head) == slot, what="ring drained")
         await bench.tick(ctx, 20)
         for s in slots:
             bench.reap(s)
@@ -378,22 +380,26 @@ def test_not_owned_stops_until_doorbell_and_bad_tail():
             addr, n = frags[i]
             bench.post(slot, addr, n, sop=i == 0, eop=i == len(frags) - 1, own=slot != 2)
         await bench.doorbell(ctx, 5)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 2, what="head 2")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 2, what="head 2")
         await bench.tick(ctx, 20)
         reads = bench.bursts()
         await bench.tick(ctx, 300)
-        assert ctx.get(dut.head) == 2 and bench.bursts() == reads, "no activity while stalled"
+        assert ctx.get(dut.regs.head) == 2 and bench.bursts() == reads, "no activity while stalled"
         assert len(bench.frames_out()[0]) == 1
         bench.reap(0)
         bench.reap(1)
         # A bad doorbell is ignored and flagged.
         await bench.doorbell(ctx, 8)
         await bench.tick(ctx, 50)
-        assert ctx.get(dut.bad_tail) and ctx.get(dut.head) == 2 and bench.bursts() == reads
+        assert (
+            ctx.get(dut.regs.status.bad_tail)
+            and ctx.get(dut.regs.head) == 2
+            and bench.bursts() == reads
+        )
         # Hand it over and ring the (same) tail again: the channel re-fetches and goes on.
         bench.set_own(2)
         await bench.doorbell(ctx, 5)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 5, what="head 5")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 5, what="head 5")
         await bench.tick(ctx, 20)
         for s in (2, 3, 4):
             bench.reap(s)
@@ -403,7 +409,7 @@ def test_not_owned_stops_until_doorbell_and_bad_tail():
         a, n = frames[3][1][1]
         bench.post(6, a, n, sop=0, eop=1)
         await bench.doorbell(ctx, 7)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 7, what="head 7")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 7, what="head 7")
         await bench.tick(ctx, 20)
         bench.reap(5)
         bench.reap(6)
@@ -429,21 +435,21 @@ def test_poll_rechecks_own_without_doorbell():
         await bench.doorbell(ctx, 2)
         await bench.tick(ctx, 100)
         reads = bench.bursts()
-        assert reads == 1 and ctx.get(dut.head) == 0
+        assert reads == 1 and ctx.get(dut.regs.head) == 0
         bench.set_own(0)
         bench.set_own(1)
         await bench.tick(ctx, 200)
-        assert bench.bursts() == reads and ctx.get(dut.head) == 0
+        assert bench.bursts() == reads and ctx.get(dut.regs.head) == 0
         # Poll every 3 µs at 5 MHz: picked up without a doorbell.
-        ctx.set(dut.poll_us, 3)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 2, limit=200, what="poll")
+        ctx.set(dut.regs.poll_us, 3)
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 2, limit=200, what="poll")
         await bench.tick(ctx, 20)
         bench.reap(0)
         bench.reap(1)
         # HEAD == TAIL and no doorbell at all: the poll still finds newly posted work.
         a, n = frames[1][1][0]
         bench.post(2, a, n, sop=1, eop=1)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 3, limit=200, what="poll 2")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 3, limit=200, what="poll 2")
         await bench.tick(ctx, 20)
         bench.reap(2)
         # While nothing is owned the poll re-reads the descriptor at HEAD periodically.
@@ -453,9 +459,9 @@ def test_poll_rechecks_own_without_doorbell():
         await bench.tick(ctx, 100)  # 100 cycles = 20 µs: about 6 polls
         polls = len(bench.rd.monitor.bursts) - before
         assert 4 <= polls <= 8, polls
-        assert ctx.get(dut.head) == 3 and not bench.sink.beats[-1][1]["error"]
+        assert ctx.get(dut.regs.head) == 3 and not bench.sink.beats[-1][1]["error"]
         bench.set_own(3)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.head) == 4, limit=200, what="poll 3")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == 4, limit=200, what="poll 3")
         await bench.tick(ctx, 20)
         bench.reap(3)
 
@@ -469,8 +475,12 @@ async def recover_and_send(bench, ctx, frames):
     dut = bench.dut
     await bench.channel_reset(ctx)
     await bench.tick(ctx)
-    assert not ctx.get(dut.halted) and ctx.get(dut.error_code) == 0 and ctx.get(dut.head) == 0
-    assert ctx.get(dut.running)
+    assert (
+        not ctx.get(dut.regs.status.halted)
+        and ctx.get(dut.regs.status.error_code) == 0
+        and ctx.get(dut.regs.head) == 0
+    )
+    assert ctx.get(dut.regs.status.running)
     bench.posted.clear()
     bench.expected[:] = bench.mem  # the state at the halt was checked by the caller
     slot = 0
@@ -479,7 +489,7 @@ async def recover_and_send(bench, ctx, frames):
             bench.post(slot, addr, n, sop=k == 0, eop=k == len(frags) - 1)
             slot += 1
     await bench.doorbell(ctx, slot)
-    await bench.wait_for(ctx, lambda: ctx.get(dut.head) == slot, what="recovery")
+    await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == slot, what="recovery")
     await bench.tick(ctx, 20)
     for s in range(slot):
         bench.reap(s)
@@ -498,10 +508,10 @@ def test_zero_length_halts_and_reset_recovers():
         bench.post(1, frames[1][1][0][0], 10, sop=1, eop=0)
         bench.post(2, frames[1][1][1][0], 0, sop=0, eop=1)  # zero length
         await bench.doorbell(ctx, 3)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.halted), what="halt")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.status.halted), what="halt")
         await bench.tick(ctx, 10)
-        assert ctx.get(dut.error_code) == ERROR_CODES["ZERO_LENGTH_DESC"]
-        assert ctx.get(dut.head) == 2 and not ctx.get(dut.running)
+        assert ctx.get(dut.regs.status.error_code) == ERROR_CODES["ZERO_LENGTH_DESC"]
+        assert ctx.get(dut.regs.head) == 2 and not ctx.get(dut.regs.status.running)
         bench.reap(0)
         bench.reap(1)
         bench.check_memory()
@@ -552,10 +562,10 @@ def test_bus_errors_halt_and_reset_recovers(where):
         else:
             bench.wr.errors = [(d3 + 4, d3 + 16, RESP_SLVERR)]
         await bench.doorbell(ctx, slot)
-        await bench.wait_for(ctx, lambda: ctx.get(dut.halted), what="halt")
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.status.halted), what="halt")
         await bench.tick(ctx, 10)
-        assert ctx.get(dut.error_code) == ERROR_CODES[code]
-        assert ctx.get(dut.head) == 3 and not ctx.get(dut.running)
+        assert ctx.get(dut.regs.status.error_code) == ERROR_CODES[code]
+        assert ctx.get(dut.regs.head) == 3 and not ctx.get(dut.regs.status.running)
         for s in range(3):
             bench.reap(s)
         bench.check_memory()  # descriptor 3 keeps own; nothing else written
@@ -614,7 +624,7 @@ def test_reset_waits_for_the_writeback_on_the_bus():
         bench.post(0, *frames[0][1][0], sop=1, eop=1)
         await bench.doorbell(ctx, 1)
         await bench.wait_for(ctx, lambda: ctx.get(dut.axi_write.wvalid), what="write-back")
-        ctx.set(dut.run, 0)
+        ctx.set(dut.regs.ctrl.run, 0)
         busy = await bench.channel_reset(ctx)
         assert busy > 1, "the reset did not wait for the write-back on the bus"
         landed = bytes(bench.mem)

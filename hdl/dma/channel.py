@@ -1,9 +1,11 @@
 """What the TX and RX DMA channels share: their parameters, the error codes they halt with,
-and the members by which the register bank drives a ring and reads its state.
+and their register port.
 
-A channel's signature is composed of :func:`ring_control` (the ring's registers and the
-doorbell), the channel's own inputs, :func:`ring_state` (HEAD and the run/halt state), its
-own outputs and :func:`bus_members` (the AXI4 read and write halves).
+A channel's signature is composed of :func:`register_members` (``regs``, the channel's
+register block of the CSR bank, and ``sys_clk_mhz``), the channel's own members and
+:func:`bus_members` (the AXI4 read and write halves). The SoC connects the port with
+``wiring.connect(m, bank.tx, tx_dma.regs)`` (``bank.rx``, ``rx_dma.regs``): every member of
+the block is the channel's to read or to drive.
 """
 
 from amaranth import C, Cat, Module, ResetInserter, Value
@@ -11,45 +13,35 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
-from ..regmap import DMA_ERROR_CODE, RING_INDEX_BITS, RING_SIZE_BITS
+from ..bus.csr_bank import block_signature
+from ..regmap import DMA_ERROR_CODE, REGISTER_MAP
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
 from .ring import RingDoorbell
 from .us_timer import MicrosecondTimer
 
-__all__ = ["ERROR_CODES", "DmaChannel", "bus_members", "ring_control", "ring_state"]
+__all__ = ["ERROR_CODES", "DmaChannel", "bus_members", "register_members"]
 
 #: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
 ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
 
+#: IRQ_SYS_CLK_MHZ: the system clock in MHz, the µs prescaler of the poll timer.
+SYS_CLK_MHZ = REGISTER_MAP.field("IRQ_SYS_CLK_MHZ", "sys_clk_mhz")
 
-def ring_control(addr_width: int) -> dict:
-    """The ring's registers as the channel sees them: CTRL.run and CTRL.reset, RING_BASE
-    (16-byte aligned: its low 4 bits are not read), RING_SIZE, TAIL with its write strobe
-    (the doorbell), POLL_US, the system clock in MHz (for the µs poll timer), BURST_BEATS
-    and PREFETCH."""
+
+def register_members(block: str) -> dict:
+    """``regs``: the register block ``block`` ("TX" or "RX") of the register map, as the
+    CSR bank's ``bank.tx`` / ``bank.rx`` (:func:`~macdma.hdl.bus.csr_bank.block_signature`),
+    from the channel's side: the channel reads CTRL (run; reset, a one-cycle strobe),
+    RING_BASE (16-byte aligned: its low 4 bits are not read), RING_SIZE, TAIL with its write
+    strobe ``tail_written`` (the doorbell), POLL_US, BURST_BEATS and PREFETCH, and drives
+    STATUS (running, halted, bad_tail, resetting, error_code), HEAD and the counters
+    (DESC_FETCHED, BURSTS, BYTES, FRAMES, DROPS, FIFO_OVERFLOWS, RESET_DISCARDS).
+    ``sys_clk_mhz``: IRQ_SYS_CLK_MHZ (another block's register), the poll timer's µs
+    prescaler; 0 acts as 1."""
     return {
-        "run": In(1),
-        "reset": In(1),
-        "ring_base": In(addr_width),
-        "ring_size": In(RING_SIZE_BITS),
-        "tail": In(RING_INDEX_BITS),
-        "tail_written": In(1),
-        "poll_us": In(16),
-        "sys_clk_mhz": In(10),
-        "burst_beats": In(9),
-        "prefetch": In(5),
-    }
-
-
-def ring_state() -> dict:
-    """HEAD and STATUS: running, halted, resetting (CTRL.reset in progress), error_code."""
-    return {
-        "head": Out(RING_INDEX_BITS),
-        "running": Out(1),
-        "halted": Out(1),
-        "resetting": Out(1),
-        "error_code": Out(4),
+        "regs": In(block_signature(REGISTER_MAP.block(block))),
+        "sys_clk_mhz": In(SYS_CLK_MHZ.width),
     }
 
 
@@ -90,23 +82,23 @@ class DmaChannel(wiring.Component):
         raise NotImplementedError
 
     def entry_address(self, index: Value) -> Value:
-        """Byte address of ring entry ``index``. RING_BASE is 16-byte aligned (the register
-        map rejects other values), so its low 4 bits are not read: every descriptor access
-        is then aligned in the logic too, and the movers' byte-lane logic for it folds
-        away."""
-        return Cat(C(0, 4), self.ring_base[4:] + index)[: self._addr_width]
+        """Byte address of ring entry ``index``, ``addr_width`` bits. RING_BASE is 16-byte
+        aligned (the register map rejects other values), so its low 4 bits are not read:
+        every descriptor access is then aligned in the logic too, and the movers' byte-lane
+        logic for it folds away."""
+        return Cat(C(0, 4), self.regs.ring_base[4:] + index)[: self._addr_width]
 
     def add_doorbell(self, m: Module, *, reset: Value | None = None) -> RingDoorbell:
         """Add the ring's doorbell to ``m`` as ``doorbell``: on RING_SIZE, TAIL and its
-        write strobe, driving ``bad_tail``. ``reset`` resets it (the channel's reset
+        write strobe, driving STATUS.bad_tail. ``reset`` resets it (the channel's reset
         strobe); without it, ``m``'s own reset does."""
         doorbell = RingDoorbell()
         m.submodules.doorbell = doorbell if reset is None else ResetInserter(reset)(doorbell)
         m.d.comb += [
-            doorbell.ring_size.eq(self.ring_size),
-            doorbell.tail.eq(self.tail),
-            doorbell.tail_written.eq(self.tail_written),
-            self.bad_tail.eq(doorbell.bad_tail),
+            doorbell.ring_size.eq(self.regs.ring_size),
+            doorbell.tail.eq(self.regs.tail),
+            doorbell.tail_written.eq(self.regs.tail_written),
+            self.regs.status.bad_tail.eq(doorbell.bad_tail),
         ]
         return doorbell
 
@@ -114,10 +106,12 @@ class DmaChannel(wiring.Component):
         """Add the POLL_US timer to ``m`` as ``poll_timer``; returns its expiry, a strobe
         every POLL_US µs while ``runs`` (never while POLL_US is 0). The count starts again
         whenever ``runs`` rises."""
-        timer = MicrosecondTimer()
+        timer = MicrosecondTimer(
+            us_width=len(self.regs.poll_us), sys_clk_mhz_width=len(self.sys_clk_mhz)
+        )
         m.submodules.poll_timer = timer
         m.d.comb += [
-            timer.us.eq(self.poll_us),
+            timer.us.eq(self.regs.poll_us),
             timer.sys_clk_mhz.eq(self.sys_clk_mhz),
             timer.start.eq(~timer.running | timer.expires),
             timer.stop.eq(~runs),
@@ -132,8 +126,8 @@ class DmaChannel(wiring.Component):
         wiring.connect(m, wiring.flipped(self.axi_read), reader.axi)
         wiring.connect(m, wiring.flipped(self.axi_write), writer.axi)
         m.d.comb += [
-            reader.burst_beats.eq(self.burst_beats),
-            writer.burst_beats.eq(self.burst_beats),
+            reader.burst_beats.eq(self.regs.burst_beats),
+            writer.burst_beats.eq(self.regs.burst_beats),
         ]
         return reader, writer
 

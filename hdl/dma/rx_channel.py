@@ -9,8 +9,8 @@ from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
 from ..mac.frame import RxError
-from ..regmap import RING_INDEX_BITS, RING_SIZE_BITS
-from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
+from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
+from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
 from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, Descriptor, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
@@ -29,6 +29,8 @@ WRITEBACK_OFFSET = 4
 TIMESTAMPED_WRITEBACK_BYTES = DESCRIPTOR_BYTES
 #: Write commands queued for the AXI writer (data chunks and write-backs).
 CMD_QUEUE_DEPTH = 8
+#: Width of RX_FIFO_OVERFLOWS, the RX FIFO's count the channel reports.
+FIFO_OVERFLOWS_BITS = REGISTER_MAP.field("RX_FIFO_OVERFLOWS", "fifo_overflows").width
 
 
 class RxDmaChannel(DmaChannel):
@@ -45,21 +47,57 @@ class RxDmaChannel(DmaChannel):
 
     Members (all in the ``sync`` domain)
     -------
-    run, reset : In(1)
+    regs : In(block_signature(RX block))
+        The CSR bank's ``bank.rx`` (the register map's RX block), connected with
+        ``wiring.connect(m, bank.rx, rx_dma.regs)``; the channel reads and drives these:
+    regs.ctrl.run, regs.ctrl.reset
         CTRL.run; CTRL.reset (one-cycle strobe).
-    ring_base, ring_size : In(32), In(13)
+    regs.ring_base, regs.ring_size
         RING_BASE (16-byte aligned), RING_SIZE (0 = not configured; 1 never fetches because
         at most RING_SIZE - 1 descriptors are ever in the DMA's hands).
-    tail, tail_written : In(12), In(1)
+    regs.tail, regs.tail_written
         TAIL and its write strobe (the doorbell). A doorbell with ``tail >= ring_size`` is
         ignored (the previous tail stays) and sets the sticky ``bad_tail``.
-    poll_us, sys_clk_mhz : In(16), In(10)
-        POLL_US (0 = off) and the sys clock in MHz (0 acts as 1): every ``poll_us`` µs the
-        channel re-reads the descriptor(s) at its fetch position even without a doorbell.
-    burst_beats : In(9)
+    regs.poll_us
+        POLL_US (0 = off): every ``poll_us`` µs the channel re-reads the descriptor(s) at its
+        fetch position even without a doorbell.
+    regs.burst_beats
         BURST_BEATS, passed to both AXI movers.
-    prefetch : In(5)
+    regs.prefetch
         PREFETCH: descriptors per fetch burst, clamped to 1..max_prefetch.
+    regs.head (driven)
+        HEAD: next descriptor whose write-back is awaited; advances after each write-back's
+        OKAY B response.
+    regs.status.running, .halted, .error_code (driven)
+        STATUS. ``running`` = run & ring configured & not halted.
+    regs.status.resetting (driven)
+        STATUS.resetting: 1 from the cycle after a ``reset`` strobe until the channel state
+        has been reset, i.e. while the movers finish the AXI transaction in flight. A driver
+        re-posts buffers only once it reads 0: before, a data burst still in flight could
+        land in a re-posted buffer.
+    regs.status.bad_tail (driven)
+        Sticky: a doorbell had ``tail >= ring_size``; cleared by CTRL.reset.
+    regs.desc_fetched, .bursts, .bytes, .frames, .drops (driven)
+        Counters (wrap; kept across CTRL.reset, cleared by the system reset only):
+        descriptors read from the ring (owned or not); AXI write bursts (AW handshakes) of
+        frame data; frame bytes written (after OKAY); frames completed (EOP write-back
+        OKAY); frames lost for want of an owned descriptor, dropped whole or truncated
+        mid-frame, unless the RX FIFO had already cut them short (its ``overflow`` on the
+        last beat: counted there), so every lost frame is counted once.
+    regs.reset_discards (driven)
+        Frames a CTRL.reset discarded: their first beat was taken from ``i`` (a lone
+        ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
+        their descriptors had been written back and they had not been dropped (``drops``).
+        A frame with a descriptor written back is the driver's to drop (an SOP without its
+        EOP). Wraps; kept across CTRL.reset.
+    regs.fifo_overflows (driven)
+        ``fifo_overflows``, passed on.
+    sys_clk_mhz : In(IRQ_SYS_CLK_MHZ's width)
+        IRQ_SYS_CLK_MHZ (the IRQ block's): the poll timer's µs prescaler (0 acts as 1).
+    fifo_overflows : In(RX_FIFO_OVERFLOWS's width)
+        The RX FIFO's count of frames it cut short or lost
+        (:class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``overflows``), which the channel
+        reports as RX_FIFO_OVERFLOWS (``regs.fifo_overflows``).
     wait_for_buffers : In(1)
         1: a frame that finds no owned descriptor at its start waits in the RX FIFO for
         one (a doorbell or poll brings it) instead of being dropped; the FIFO then fills
@@ -78,39 +116,16 @@ class RxDmaChannel(DmaChannel):
         The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
         NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
         EOP descriptor bad (with ``rx_error`` = NONE).
-    head : Out(12)
-        HEAD: next descriptor whose write-back is awaited; advances after each write-back's
-        OKAY B response.
-    running, halted, error_code : Out(1), Out(1), Out(4)
-        STATUS. ``running`` = run & ring configured & not halted.
-    resetting : Out(1)
-        STATUS.resetting: 1 from the cycle after a ``reset`` strobe until the channel state
-        has been reset, i.e. while the movers finish the AXI transaction in flight. A driver
-        re-posts buffers only once it reads 0: before, a data burst still in flight could
-        land in a re-posted buffer.
-    desc_fetched, bursts, bytes, frames, drops : Out(32)
-        Counters (wrap; kept across CTRL.reset, cleared by the system reset only):
-        descriptors read from the ring (owned or not); AXI write bursts (AW handshakes) of
-        frame data; frame bytes written (after OKAY); frames completed (EOP write-back
-        OKAY); frames lost for want of an owned descriptor, dropped whole or truncated
-        mid-frame, unless the RX FIFO had already cut them short (its ``overflow`` on the
-        last beat: counted there), so every lost frame is counted once.
-    reset_discards : Out(16)
-        Frames a CTRL.reset discarded: their first beat was taken from ``i`` (a lone
-        ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
-        their descriptors had been written back and they had not been dropped (``drops``).
-        A frame with a descriptor written back is the driver's to drop (an SOP without its
-        EOP). Wraps; kept across CTRL.reset.
     events : Out(IrqEventSignature())
         desc_done / desc_ioc / frame_done with each write-back's OKAY; error when halting.
-    bad_tail : Out(1)
-        Sticky: a doorbell had ``tail >= ring_size``; cleared by CTRL.reset.
     axi_read, axi_write : Out(Axi4ReadSignature), Out(Axi4WriteSignature)
         Descriptor fetches (one :class:`AxiBurstReader`); frame data and write-backs (one
         :class:`AxiBurstWriter`).
 
     Behaviour
     ---------
+    Register names below (``run``, ``reset``, ``ring_size``, ...) are ``regs``' members.
+
     * Nothing touches memory until ``run`` = 1 and ``ring_size`` > 0. ``run`` = 0 stops new
       fetches and new frames; a frame in progress finishes with descriptors already held
       (if it needs more, it ends truncated as below). Change the ring registers only with
@@ -159,22 +174,15 @@ class RxDmaChannel(DmaChannel):
         data_width, addr_width = self._data_width, self._addr_width
         in_layout = packed_layout(data_width, "error", "overflow")
         return {
-            **ring_control(addr_width),
+            **register_members("RX"),
+            "fifo_overflows": In(FIFO_OVERFLOWS_BITS),
             "wait_for_buffers": In(1),
             "i": In(stream.Signature(in_layout)),
             "i_cause": In(RxError),
             "i_csum": In(16),
             "i_ts": In(32),
             "i_ts_valid": In(1),
-            **ring_state(),
-            "desc_fetched": Out(32),
-            "bursts": Out(32),
-            "bytes": Out(32),
-            "frames": Out(32),
-            "drops": Out(32),
-            "reset_discards": Out(16),
             "events": Out(IrqEventSignature()),
-            "bad_tail": Out(1),
             **bus_members(addr_width, data_width),
         }
 
@@ -187,18 +195,20 @@ class RxDmaChannel(DmaChannel):
         desc_beats = DESCRIPTOR_BYTES // W
         wb_beats_short = (WRITEBACK_BYTES + W - 1) // W
         wb_beats_max = TIMESTAMPED_WRITEBACK_BYTES // W
+        regs, status = self.regs, self.regs.status
+        m.d.comb += regs.fifo_overflows.eq(self.fifo_overflows)
 
         # ---- channel reset sequencing (outer, not reset itself) -------------------------------
         chan_rst = Signal()
         resetting = Signal()
         quiet = Signal()
         m.submodules.core = ResetInserter({"sync": chan_rst})(core)
-        with m.If(self.reset):
+        with m.If(regs.ctrl.reset):
             m.d.sync += resetting.eq(1)
         with m.Elif(resetting & quiet):
             m.d.sync += resetting.eq(0)
-        m.d.comb += [chan_rst.eq(resetting & quiet), self.resetting.eq(resetting)]
-        hold = resetting | self.reset
+        m.d.comb += [chan_rst.eq(resetting & quiet), status.resetting.eq(resetting)]
+        hold = resetting | regs.ctrl.reset
 
         # A frame partly consumed when the channel resets is skipped up to its last beat.
         i_mid = Signal()
@@ -232,11 +242,11 @@ class RxDmaChannel(DmaChannel):
         frame_taken = Signal()  # the first beat of a frame entered the core
         first_wb_done = Signal()  # the first (SOP) write-back of a frame landed OKAY
         m.d.sync += [
-            self.desc_fetched.eq(self.desc_fetched + inc_fetched),
-            self.bursts.eq(self.bursts + inc_burst),
-            self.frames.eq(self.frames + inc_frame),
-            self.drops.eq(self.drops + inc_drop),
-            self.bytes.eq(self.bytes + add_bytes),
+            regs.desc_fetched.eq(regs.desc_fetched + inc_fetched),
+            regs.bursts.eq(regs.bursts + inc_burst),
+            regs.frames.eq(regs.frames + inc_frame),
+            regs.drops.eq(regs.drops + inc_drop),
+            regs.bytes.eq(regs.bytes + add_bytes),
         ]
 
         # Frames taken and not yet visible to the driver (no write-back landed) nor dropped
@@ -247,22 +257,22 @@ class RxDmaChannel(DmaChannel):
             in_valid & in_ready & ~i_mid & ~(self.i.p.last & (self.i.p.count == 0))
         )
         with m.If(chan_rst):
-            m.d.sync += [self.reset_discards.eq(self.reset_discards + unseen), unseen.eq(0)]
+            m.d.sync += [regs.reset_discards.eq(regs.reset_discards + unseen), unseen.eq(0)]
         with m.Else():
             m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - dropped_whole)
 
         # ---- core --------------------------------------------------------------------------
         reader, writer = self.add_movers(core)
 
-        error_code = self.error_code
+        error_code = status.error_code
         halted = error_code != ERROR_CODES["NONE"]
         bus_error = Signal()  # halted on an AXI error: no command is issued any more
-        configured = self.ring_size != 0
-        can_start = self.run & configured & ~halted & ~hold
+        configured = regs.ring_size != 0
+        can_start = regs.ctrl.run & configured & ~halted & ~hold
         active = ~halted & ~hold
         core.d.comb += [
-            self.halted.eq(halted),
-            self.running.eq(self.run & configured & ~halted),
+            status.halted.eq(halted),
+            status.running.eq(regs.ctrl.run & configured & ~halted),
         ]
 
         halt_now = Signal()
@@ -274,7 +284,7 @@ class RxDmaChannel(DmaChannel):
                 core.d.sync += bus_error.eq(1)
 
         # Ring indices.
-        ring_size = self.ring_size
+        ring_size = regs.ring_size
 
         fetch_idx = Signal(RING_INDEX_BITS)  # next descriptor to read
         use_idx = Signal(RING_INDEX_BITS)  # descriptor of the next buffer taken from the set
@@ -283,7 +293,7 @@ class RxDmaChannel(DmaChannel):
         fetched_one = Signal()  # an owned descriptor entered the set
         core.d.sync += inflight.eq(inflight + fetched_one - head_done)
         with core.If(head_done):
-            core.d.sync += self.head.eq(wrap_increment(self.head, ring_size))
+            core.d.sync += regs.head.eq(wrap_increment(regs.head, ring_size))
 
         # Prefetched descriptors: addr, length, ioc.
         desc_layout = data.StructLayout({"addr": 32, "length": 16, "ioc": 1})
@@ -301,7 +311,7 @@ class RxDmaChannel(DmaChannel):
         stalled = Signal()  # the last fetch met a descriptor without own
 
         # The poll timer runs while the channel may work.
-        poll_fire = self.add_poll_timer(core, self.run & configured & ~halted)
+        poll_fire = self.add_poll_timer(core, regs.ctrl.run & configured & ~halted)
 
         # How many descriptors to read now: no more than the set has room for, nor than the
         # ring has descriptors not yet fetched or written back.
@@ -326,7 +336,7 @@ class RxDmaChannel(DmaChannel):
                     position=fetch_idx,
                     tail=tail_q,
                     ring_size=ring_size,
-                    prefetch=self.prefetch,
+                    prefetch=regs.prefetch,
                     max_prefetch=self._max_prefetch,
                     limits=(free_slots, room),
                 )

@@ -21,7 +21,7 @@ from amaranth.utils import exact_log2
 
 from ..mac.ptp import TS_ID_BITS
 from ..regmap import RING_INDEX_BITS
-from .channel import ERROR_CODES, DmaChannel, bus_members, ring_control, ring_state
+from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
 from .descriptor import DESCRIPTOR_BYTES, Descriptor, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
@@ -39,19 +39,29 @@ class TxDmaChannel(DmaChannel):
     data_width : 32 or 64
     addr_width : 12..64
     max_prefetch : 1..16
-        Descriptors held on chip; the ``prefetch`` input is clamped to 1..max_prefetch.
+        Descriptors held on chip; ``regs.prefetch`` is clamped to 1..max_prefetch.
 
     Members (register side)
     -----------------------
-    run, reset (one-cycle strobe), ring_base, ring_size (0 = not configured), tail,
-    tail_written (doorbell strobe), poll_us (0 = off), sys_clk_mhz (µs prescaler, 0 acts as
-    1), burst_beats, prefetch : In
-    head, running, halted, error_code, bad_tail, desc_fetched, bursts, bytes, frames : Out
-    resetting : Out(1)
-        STATUS.resetting: 1 from the cycle after a ``reset`` strobe until the channel has
-        wound down (a fragment read drained, a write-back already on the bus landed). A
-        driver re-posts descriptors only once it reads 0: before, that late write-back could
-        overwrite a descriptor posted again at its slot.
+    regs : In(block_signature(TX block))
+        The CSR bank's ``bank.tx`` (the register map's TX block), connected with
+        ``wiring.connect(m, bank.tx, tx_dma.regs)``. Read: ``ctrl.run``, ``ctrl.reset``
+        (one-cycle strobe), ``ring_base``, ``ring_size`` (0 = not configured), ``tail`` and
+        ``tail_written`` (the doorbell strobe), ``poll_us`` (0 = off), ``burst_beats``,
+        ``prefetch``. Driven: ``status`` (``running``, ``halted``, ``bad_tail``,
+        ``resetting``, ``error_code``), ``head``, the counters ``desc_fetched``, ``bursts``,
+        ``bytes``, ``frames``, ``drops`` and ``reset_discards`` (below), and
+        ``fifo_overflows`` (always 0 on TX). ``status.resetting`` is 1 from the cycle after a
+        ``ctrl.reset`` strobe until the channel has wound down (a fragment read drained, a
+        write-back already on the bus landed). A driver re-posts descriptors only once it
+        reads 0: before, that late write-back could overwrite a descriptor posted again at
+        its slot.
+    sys_clk_mhz : In(IRQ_SYS_CLK_MHZ's width)
+        IRQ_SYS_CLK_MHZ (the IRQ block's), the poll timer's µs prescaler (0 acts as 1).
+    hold : In(1)
+        The TX FIFO is being reset: do not start work. ``ctrl.run`` acts as 0 while it is 1
+        (and ``status.running`` reads 0); the SoC holds it for the TX FIFO's reset after a
+        ``ctrl.reset``.
 
     Reset discards
     --------------
@@ -61,7 +71,7 @@ class TxDmaChannel(DmaChannel):
     fifo_flushing : In(1)
         1 while a channel reset holds the TX FIFO empty (longer than ``frame_started``
         lags); its falling edge is when the count is taken.
-    reset_discards : Out(16)
+    ``regs.reset_discards``
         Frames a reset discarded from the TX FIFO: frames whose EOP write-back landed OKAY
         (the driver counts them sent), including one that lands only after the reset, and
         whose first byte the MAC had not taken when the FIFO was flushed. A frame the MAC
@@ -71,7 +81,7 @@ class TxDmaChannel(DmaChannel):
     frame_cut : In(1)
         Strobe: the MAC cut a frame short (an underrun: a reset flushed the TX FIFO under
         it, or cut-through data came too late). The cut frame is the last one it started.
-    drops : Out(32)
+    ``regs.drops``
         TX_DROPS: frames the MAC cut short whose EOP write-back landed OKAY (the driver
         reaps them as sent), counted when the cut is reported or, for a write-back already
         on the bus at a reset, when it lands after it. A cut frame whose write-back never
@@ -111,6 +121,9 @@ class TxDmaChannel(DmaChannel):
 
     Behaviour
     ---------
+    Below, ``run`` is ``regs.ctrl.run`` while ``hold`` is 0, ``reset`` is
+    ``regs.ctrl.reset``, and the other register names are ``regs``' members.
+
     * Work is done only with ``run`` = 1, ``ring_size`` != 0, not halted, and either
       HEAD != the latched tail (and not stalled) or a poll-timer expiry.
     * A doorbell with ``tail`` >= ``ring_size`` is ignored and sets ``bad_tail``.
@@ -138,18 +151,11 @@ class TxDmaChannel(DmaChannel):
     def channel_members(self) -> dict:
         data_width, addr_width = self._data_width, self._addr_width
         return {
-            **ring_control(addr_width),
-            **ring_state(),
-            "bad_tail": Out(1),
-            "desc_fetched": Out(32),
-            "bursts": Out(32),
-            "bytes": Out(32),
-            "frames": Out(32),
+            **register_members("TX"),
+            "hold": In(1),
             "frame_started": In(1),
             "fifo_flushing": In(1),
-            "reset_discards": Out(16),
             "frame_cut": In(1),
-            "drops": Out(32),
             "events": Out(IrqEventSignature()),
             "o": Out(stream.Signature(packed_layout(data_width, "error"))),
             # The checksum request of the frame on ``o``, from its SOP descriptor.
@@ -169,8 +175,18 @@ class TxDmaChannel(DmaChannel):
         maxp = self._max_prefetch
         beats_per_desc = DESCRIPTOR_BYTES // W
 
+        regs, status = self.regs, self.regs.status
+        reset = regs.ctrl.reset  # CTRL.reset: a one-cycle strobe
+        halted = status.halted
+        run = Signal()  # CTRL.run, held off while the TX FIFO resets
+        m.d.comb += [
+            run.eq(regs.ctrl.run & ~self.hold),
+            # Always 0 on TX (the register map's TX_FIFO_OVERFLOWS).
+            regs.fifo_overflows.eq(0),
+        ]
+
         reader, writer = self.add_movers(m)
-        m.d.comb += self.running.eq(self.run & ~self.halted)
+        m.d.comb += status.running.eq(run & ~halted)
 
         # ---- counters -----------------------------------------------------------------------
         # BURSTS counts frame-data bursts only (fragment reads), like RX counts buffer
@@ -178,9 +194,9 @@ class TxDmaChannel(DmaChannel):
         # reader runs one command at a time, so an AR belongs to the last command taken.
         reading_fragment = Signal()
         ar_hs = self.axi_read.arvalid & self.axi_read.arready
-        m.d.sync += self.bursts.eq(self.bursts + (ar_hs & reading_fragment))
+        m.d.sync += regs.bursts.eq(regs.bursts + (ar_hs & reading_fragment))
         data_beat = Signal()  # a fragment beat (not the error beat) handed to `o`
-        m.d.sync += self.bytes.eq(self.bytes + Mux(data_beat, self.o.p.count, 0))
+        m.d.sync += regs.bytes.eq(regs.bytes + Mux(data_beat, self.o.p.count, 0))
 
         # ---- events: registered strobes, 0 unless set below ---------------------------------
         ev_done = Signal()
@@ -196,7 +212,7 @@ class TxDmaChannel(DmaChannel):
         ]
 
         # ---- doorbell -----------------------------------------------------------------------
-        doorbell = self.add_doorbell(m, reset=self.reset)
+        doorbell = self.add_doorbell(m, reset=reset)
         tail = doorbell.latched
         stalled = Signal()  # stopped at a descriptor without own
         with m.If(doorbell.rung):
@@ -238,21 +254,21 @@ class TxDmaChannel(DmaChannel):
         # ---- fetch size ---------------------------------------------------------------------
         # `head` is the committed index (descriptors before it are written back); `cursor` is
         # the next descriptor to process. They differ while a write-back is in flight.
-        head = self.head
+        head = regs.head
         cursor = Signal(RING_INDEX_BITS)
         fetch_n = Signal(range(maxp + 1))
         m.d.comb += fetch_n.eq(
             fetch_count(
                 position=cursor,
                 tail=tail,
-                ring_size=self.ring_size,
-                prefetch=self.prefetch,
+                ring_size=regs.ring_size,
+                prefetch=regs.prefetch,
                 max_prefetch=maxp,
             )
         )
         fetch_addr = self.entry_address(cursor)
-        next_cursor = wrap_increment(cursor, self.ring_size)
-        next_head = wrap_increment(head, self.ring_size)
+        next_cursor = wrap_increment(cursor, regs.ring_size)
+        next_head = wrap_increment(head, regs.ring_size)
 
         in_frame = Signal()  # some beats of a frame went to `o`, its last beat not yet
         # PTP requests: the number given to the frame being read (0 = none).
@@ -309,7 +325,7 @@ class TxDmaChannel(DmaChannel):
 
         with m.If(wb_busy):
             m.d.comb += [
-                writer.cmd.valid.eq(~wb_cmd_sent & ~self.reset & ~wb_abort & ~wb_waiting),
+                writer.cmd.valid.eq(~wb_cmd_sent & ~reset & ~wb_abort & ~wb_waiting),
                 writer.cmd.p.addr.eq(Mux(wb_stamped, wb_addr - 4, wb_addr)),
                 writer.cmd.p.length.eq(Mux(wb_stamped, DESCRIPTOR_BYTES, 12)),
                 writer.i.valid.eq(wb_cmd_sent & (wb_index < wb_beats)),
@@ -318,29 +334,29 @@ class TxDmaChannel(DmaChannel):
                 writer.i.p.last.eq(wb_index == wb_beats - 1),
                 writer.done.ready.eq(1),
             ]
-            m.d.comb += self.ts_discarded.eq(self.reset & ~wb_cmd_sent & wb_waiting)
+            m.d.comb += self.ts_discarded.eq(reset & ~wb_cmd_sent & wb_waiting)
             with m.If(writer.cmd.valid & writer.cmd.ready):
                 m.d.sync += wb_cmd_sent.eq(1)
             with m.If(writer.i.valid & writer.i.ready):
                 m.d.sync += wb_index.eq(wb_index + 1)
-            with m.If(self.reset & ~wb_cmd_sent):
+            with m.If(reset & ~wb_cmd_sent):
                 m.d.sync += wb_busy.eq(0)  # never reached the bus: just drop it
-            with m.Elif(self.reset):
+            with m.Elif(reset):
                 m.d.sync += wb_abort.eq(1)
             with m.If(writer.done.valid):
                 m.d.sync += wb_busy.eq(0)
-                with m.If(~wb_abort & ~self.reset):
+                with m.If(~wb_abort & ~reset):
                     with m.If(writer.done.p.error):
                         m.d.sync += [
-                            self.halted.eq(1),
-                            self.error_code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
+                            halted.eq(1),
+                            status.error_code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
                         ]
                         m.d.comb += ev_error.eq(1)
                     with m.Else():
                         m.d.comb += [wb_ok.eq(1), ev_done.eq(1)]
                         m.d.sync += head.eq(next_head)
                         with m.If(wb_eop):
-                            m.d.sync += self.frames.eq(self.frames + 1)
+                            m.d.sync += regs.frames.eq(regs.frames + 1)
         m.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
 
         # ---- frames a reset discards from the TX FIFO -------------------------------------
@@ -348,10 +364,10 @@ class TxDmaChannel(DmaChannel):
         # Negative when the MAC started frames ahead of their write-back: a write-back
         # finishing after the reset then belongs to a frame already on the wire.
         landed = wb_ok & wb_eop
-        late = wb_busy & writer.done.valid & ~writer.done.p.error & wb_eop & (wb_abort | self.reset)
+        late = wb_busy & writer.done.valid & ~writer.done.p.error & wb_eop & (wb_abort | reset)
         flushing_q = Signal()
         m.d.sync += flushing_q.eq(self.fifo_flushing)
-        window = self.reset | self.fifo_flushing | flushing_q
+        window = reset | self.fifo_flushing | flushing_q
         sample = flushing_q & ~self.fifo_flushing
         pending = Signal(signed(12))
         late_started = Signal()
@@ -359,8 +375,8 @@ class TxDmaChannel(DmaChannel):
         m.d.comb += pending_next.eq(pending + landed + (late & window) - self.frame_started)
         with m.If(sample):
             m.d.sync += [
-                self.reset_discards.eq(
-                    self.reset_discards + Mux(pending_next > 0, pending_next[:11], 0)
+                regs.reset_discards.eq(
+                    regs.reset_discards + Mux(pending_next > 0, pending_next[:11], 0)
                 ),
                 late_started.eq(pending_next < 0),
                 pending.eq(0),
@@ -369,7 +385,7 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += pending.eq(pending_next)
         with m.If(late & ~window):
             m.d.sync += [
-                self.reset_discards.eq(self.reset_discards + ~late_started),
+                regs.reset_discards.eq(regs.reset_discards + ~late_started),
                 late_started.eq(0),
             ]
 
@@ -385,7 +401,7 @@ class TxDmaChannel(DmaChannel):
         cut_wait = Signal(12)  # landings due until the cut frame's own (0: no cut waits)
         winding = Signal()  # a reset's flush, late write-back or cut may still come
         skip_cut = Signal()  # a reset left a started frame unlanded: its cut is the driver's
-        wound_down = winding & ~self.reset & ~self.fifo_flushing & ~flushing_q & ~self.resetting
+        wound_down = winding & ~reset & ~self.fifo_flushing & ~flushing_q & ~status.resetting
         cut_counts = Signal()
         wait_over = Signal()
         m.d.comb += [
@@ -393,7 +409,7 @@ class TxDmaChannel(DmaChannel):
             wait_over.eq(landing & (cut_wait == 1)),
         ]
         m.d.sync += [
-            self.drops.eq(self.drops + cut_counts + wait_over),
+            regs.drops.eq(regs.drops + cut_counts + wait_over),
             unlanded.eq(unlanded_next),
         ]
         with m.If(landing & (cut_wait != 0)):
@@ -402,7 +418,7 @@ class TxDmaChannel(DmaChannel):
             m.d.sync += cut_wait.eq(unlanded_next[:12])
         with m.If(self.frame_cut | self.frame_started):
             m.d.sync += skip_cut.eq(0)
-        with m.If(self.reset):
+        with m.If(reset):
             m.d.sync += winding.eq(1)
         with m.Elif(wound_down):
             # No write-back of the old frames can land any more: a cut frame still waiting
@@ -430,13 +446,7 @@ class TxDmaChannel(DmaChannel):
             with m.Else():
                 m.next = "Idle"
 
-        ready_to_work = (
-            self.run
-            & ~self.halted
-            & (self.ring_size != 0)
-            & (cursor < self.ring_size)
-            & ~self.reset
-        )
+        ready_to_work = run & ~halted & (regs.ring_size != 0) & (cursor < regs.ring_size) & ~reset
         m.d.comb += poll_timer_runs.eq(ready_to_work)
 
         with m.FSM(name="tx_channel") as fsm:
@@ -458,7 +468,7 @@ class TxDmaChannel(DmaChannel):
                             stalled.eq(0),
                         ]
                         m.next = "Fetch"
-                with m.Elif(self.halted & in_frame & ~self.reset):
+                with m.Elif(halted & in_frame & ~reset):
                     m.next = "Abort"
 
             with m.State("Fetch"):
@@ -468,26 +478,26 @@ class TxDmaChannel(DmaChannel):
                         m.d.comb += buf_write.eq(1)
                         m.d.sync += buf_index.eq(buf_index + 1)
                     with m.If(reader.o.p.last):
-                        with m.If(self.reset):
+                        with m.If(reset):
                             m.next = "Idle"
-                        with m.Elif(self.halted):
+                        with m.Elif(halted):
                             stop()
                         with m.Elif(reader.o.p.error):
                             halt("DESC_FETCH_BUS_ERROR")
                         with m.Else():
-                            m.d.sync += self.desc_fetched.eq(self.desc_fetched + fetched)
+                            m.d.sync += regs.desc_fetched.eq(regs.desc_fetched + fetched)
                             m.next = "Next"
-                    with m.Elif(self.reset):
+                    with m.Elif(reset):
                         m.next = "Drain"
-                with m.Elif(self.reset):
+                with m.Elif(reset):
                     m.next = "Drain"
 
             with m.State("Next"):
-                with m.If(self.reset):
+                with m.If(reset):
                     m.next = "Idle"
-                with m.Elif(self.halted):
+                with m.Elif(halted):
                     stop()
-                with m.Elif((index == fetched) | ~self.run):
+                with m.Elif((index == fetched) | ~run):
                     m.next = "Idle"
                 with m.Elif(~desc.own):
                     m.d.sync += stalled.eq(1)
@@ -517,11 +527,11 @@ class TxDmaChannel(DmaChannel):
                         m.next = "Data"
 
             with m.State("Data"):
-                with m.If(self.reset | self.halted):
+                with m.If(reset | halted):
                     # Reset, or the previous write-back failed: drop the rest of the read.
                     m.d.comb += reader.o.ready.eq(1)
                     with m.If(reader.o.valid & reader.o.p.last):
-                        with m.If(self.reset):
+                        with m.If(reset):
                             m.next = "Idle"
                         with m.Else():
                             stop()
@@ -549,9 +559,9 @@ class TxDmaChannel(DmaChannel):
 
             with m.State("Hand Off"):
                 # The fragment is read: queue its write-back and go on with the next one.
-                with m.If(self.reset):
+                with m.If(reset):
                     m.next = "Idle"
-                with m.Elif(self.halted):
+                with m.Elif(halted):
                     stop()
                 with m.Elif(~wb_busy):
                     m.d.sync += [
@@ -574,7 +584,7 @@ class TxDmaChannel(DmaChannel):
             with m.State("Drain"):
                 m.d.comb += reader.o.ready.eq(1)
                 with m.If(reader.o.valid & reader.o.p.last):
-                    with m.If(self.halted & ~self.reset):
+                    with m.If(halted & ~reset):
                         stop()
                     with m.Else():
                         m.next = "Idle"
@@ -582,11 +592,11 @@ class TxDmaChannel(DmaChannel):
             with m.State("Halting"):
                 # Wait for the previous descriptor's write-back, so that HEAD points at the
                 # failing descriptor when the halt becomes visible.
-                with m.If(self.reset):
+                with m.If(reset):
                     m.next = "Idle"
                 with m.Elif(~wb_busy):
-                    with m.If(~self.halted):  # a failed write-back reports itself
-                        m.d.sync += [self.halted.eq(1), self.error_code.eq(pending_code)]
+                    with m.If(~halted):  # a failed write-back reports itself
+                        m.d.sync += [halted.eq(1), status.error_code.eq(pending_code)]
                         m.d.comb += ev_error.eq(1)
                     stop()
 
@@ -598,23 +608,23 @@ class TxDmaChannel(DmaChannel):
                     self.o.p.last.eq(1),
                     self.o.p.error.eq(1),
                 ]
-                with m.If(self.o.ready | self.reset):
+                with m.If(self.o.ready | reset):
                     m.d.sync += in_frame.eq(0)
                     m.next = "Idle"
 
         # Channel reset: registers only; the FSM and the write-back engine wind down above.
-        with m.If(self.reset):
-            m.d.sync += self.resetting.eq(1)
+        with m.If(reset):
+            m.d.sync += status.resetting.eq(1)
         with m.Elif(fsm.ongoing("Idle") & ~wb_busy):
-            m.d.sync += self.resetting.eq(0)
-        with m.If(self.reset):
+            m.d.sync += status.resetting.eq(0)
+        with m.If(reset):
             m.d.sync += [
                 head.eq(0),
                 cursor.eq(0),
                 stalled.eq(0),
                 poll_kick.eq(0),
-                self.halted.eq(0),
-                self.error_code.eq(0),
+                halted.eq(0),
+                status.error_code.eq(0),
                 in_frame.eq(0),
             ]
             m.d.comb += ev_error.eq(0)

@@ -54,21 +54,21 @@ class _ChannelHarness(Harness):
         """Set ``dut`` up as above; returns ``(ring_base, ring_size, read_props,
         write_props)``."""
         ring_base = self.any_const(CHANNEL_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(len(dut.ring_size), "ring_size")
-        burst_beats = self.any_const(9, "burst_beats")
+        ring_size = self.any_const(len(dut.regs.ring_size), "ring_size")
+        burst_beats = self.any_const(len(dut.regs.burst_beats), "burst_beats")
         m.d.comb += [
             Assume(ring_base[:4] == 0),
             Assume((ring_size >= 2) & (ring_size <= MAX_RING)),
             Assume(ring_base + ring_size * 16 <= 2**CHANNEL_ADDR_WIDTH),
-            dut.ring_base.eq(ring_base),
-            dut.ring_size.eq(ring_size),
-            dut.burst_beats.eq(burst_beats),
-            dut.run.eq(1),
-            dut.reset.eq(0),
-            dut.poll_us.eq(0),
+            dut.regs.ring_base.eq(ring_base),
+            dut.regs.ring_size.eq(ring_size),
+            dut.regs.burst_beats.eq(burst_beats),
+            dut.regs.ctrl.run.eq(1),
+            dut.regs.ctrl.reset.eq(0),
+            dut.regs.poll_us.eq(0),
             dut.sys_clk_mhz.eq(1),
-            dut.tail.eq(self.any_seq(len(dut.tail), "tail")),
-            dut.tail_written.eq(self.any_seq(1, "tail_written")),
+            dut.regs.tail.eq(self.any_seq(len(dut.regs.tail), "tail")),
+            dut.regs.tail_written.eq(self.any_seq(1, "tail_written")),
         ]
         read_names = ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"]
         drive_free(self, m, dut.axi_read, read_names)
@@ -140,7 +140,7 @@ class RxOwnershipHarness(_ChannelHarness):
             raise LookupError(f"RX channel's 'cur' is {len(current)} bits, not addr+20")
         writeback = current[CHANNEL_ADDR_WIDTH + 16]
         m.d.comb += [
-            dut.prefetch.eq(self._prefetch),
+            dut.regs.prefetch.eq(self._prefetch),
             dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
             dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
             # PTP: any frame may come with a timestamp (a 16-byte EOP write-back).
@@ -195,7 +195,7 @@ class TxOwnershipHarness(_ChannelHarness):
         m.submodules.dut = fragment = elaborated(dut)
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
         m.d.comb += [
-            dut.prefetch.eq(self.any_const(5, "prefetch")),
+            dut.regs.prefetch.eq(self.any_const(len(dut.regs.prefetch), "prefetch")),
             dut.o.ready.eq(self.any_seq(1, "o_ready")),
             # PTP: timestamps may come back at any time, with any request number.
             dut.ts_valid.eq(self.any_seq(1, "ts_valid")),
@@ -372,16 +372,16 @@ def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
     with m.If(fetched):
         m.d.sync += refused.eq(1)
     waited = Signal(range(bound + 2))
-    with m.If(refused & waiting & ~dut.halted & (waited <= bound)):
+    with m.If(refused & waiting & ~dut.regs.status.halted & (waited <= bound)):
         m.d.sync += waited.eq(waited + 1)
-    halted_before = harness.past(dut.halted, "halted")
+    halted_before = harness.past(dut.regs.status.halted, "halted")
     arvalid_before = harness.past(dut.axi_read.arvalid, "arvalid")
     m.d.comb += [
         Assert(waited <= bound),
-        Assert(~dut.halted | (dut.error_code == code)),
+        Assert(~dut.regs.status.halted | (dut.regs.status.error_code == code)),
         Assert(~dut.axi_write.awvalid),
         Assert(~(halted_before & dut.axi_read.arvalid & ~arvalid_before)),
-        Cover(dut.halted & (dut.error_code == code)),
+        Cover(dut.regs.status.halted & (dut.regs.status.error_code == code)),
     ]
 
 
@@ -393,7 +393,7 @@ def _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching=None) -> 
     every response OKAY."""
     fetching_word3, word3 = _descriptor_word3(dut, read_props, fetching)
     m.d.comb += [
-        Assume(dut.ring_size == 3),
+        Assume(dut.regs.ring_size == 3),
         Assume(dut.axi_read.arready & (dut.axi_read.rresp == 0)),
         Assume(dut.axi_read.rvalid == (read_props.outstanding != 0)),
         Assume(~fetching_word3 | (word3.as_value()[96:] == usable.as_value()[96:])),
