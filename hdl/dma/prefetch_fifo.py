@@ -13,7 +13,6 @@ registers.
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -161,11 +160,17 @@ class AsyncPrefetchFifo(wiring.Component):
 
 class _ReadAheadQueue(Elaboratable):
     """The read-ahead queue: ``depth`` words, the first in a register (``r_valid``,
-    ``r_data``) and the others in a small FIFO behind it. ``r_en`` (take the first) only
-    enables that register and the small FIFO's pointers; a word written while the register
-    is free, or being freed, and nothing waits behind it goes straight into it, so a word
-    is readable the cycle after it is written, as from a FIFO read without a register.
-    ``level`` (words held) is registered state only. Never written when full."""
+    ``r_data``) and the others in a small LUT RAM behind it. ``r_en`` (take the first) only
+    enables that register and the pointers; a word written while the register is free, or
+    being freed, and nothing waits behind it goes straight into it, so a word is readable
+    the cycle after it is written, as from a FIFO read without a register. ``level`` (words
+    held) is registered state only. Never written when full.
+
+    The LUT RAM's write enable is ``w_en`` alone: every word is written into the free slot
+    at ``w_ptr`` and kept there (the pointer moves on) only if it does not go straight into
+    the register. So ``r_en``, which comes from the consumer late in the cycle, reaches
+    registers only and never the RAM's write enable (a path the Colorlight's tx clock
+    missed 125 MHz on, 8.28 ns, when this was an Amaranth ``SyncFIFO``)."""
 
     def __init__(self, width: int, depth: int):
         self.w_en = Signal()
@@ -179,17 +184,35 @@ class _ReadAheadQueue(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.behind = behind = SyncFIFO(width=self._width, depth=self._depth - 1)
+        slots = self._depth - 1
+        m.submodules.behind = behind = Memory(shape=self._width, depth=slots, init=[])
+        write = behind.write_port()
+        read = behind.read_port(domain="comb")
+        w_ptr = Signal(range(slots))  # the free slot the next word is written into
+        r_ptr = Signal(range(slots))  # the oldest word behind the register
+        waiting = Signal(range(slots + 1))  # words behind the register
+
+        # Behind the register holds words only while the register holds one too (a word
+        # goes behind only if the register stays full), so the slot at ``w_ptr`` is free
+        # whenever a word may come: the queue is never written when full.
         head_free = ~self.r_valid | self.r_en  # the register is free for the next cycle
+        keep = self.w_en & ~(head_free & (waiting == 0))  # the word stays behind
+        take = head_free & (waiting != 0)  # the oldest word behind moves to the register
+        m.d.comb += [
+            write.addr.eq(w_ptr),
+            write.data.eq(self.w_data),
+            write.en.eq(self.w_en),
+            read.addr.eq(r_ptr),
+            self.level.eq(waiting + self.r_valid),
+        ]
         with m.If(head_free):
             m.d.sync += [
-                self.r_data.eq(Mux(behind.r_rdy, behind.r_data, self.w_data)),
-                self.r_valid.eq(behind.r_rdy | self.w_en),
+                self.r_data.eq(Mux(waiting != 0, read.data, self.w_data)),
+                self.r_valid.eq((waiting != 0) | self.w_en),
             ]
-        m.d.comb += [
-            behind.r_en.eq(head_free),
-            behind.w_en.eq(self.w_en & ~(head_free & ~behind.r_rdy)),
-            behind.w_data.eq(self.w_data),
-            self.level.eq(behind.level + self.r_valid),
-        ]
+        with m.If(keep):
+            m.d.sync += w_ptr.eq(Mux(w_ptr == slots - 1, 0, w_ptr + 1))
+        with m.If(take):
+            m.d.sync += r_ptr.eq(Mux(r_ptr == slots - 1, 0, r_ptr + 1))
+        m.d.sync += waiting.eq(waiting + keep - take)
         return m
