@@ -324,8 +324,8 @@ def board_config(board: str, features: dict[str, bool] | None = None):
 
 
 #: The weight nextpnr's analytic placer (HeAP) gives timing against wire length; nextpnr's
-#: default is 10. Measured on the Colorlight (docs/synthesis.md, "Issue 14"), the same
-#: netlist at seeds default/2/3: tx 128.7/124.7/114.5 and rx 130.2/123.8/126.3 MHz at 10,
+#: default is 10. Measured on the Colorlight (docs/synthesis.md, "Issue 14, third session"), the
+#: same netlist at seeds default/2/3: tx 128.7/124.7/114.5 and rx 130.2/123.8/126.3 MHz at 10,
 #: tx 129.0/135.9/126.8 and rx 142.2/134.0/136.1 MHz at 30.
 PLACER_TIMING_WEIGHT = 30
 
