@@ -216,3 +216,46 @@ def test_timestamp_fields_round_trip_and_their_rules():
     back = fw.Descriptor.unpack(stamped.pack())
     assert back == stamped and back.timestamp_low_ns == 0xDEAD_BEEF
     assert fw.Descriptor(addr=0x1234, eop=True).timestamp_low_ns is None
+
+
+@pytest.mark.parametrize("data_width", [32, 64])
+def test_writeback_writes_words_1_to_3_or_all_four_when_stamped(data_width):
+    """DescriptorWriteback, as both channels write a descriptor back: 12 bytes at offset 4
+    (words 1..3, own in the last), or 16 at offset 0 when stamped; its beats, laid out from
+    the write's address as the AXI writer lays them out, give the descriptor's bytes from
+    that offset on, and the last beat's byte count ends the write exactly."""
+    rng = random.Random(data_width)
+    beat_bytes = data_width // 8
+    value = Signal(128)
+    stamped = Signal()
+    entry = Signal(32)
+    index = Signal(range(16 // beat_bytes + 1))
+    writeback = hw.DescriptorWriteback(hw.Descriptor(value), stamped, data_width)
+    address = writeback.address(entry)
+    beat = writeback.beat(index)
+
+    async def bench(ctx):
+        for _ in range(20):
+            image = rng.randbytes(16)
+            for is_stamped in (0, 1):
+                base = rng.randrange(1 << 28) << 4
+                ctx.set(value, int.from_bytes(image, "little"))
+                ctx.set(stamped, is_stamped)
+                ctx.set(entry, base)
+                offset = 0 if is_stamped else 4 * hw.WRITEBACK_FIRST_WORD
+                length = ctx.get(writeback.length)
+                beats = ctx.get(writeback.beats)
+                assert ctx.get(address) == base + offset
+                assert length == 16 - offset
+                assert beats == -(-length // beat_bytes)
+                assert ctx.get(writeback.last_count) == length - (beats - 1) * beat_bytes
+                written = b""
+                for i in range(beats):
+                    ctx.set(index, i)
+                    written += ctx.get(beat).to_bytes(beat_bytes, "little")
+                assert written[:length] == image[offset:]
+        assert writeback.max_beats == 16 // beat_bytes
+
+    sim = Simulator(Module())
+    sim.add_testbench(bench)
+    sim.run()

@@ -1,5 +1,5 @@
 """What the TX and RX DMA channels share: their parameters, the error codes they halt with,
-and their register port.
+their register port, and one model of halt and reset.
 
 A channel's signature is composed of :func:`register_members` (``regs``, the channel's
 register block of the CSR bank, and ``sys_clk_mhz``), the channel's own members and
@@ -8,7 +8,9 @@ register block of the CSR bank, and ``sys_clk_mhz``), the channel's own members 
 the block is the channel's to read or to drive.
 """
 
-from amaranth import C, Cat, Module, ResetInserter, Value
+from dataclasses import dataclass
+
+from amaranth import Module, ResetInserter, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,10 +19,10 @@ from ..bus.csr_bank import block_signature
 from ..regmap import DMA_ERROR_CODE, REGISTER_MAP
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
-from .ring import RingDoorbell
+from .ring import RingDoorbell, entry_address
 from .us_timer import MicrosecondTimer
 
-__all__ = ["ERROR_CODES", "DmaChannel", "bus_members", "register_members"]
+__all__ = ["ERROR_CODES", "ChannelHalt", "DmaChannel", "bus_members", "register_members"]
 
 #: ``DmaErrorCode`` name -> value (``STATUS.error_code``).
 ERROR_CODES = {v.name: v.value for v in DMA_ERROR_CODE.values}
@@ -52,6 +54,18 @@ def bus_members(addr_width: int, data_width: int) -> dict:
         "axi_read": Out(Axi4ReadSignature(addr_width, data_width, 1)),
         "axi_write": Out(Axi4WriteSignature(addr_width, data_width, 1)),
     }
+
+
+@dataclass(frozen=True)
+class ChannelHalt:
+    """A channel's halt (:meth:`DmaChannel.add_halt`): ``request`` with ``code`` (comb,
+    driven by the channel) halts it; ``halted`` reads STATUS.halted; ``halting`` is the
+    strobe of the cycle it halts (``events.error``)."""
+
+    request: Signal
+    code: Signal
+    halted: Value
+    halting: Value
 
 
 class DmaChannel(wiring.Component):
@@ -86,7 +100,38 @@ class DmaChannel(wiring.Component):
         aligned (the register map rejects other values), so its low 4 bits are not read:
         every descriptor access is then aligned in the logic too, and the movers' byte-lane
         logic for it folds away."""
-        return Cat(C(0, 4), self.regs.ring_base[4:] + index)[: self._addr_width]
+        return entry_address(self.regs.ring_base, index, self._addr_width)
+
+    def add_reset(self, m: Module, core: Module, quiet: Value) -> tuple[Value, Signal]:
+        """CTRL.reset, the same for both channels: the strobe sets STATUS.resetting and
+        holds the channel (``hold``, returned: start no new command or frame); once
+        ``quiet`` (no AXI transaction of the channel in flight, so none can land later)
+        the whole state in ``core`` (added to ``m`` as ``core``, behind a ResetInserter) is
+        reset in one cycle (``clear``, returned) and STATUS.resetting returns to 0. What
+        ``m`` drives itself (the counters) is kept. Returns ``(hold, clear)``."""
+        resetting = Signal()
+        clear = Signal()
+        with m.If(self.regs.ctrl.reset):
+            m.d.sync += resetting.eq(1)
+        with m.Elif(resetting & quiet):
+            m.d.sync += resetting.eq(0)
+        m.d.comb += [clear.eq(resetting & quiet), self.regs.status.resetting.eq(resetting)]
+        m.submodules.core = ResetInserter({"sync": clear})(core)
+        return self.regs.ctrl.reset | resetting, clear
+
+    def add_halt(self, core: Module) -> ChannelHalt:
+        """The halt, the same for both channels: the first ``request`` sets
+        STATUS.error_code to its ``code``; the channel is halted (STATUS.halted) while the
+        code is not NONE, until a reset clears it with ``core``."""
+        status = self.regs.status
+        request = Signal()
+        code = Signal(len(status.error_code))
+        halted = status.error_code != ERROR_CODES["NONE"]
+        halting = request & ~halted
+        core.d.comb += status.halted.eq(halted)
+        with core.If(halting):
+            core.d.sync += status.error_code.eq(code)
+        return ChannelHalt(request, code, halted, halting)
 
     def add_doorbell(self, m: Module, *, reset: Value | None = None) -> RingDoorbell:
         """Add the ring's doorbell to ``m`` as ``doorbell``: on RING_SIZE, TAIL and its

@@ -11,7 +11,7 @@ Fields named ``reserved_*`` are padding: the driver writes 0, the DMA writes 0 o
 write-back and ignores them on fetch.
 """
 
-from amaranth import C, Cat, Value
+from amaranth import C, Cat, Mux, Value
 from amaranth.lib import data
 
 from ..mac.frame import RxError
@@ -23,6 +23,7 @@ __all__ = [
     "MIN_RX_BUFFER_BYTES",
     "WRITEBACK_FIRST_WORD",
     "Descriptor",
+    "DescriptorWriteback",
     "pack_descriptor",
 ]
 
@@ -141,3 +142,50 @@ def pack_descriptor(**fields) -> Descriptor:
         if len(value) < fld.width:
             pieces.append(C(0, fld.width - len(value)))
     return Descriptor(Cat(*pieces))
+
+
+class DescriptorWriteback:
+    """A descriptor written back to its ring entry, the way both channels write it: words
+    1..3 (12 bytes at offset 4, one burst, so the word with ``own`` lands last), or all four
+    words (16 bytes at offset 0) when ``stamped`` (word 0 then holds the frame's time).
+
+    Parameters
+    ----------
+    written : Descriptor
+        The descriptor as the driver reads it back (:func:`pack_descriptor`).
+    stamped : Value
+        Word 0 is written too.
+    data_width : 32 or 64
+        The AXI writer's data width.
+
+    Attributes
+    ----------
+    length, beats, last_count : Value
+        The write's bytes, its data beats and the bytes of its last beat.
+    max_beats : int
+        Data beats of the longest write-back (all four words).
+    """
+
+    def __init__(self, written: Descriptor, stamped: Value, data_width: int):
+        beat_bytes = data_width // 8
+        short_bytes = DESCRIPTOR_BYTES - 4 * WRITEBACK_FIRST_WORD
+        short_beats = -(-short_bytes // beat_bytes)
+        words = written.as_value()
+        short = Cat(words[32 * WRITEBACK_FIRST_WORD :], C(0, 32 * WRITEBACK_FIRST_WORD))
+        self._data = Mux(stamped, words, short)
+        self._stamped = stamped
+        self._data_width = data_width
+        self.max_beats = DESCRIPTOR_BYTES // beat_bytes
+        self.length = Mux(stamped, DESCRIPTOR_BYTES, short_bytes)
+        self.beats = Mux(stamped, self.max_beats, short_beats)
+        self.last_count = Mux(stamped, beat_bytes, short_bytes - (short_beats - 1) * beat_bytes)
+
+    def address(self, entry: Value) -> Value:
+        """The write's address, for the ring entry at byte address ``entry`` (16-byte
+        aligned: the offset fills its low bits, no adder)."""
+        offset = Mux(self._stamped, C(0, 4), C(4 * WRITEBACK_FIRST_WORD, 4))
+        return Cat(offset, entry[4:])
+
+    def beat(self, index: Value) -> Value:
+        """The data of beat ``index`` (0 .. ``beats`` - 1)."""
+        return self._data.word_select(index, self._data_width)

@@ -1,26 +1,45 @@
-"""The descriptor ring as a DMA channel walks it: the doorbell, the wrap and how many
-descriptors one read may fetch, defined once for both DMA channels.
+"""The descriptor ring as a DMA channel walks it: the doorbell, the wrap, how many
+descriptors one read may fetch, and the walker that reads them, defined once for both DMA
+channels.
 
 A ring is ``ring_size`` 16-byte descriptors from RING_BASE. The driver posts work by
 writing TAIL (the doorbell): the index one past the last descriptor it handed over. The
 channel reads descriptors from its position towards the tail, in reads of at most PREFETCH
 descriptors that never wrap (a read past the ring's last descriptor would leave the ring).
+:class:`DescriptorWalker` does that reading for a channel and hands it the owned
+descriptors, in ring order, as a stream.
 """
 
 from amaranth import *
-from amaranth.lib import wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..regmap import RING_INDEX_BITS, RING_SIZE_BITS
+from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
+from .descriptor import DESCRIPTOR_BYTES, Descriptor
+from .packed import packed_layout
 
 __all__ = [
+    "DescriptorWalker",
     "RingDoorbell",
     "clamp_prefetch",
+    "entry_address",
     "fetch_count",
     "ring_distance",
     "smallest",
     "wrap_increment",
 ]
+
+
+#: PREFETCH's width (the register map's).
+PREFETCH_BITS = REGISTER_MAP.field("TX_PREFETCH", "prefetch").width
+
+
+def entry_address(ring_base: Value, index: Value, addr_width: int) -> Value:
+    """Byte address of ring entry ``index``, ``addr_width`` bits. RING_BASE is 16-byte
+    aligned (the register map rejects other values), so its low 4 bits are not read: every
+    descriptor access is then aligned in the logic too, and the movers' byte-lane logic for
+    it folds away."""
+    return Cat(C(0, 4), ring_base[4:] + index)[:addr_width]
 
 
 def wrap_increment(index: Value, ring_size: Value) -> Value:
@@ -82,6 +101,8 @@ class RingDoorbell(wiring.Component):
         tail:         ``In``: TAIL.
         tail_written: ``In(1)``: the doorbell, TAIL's write strobe.
         latched:      ``Out``: the last good tail (a register).
+        now:          ``Out``: the tail as of this cycle: a good doorbell's at once, else
+                      ``latched``.
         rung:         ``Out(1)``: a good doorbell, this cycle.
         bad_tail:     ``Out(1)``: sticky, a doorbell had a tail outside the ring.
     """
@@ -93,6 +114,7 @@ class RingDoorbell(wiring.Component):
                 "tail": In(RING_INDEX_BITS),
                 "tail_written": In(1),
                 "latched": Out(RING_INDEX_BITS),
+                "now": Out(RING_INDEX_BITS),
                 "rung": Out(1),
                 "bad_tail": Out(1),
             }
@@ -101,9 +123,272 @@ class RingDoorbell(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         inside = self.tail < self.ring_size
-        m.d.comb += self.rung.eq(self.tail_written & inside)
+        m.d.comb += [
+            self.rung.eq(self.tail_written & inside),
+            self.now.eq(Mux(self.rung, self.tail, self.latched)),
+        ]
         with m.If(self.rung):
             m.d.sync += self.latched.eq(self.tail)
         with m.If(self.tail_written & ~inside):
             m.d.sync += self.bad_tail.eq(1)
+        return m
+
+
+#: What the walker hands out: a descriptor (the fields the channel keeps; the others read 0)
+#: and its ring index.
+def walked_layout() -> data.StructLayout:
+    return data.StructLayout({"index": RING_INDEX_BITS, "desc": Descriptor})
+
+
+class DescriptorWalker(wiring.Component):
+    """Reads a channel's descriptor ring and hands out the owned descriptors in ring order.
+
+    The walker reads at its position (0 after reset) when the channel lets it (``enable``)
+    and there is a reason to: descriptors posted up to the tail and no stall, or a ``kick``
+    or a ``recheck`` pending. One read takes :func:`fetch_count` descriptors, limited by
+    the free room of its store and by ``limit``. The owned descriptors of a read enter the
+    store and move the position on; the first one without ``own`` ends the read's use (the
+    rest is read and ignored) and stalls the walker until a ``wake`` or ``kick`` (or the
+    next read a recheck forces). A read that fails (``beats`` ends with ``error``) reports
+    ``error``; the descriptors of it already stored stay.
+
+    The read's size is registered (the ring arithmetic is too long to feed the read command
+    in the same cycle), so a read starts only after the walker has been idle for a cycle;
+    it is computed on the store's level after this cycle's take, and what may change
+    meanwhile (a later tail, more room) only allows more: ``read``'s length may grow while
+    the command waits for ``ready`` (the channels' readers take it when idle, at once).
+
+    Parameters
+    ----------
+    max_prefetch : 1..16
+        Descriptors the store holds; PREFETCH is clamped to it.
+    data_width : 32 or 64
+        The reader's data width.
+    addr_width : int
+        The reader's address width.
+    fields : tuple of str
+        The :class:`Descriptor` fields the channel uses: only they are stored; the others
+        read 0 on ``o``.
+
+    Members
+    -------
+    ring_base, ring_size, prefetch : In
+        RING_BASE (16-byte aligned), RING_SIZE (0: nothing is read), PREFETCH.
+    tail : In(RING_INDEX_BITS)
+        The good tail (:class:`RingDoorbell` ``latched``, or ``now``: a read for a new
+        tail then starts in the cycle after its doorbell).
+    enable : In(1)
+        A read may start.
+    limit : In(RING_SIZE_BITS)
+        The channel's own limit on one read.
+    wake : In(1)
+        Strobe: the stall is over (TX's doorbell: reads go on up to the new tail).
+    kick : In(1)
+        Strobe: a doorbell (RX) or a poll; the next read goes ahead even without descriptors up
+        to the tail (it reads from the position up to the ring's end, ``own`` is the only
+        authority), and the stall is over. Kept until a read starts or, enabled, nothing
+        may be read.
+    recheck : In(1)
+        Strobe: the channel needs a descriptor; the next read goes ahead as for ``kick``,
+        and ``nothing_found`` tells when it found none.
+    read : Out(stream {addr, length})
+        The read command, to the reader's ``cmd``.
+    beats : In(stream {data, count, last, error})
+        The reader's output while the walker's read is the one in flight.
+    o : Out(stream {index, desc})
+        The owned descriptors in ring order, each with its ring index.
+    stored : Out(1)
+        An owned descriptor entered the store this cycle (it shows on ``o`` the next).
+    fetched : Out(1)
+        A descriptor was read (owned or not).
+    error : Out(1)
+        Strobe: a read failed (DESC_FETCH_BUS_ERROR).
+    nothing_found : Out(1)
+        Strobe: the ``recheck`` is answered by a read that stored no owned descriptor, or
+        at once when nothing may be read (no room in the store, ``limit`` 0).
+    idle : Out(1)
+        No read started and not finished.
+    """
+
+    def __init__(self, *, max_prefetch: int, data_width: int, addr_width: int, fields: tuple):
+        if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
+            raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
+        if data_width not in (32, 64):
+            raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
+        layout = data.Layout.cast(Descriptor)
+        unknown = set(fields) - {name for name, _ in layout}
+        if unknown:
+            raise ValueError(f"Descriptor has no field {sorted(unknown)[0]!r}")
+        self._max_prefetch = max_prefetch
+        self._data_width = data_width
+        self._addr_width = addr_width
+        self._kept = [(name, layout[name]) for name, _ in layout if name in fields]
+        super().__init__(
+            {
+                "ring_base": In(REGISTER_MAP.field("TX_RING_BASE", "ring_base").width),
+                "ring_size": In(RING_SIZE_BITS),
+                "prefetch": In(PREFETCH_BITS),
+                "tail": In(RING_INDEX_BITS),
+                "enable": In(1),
+                "limit": In(RING_SIZE_BITS),
+                "wake": In(1),
+                "kick": In(1),
+                "recheck": In(1),
+                "read": Out(
+                    stream.Signature(data.StructLayout({"addr": addr_width, "length": 16}))
+                ),
+                "beats": In(stream.Signature(packed_layout(data_width, "error"))),
+                "o": Out(stream.Signature(walked_layout())),
+                "stored": Out(1),
+                "fetched": Out(1),
+                "error": Out(1),
+                "nothing_found": Out(1),
+                "idle": Out(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        dw = self._data_width
+        beat_bytes = dw // 8
+        desc_beats = DESCRIPTOR_BYTES // beat_bytes
+        ring_size = self.ring_size
+
+        # ---- the store: the kept fields of the owned descriptors read ------------------------
+        kept_width = sum(field.width for _, field in self._kept)
+        m.submodules.store = store = fifo.SyncFIFO(width=kept_width, depth=self._max_prefetch)
+        head_index = Signal(RING_INDEX_BITS)  # ring index of the descriptor on `o`
+        taking = self.o.valid & self.o.ready
+        with m.If(taking):
+            m.d.sync += head_index.eq(wrap_increment(head_index, ring_size))
+        out_bits = [C(0, 8 * DESCRIPTOR_BYTES)]
+        offset = 0
+        for _, field in self._kept:
+            value = store.r_data[offset : offset + field.width]
+            out_bits.append(value.as_unsigned() << field.offset)
+            offset += field.width
+        desc_value = out_bits[0]
+        for bits in out_bits[1:]:
+            desc_value = desc_value | bits
+        m.d.comb += [
+            self.o.valid.eq(store.r_rdy),
+            self.o.p.index.eq(head_index),
+            self.o.p.desc.eq(desc_value[: 8 * DESCRIPTOR_BYTES]),
+            store.r_en.eq(self.o.ready),
+        ]
+
+        # ---- what the next read may fetch ----------------------------------------------------
+        position = Signal(RING_INDEX_BITS)  # the next descriptor to read
+        kick = Signal()  # a kick waits to be served
+        recheck_req = Signal()  # the channel's recheck waits to be served
+        serving = Signal()  # the read in flight serves a recheck
+        found = Signal()  # the read in flight stored a descriptor
+        stalled = Signal()  # the last read met a descriptor without own
+        level_after = store.level - taking
+        free_slots = self._max_prefetch - level_after
+        n_fetch = Signal(RING_SIZE_BITS)
+        auto = Signal()  # posted descriptors wait to be read
+        settled = Signal()  # idle for a cycle: n_fetch and auto are up to date
+        m.d.sync += [
+            n_fetch.eq(
+                fetch_count(
+                    position=position,
+                    tail=self.tail,
+                    ring_size=ring_size,
+                    prefetch=self.prefetch,
+                    max_prefetch=self._max_prefetch,
+                    limits=(free_slots, self.limit),
+                )
+            ),
+            auto.eq(
+                (~stalled | self.wake)
+                & (self.tail < ring_size)
+                & (ring_distance(position, self.tail, ring_size) != 0)
+            ),
+            settled.eq(self.idle),
+        ]
+        force = kick | recheck_req
+        may_read = self.enable & (ring_size != 0) & (position < ring_size)
+
+        # ---- reading ---------------------------------------------------------------------------
+        beat_in_desc = Signal(range(desc_beats))
+        earlier_beats = Signal(8 * DESCRIPTOR_BYTES - dw)  # the descriptor's beats so far
+        ignore_rest = Signal()  # a descriptor of this read had no own
+        read_over = Signal()  # the read in flight ended (its last beat, or an error)
+        with m.FSM(name="walker"):
+            with m.State("Idle"):
+                m.d.comb += self.idle.eq(1)
+                with m.If(settled & may_read & (force | auto) & (n_fetch != 0)):
+                    m.d.comb += [
+                        self.read.valid.eq(1),
+                        self.read.p.addr.eq(
+                            entry_address(self.ring_base, position, self._addr_width)
+                        ),
+                        self.read.p.length.eq(n_fetch * DESCRIPTOR_BYTES),
+                    ]
+                    with m.If(self.read.ready):
+                        m.d.sync += [
+                            kick.eq(0),
+                            recheck_req.eq(0),
+                            serving.eq(recheck_req),
+                            found.eq(0),
+                            stalled.eq(0),
+                            beat_in_desc.eq(0),
+                            ignore_rest.eq(0),
+                        ]
+                        m.next = "Read"
+                with m.Elif(settled & force):
+                    # Nothing may be read now: a recheck is answered "nothing found".
+                    m.d.sync += recheck_req.eq(0)
+                    m.d.comb += self.nothing_found.eq(recheck_req)
+                    with m.If(may_read):
+                        m.d.sync += kick.eq(0)
+            with m.State("Read"):
+                beat = self.beats
+                whole = Descriptor(Cat(earlier_beats, beat.p.data[:dw]))
+                m.d.comb += beat.ready.eq(1)
+                with m.If(beat.valid):
+                    with m.If(beat.p.error):
+                        m.d.comb += [self.error.eq(1), read_over.eq(1)]
+                        m.next = "Idle"
+                    with m.Else():
+                        m.d.sync += [
+                            earlier_beats.eq(whole.as_value()[dw:]),
+                            beat_in_desc.eq(
+                                Mux(beat_in_desc == desc_beats - 1, 0, beat_in_desc + 1)
+                            ),
+                        ]
+                        with m.If(beat_in_desc == desc_beats - 1):
+                            m.d.comb += self.fetched.eq(1)
+                            with m.If(~ignore_rest & whole.own):
+                                m.d.comb += [
+                                    store.w_en.eq(1),
+                                    store.w_data.eq(
+                                        Cat(
+                                            whole.as_value()[f.offset : f.offset + f.width]
+                                            for _, f in self._kept
+                                        )
+                                    ),
+                                    self.stored.eq(1),
+                                ]
+                                m.d.sync += found.eq(1)
+                                m.d.sync += position.eq(wrap_increment(position, ring_size))
+                            with m.Elif(~ignore_rest):
+                                m.d.sync += [ignore_rest.eq(1), stalled.eq(1)]
+                        with m.If(beat.p.last):
+                            m.d.comb += read_over.eq(1)
+                            m.next = "Idle"
+        # A recheck answered by the read that served it, unless a newer one is pending (that
+        # one waits for the next read).
+        with m.If(read_over & serving & ~recheck_req & ~found & ~self.stored):
+            m.d.comb += self.nothing_found.eq(1)
+
+        # After the FSM, so that a wake, kick or recheck in the cycle a read starts is not
+        # lost.
+        with m.If(self.wake):
+            m.d.sync += stalled.eq(0)
+        with m.If(self.kick):
+            m.d.sync += [kick.eq(1), stalled.eq(0)]
+        with m.If(self.recheck):
+            m.d.sync += recheck_req.eq(1)
         return m

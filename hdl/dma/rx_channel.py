@@ -5,16 +5,16 @@ the descriptor hand-off protocol it implements.
 """
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..mac.frame import RxError
 from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
-from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, Descriptor, pack_descriptor
+from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, DescriptorWriteback, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
-from .ring import fetch_count, ring_distance, smallest, wrap_increment
+from .ring import DescriptorWalker, smallest, wrap_increment
 
 __all__ = ["RxDmaChannel"]
 
@@ -22,11 +22,6 @@ __all__ = ["RxDmaChannel"]
 #: Largest data write command (bytes) the channel hands to the AXI writer; a frame is staged
 #: in pieces of at most this size, so the staging FIFO holds two of them.
 CHUNK_BEATS = 64
-#: Bytes of one descriptor write-back (words 1..3).
-WRITEBACK_BYTES = 12
-WRITEBACK_OFFSET = 4
-#: The EOP write-back of a timestamped frame: all four words (word 0 = the timestamp).
-TIMESTAMPED_WRITEBACK_BYTES = DESCRIPTOR_BYTES
 #: Write commands queued for the AXI writer (data chunks and write-backs).
 CMD_QUEUE_DEPTH = 8
 #: Width of RX_FIFO_OVERFLOWS, the RX FIFO's count the channel reports.
@@ -132,7 +127,8 @@ class RxDmaChannel(DmaChannel):
       ``run`` = 0, followed by CTRL.reset.
       While not running (or halted) ``i`` is not consumed: the RX FIFO fills and counts
       its overflows.
-    * Fetch: up to ``prefetch`` contiguous descriptors per burst from the fetch position,
+    * Fetch (the ring walker, :class:`~.ring.DescriptorWalker`, as on TX): up to
+      ``prefetch`` contiguous descriptors per burst from the fetch position,
       never past the ring end, never past ``tail`` (unless a re-check is forced by a doorbell,
       poll expiry or a frame needing a buffer, which reads from the fetch position anyway
       since ``own`` is the only authority), never more than the free prefetch slots and
@@ -192,23 +188,13 @@ class RxDmaChannel(DmaChannel):
         W = self._data_width // 8
         DW = self._data_width
         chunk_bytes = CHUNK_BEATS * W
-        desc_beats = DESCRIPTOR_BYTES // W
-        wb_beats_short = (WRITEBACK_BYTES + W - 1) // W
-        wb_beats_max = TIMESTAMPED_WRITEBACK_BYTES // W
+        wb_beats_max = DESCRIPTOR_BYTES // W  # the longest write-back (timestamped)
         regs, status = self.regs, self.regs.status
         m.d.comb += regs.fifo_overflows.eq(self.fifo_overflows)
 
-        # ---- channel reset sequencing (outer, not reset itself) -------------------------------
-        chan_rst = Signal()
-        resetting = Signal()
+        # ---- CTRL.reset: the core is reset once its movers are quiet ------------------------
         quiet = Signal()
-        m.submodules.core = ResetInserter({"sync": chan_rst})(core)
-        with m.If(regs.ctrl.reset):
-            m.d.sync += resetting.eq(1)
-        with m.Elif(resetting & quiet):
-            m.d.sync += resetting.eq(0)
-        m.d.comb += [chan_rst.eq(resetting & quiet), status.resetting.eq(resetting)]
-        hold = resetting | regs.ctrl.reset
+        hold, chan_rst = self.add_reset(m, core, quiet)
 
         # A frame partly consumed when the channel resets is skipped up to its last beat.
         i_mid = Signal()
@@ -229,8 +215,6 @@ class RxDmaChannel(DmaChannel):
         # Doorbell: the last good tail (latched in the core, so a channel reset clears it, as
         # on TX: nothing is fetched after a reset until a doorbell, poll or frame needs it).
         ring_doorbell = self.add_doorbell(core)
-        tail_q = ring_doorbell.latched
-        doorbell = ring_doorbell.rung
 
         # Counters, fed by strobes from the core.
         inc_fetched = Signal()
@@ -264,158 +248,59 @@ class RxDmaChannel(DmaChannel):
         # ---- core --------------------------------------------------------------------------
         reader, writer = self.add_movers(core)
 
-        error_code = status.error_code
-        halted = error_code != ERROR_CODES["NONE"]
+        halt = self.add_halt(core)
+        halted, halt_now, halt_code = halt.halted, halt.request, halt.code
         bus_error = Signal()  # halted on an AXI error: no command is issued any more
         configured = regs.ring_size != 0
         can_start = regs.ctrl.run & configured & ~halted & ~hold
         active = ~halted & ~hold
         core.d.comb += [
-            status.halted.eq(halted),
             status.running.eq(regs.ctrl.run & configured & ~halted),
+            self.events.error.eq(halt.halting),
         ]
-
-        halt_now = Signal()
-        halt_code = Signal(4)
-        with core.If(halt_now & ~halted):
-            core.d.sync += error_code.eq(halt_code)
-            core.d.comb += self.events.error.eq(1)
-            with core.If(halt_code != ERROR_CODES["RX_BUFFER_TOO_SMALL"]):
-                core.d.sync += bus_error.eq(1)
+        with core.If(halt.halting & (halt_code != ERROR_CODES["RX_BUFFER_TOO_SMALL"])):
+            core.d.sync += bus_error.eq(1)
 
         # Ring indices.
         ring_size = regs.ring_size
 
-        fetch_idx = Signal(RING_INDEX_BITS)  # next descriptor to read
-        use_idx = Signal(RING_INDEX_BITS)  # descriptor of the next buffer taken from the set
         inflight = Signal(RING_SIZE_BITS)  # fetched (owned) and not yet written back
         head_done = Signal()  # a write-back completed OKAY
-        fetched_one = Signal()  # an owned descriptor entered the set
+        fetched_one = Signal()  # an owned descriptor entered the walker's store
         core.d.sync += inflight.eq(inflight + fetched_one - head_done)
         with core.If(head_done):
             core.d.sync += regs.head.eq(wrap_increment(regs.head, ring_size))
 
-        # Prefetched descriptors: addr, length, ioc.
-        desc_layout = data.StructLayout({"addr": 32, "length": 16, "ioc": 1})
-        core.submodules.prefetched = prefetched = fifo.SyncFIFO(
-            width=desc_layout.size, depth=self._max_prefetch
+        # ---- the ring walker: owned descriptors in ring order --------------------------------
+        walker = DescriptorWalker(
+            max_prefetch=self._max_prefetch,
+            data_width=DW,
+            addr_width=self._addr_width,
+            fields=("addr", "length", "ioc"),
         )
-        next_desc = desc_layout(prefetched.r_data)
-        fetched_desc = desc_layout(prefetched.w_data)
-
-        # ---- poll timer and fetch requests ------------------------------------------------
-        kick = Signal()  # doorbell / poll: re-read even without tail room; clears stalled
-        recheck_req = Signal()  # the data path needs a re-check of own (set empty)
-        check_done = Signal()  # a fetch that took a recheck_req finished (if ~recheck_req)
-        check_now = Signal()  # recheck_req answered at once: nothing may be read now
-        stalled = Signal()  # the last fetch met a descriptor without own
-
+        core.submodules.walker = walker
+        wiring.connect(core, walker.read, reader.cmd)
+        wiring.connect(core, reader.o, walker.beats)
+        next_desc = walker.o.p.desc
+        recheck_req = walker.recheck  # strobe: the data path needs a descriptor (set empty)
+        nothing_found = walker.nothing_found
         # The poll timer runs while the channel may work.
         poll_fire = self.add_poll_timer(core, regs.ctrl.run & configured & ~halted)
-
-        # How many descriptors to read now: no more than the set has room for, nor than the
-        # ring has descriptors not yet fetched or written back.
-        free_slots = self._max_prefetch - prefetched.level
-        room = Signal(RING_SIZE_BITS)
-        core.d.comb += room.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight))
-        tail_dist = Signal(RING_SIZE_BITS)
-        core.d.comb += tail_dist.eq(ring_distance(fetch_idx, tail_q, ring_size))
-        force = kick | recheck_req
-
-        # The fetch size is registered (the ring arithmetic above is too long to feed the
-        # read command in the same cycle) and used only after the FSM has been idle for a
-        # cycle, so no fetch of its own is missing from it. What may change meanwhile
-        # (descriptors taken from the set, write-backs done, a later tail) only adds room.
-        n_fetch = Signal(RING_SIZE_BITS)
-        auto = Signal()  # descriptors the driver posted wait to be read
-        settled = Signal()
-        fetch_idle = Signal()
-        core.d.sync += [
-            n_fetch.eq(
-                fetch_count(
-                    position=fetch_idx,
-                    tail=tail_q,
-                    ring_size=ring_size,
-                    prefetch=regs.prefetch,
-                    max_prefetch=self._max_prefetch,
-                    limits=(free_slots, room),
-                )
-            ),
-            auto.eq(~stalled & (tail_q < ring_size) & (tail_dist != 0)),
-            settled.eq(fetch_idle),
+        core.d.comb += [
+            walker.ring_base.eq(regs.ring_base),
+            walker.ring_size.eq(ring_size),
+            walker.prefetch.eq(regs.prefetch),
+            walker.tail.eq(ring_doorbell.latched),
+            walker.enable.eq(can_start),
+            # Never more than RING_SIZE - 1 descriptors in the DMA's hands (fetched, not yet
+            # written back).
+            walker.limit.eq(Mux(inflight + 1 >= ring_size, 0, ring_size - 1 - inflight)),
+            walker.kick.eq(ring_doorbell.rung | poll_fire),
+            inc_fetched.eq(walker.fetched),
+            fetched_one.eq(walker.stored),
         ]
-
-        serving = Signal()
-        beat_in_desc = Signal(range(desc_beats))
-        desc_shift = Signal(8 * DESCRIPTOR_BYTES)
-        ignore_rest = Signal()
-
-        with core.FSM(name="fetch"):
-            with core.State("Idle"):
-                core.d.comb += fetch_idle.eq(1)
-                go = settled & can_start & configured & (force | auto)
-                with core.If(go & (n_fetch != 0)):
-                    core.d.comb += [
-                        reader.cmd.valid.eq(1),
-                        reader.cmd.p.addr.eq(self.entry_address(fetch_idx)),
-                        reader.cmd.p.length.eq(n_fetch << 4),
-                    ]
-                    with core.If(reader.cmd.ready):
-                        core.d.sync += [
-                            kick.eq(0),
-                            recheck_req.eq(0),
-                            serving.eq(recheck_req),
-                            stalled.eq(0),
-                            beat_in_desc.eq(0),
-                            ignore_rest.eq(0),
-                        ]
-                        core.next = "Read"
-                with core.Elif(settled & force):
-                    # Nothing may be read now: the re-check is answered "nothing new".
-                    core.d.sync += recheck_req.eq(0)
-                    core.d.comb += check_now.eq(recheck_req)
-                    with core.If(can_start):
-                        core.d.sync += kick.eq(0)
-            with core.State("Read"):
-                o = reader.o
-                core.d.comb += o.ready.eq(1)
-                full = Cat(desc_shift[8 * W :], o.p.data[:DW])
-                fetched_word = Descriptor(full)  # the whole descriptor on its last beat
-                with core.If(o.valid):
-                    with core.If(o.p.error):
-                        core.d.comb += [
-                            halt_now.eq(1),
-                            halt_code.eq(ERROR_CODES["DESC_FETCH_BUS_ERROR"]),
-                        ]
-                        core.d.comb += check_done.eq(serving)
-                        core.next = "Idle"
-                    with core.Else():
-                        core.d.sync += [
-                            desc_shift.eq(full),
-                            beat_in_desc.eq(
-                                Mux(beat_in_desc == desc_beats - 1, 0, beat_in_desc + 1)
-                            ),
-                        ]
-                        with core.If(beat_in_desc == desc_beats - 1):
-                            core.d.comb += inc_fetched.eq(1)
-                            with core.If(~ignore_rest & fetched_word.own):
-                                core.d.comb += [
-                                    prefetched.w_en.eq(1),
-                                    fetched_desc.addr.eq(fetched_word.addr),
-                                    fetched_desc.length.eq(fetched_word.length),
-                                    fetched_desc.ioc.eq(fetched_word.ioc),
-                                    fetched_one.eq(1),
-                                ]
-                                core.d.sync += fetch_idx.eq(wrap_increment(fetch_idx, ring_size))
-                            with core.Elif(~ignore_rest):
-                                core.d.sync += [ignore_rest.eq(1), stalled.eq(1)]
-                        with core.If(o.p.last):
-                            core.d.comb += check_done.eq(serving)
-                            core.next = "Idle"
-
-        # After the FSM, so that a doorbell in the cycle a fetch is issued is not lost.
-        with core.If(doorbell | poll_fire):
-            core.d.sync += [kick.eq(1), stalled.eq(0)]
+        with core.If(walker.error):
+            core.d.comb += [halt_now.eq(1), halt_code.eq(ERROR_CODES["DESC_FETCH_BUS_ERROR"])]
 
         # ---- write command queue -> AXI writer --------------------------------------------
         KIND_DATA, KIND_WB = 0, 1
@@ -473,7 +358,7 @@ class RxDmaChannel(DmaChannel):
             with core.Else():
                 core.d.comb += add_bytes.eq(cur.length)
 
-        m.d.comb += quiet.eq(writer_idle & fetch_idle & reader.cmd.ready)
+        m.d.comb += quiet.eq(writer_idle & walker.idle & reader.cmd.ready)
 
         # ---- data path ----------------------------------------------------------------------
         buf_addr = Signal(32)
@@ -525,21 +410,17 @@ class RxDmaChannel(DmaChannel):
             sop=sop,
             eop=wb_eop,
         )
-        words = written.as_value()
-        short_vec = Cat(words[32:], Const(0, 8 * (wb_beats_max * W) - (len(words) - 32)))
-        wb_vec = Mux(stamped, words, short_vec)
-        wb_beats = Mux(stamped, wb_beats_max, wb_beats_short)
+        writeback = DescriptorWriteback(written, stamped, DW)
 
         def load_buffer():
             """Take the next prefetched descriptor as the current buffer."""
-            core.d.comb += prefetched.r_en.eq(1)
+            core.d.comb += walker.o.ready.eq(1)
             core.d.sync += [
                 buf_addr.eq(next_desc.addr),
                 buf_len.eq(next_desc.length),
                 buf_left.eq(next_desc.length),
                 buf_ioc.eq(next_desc.ioc),
-                buf_idx.eq(use_idx),
-                use_idx.eq(wrap_increment(use_idx, ring_size)),
+                buf_idx.eq(walker.o.p.index),
                 chunk_addr.eq(next_desc.addr),
                 chunk_n.eq(0),
             ]
@@ -558,12 +439,6 @@ class RxDmaChannel(DmaChannel):
             ]
 
         in_p = self.i.p
-        # The re-check the data path asked for is over. A fetch that completes while a newer
-        # request is still pending (recheck_req) answered an older one and is ignored.
-        checked = (check_done & ~recheck_req) | check_now
-        # A descriptor the re-check put into the set on its last beat shows in prefetched.r_rdy
-        # only in the next cycle: until then the answer is "found", not "nothing owned".
-        nothing_found = checked & ~fetched_one
         with core.FSM(name="data"):
             with core.State("Idle"):
                 core.d.sync += [
@@ -582,14 +457,14 @@ class RxDmaChannel(DmaChannel):
                 with core.If(can_start & in_valid):
                     with core.If(in_p.last & (in_p.count == 0)):
                         core.d.comb += in_ready.eq(1)  # a lost frame's marker: no buffer used
-                    with core.Elif(prefetched.r_rdy):
+                    with core.Elif(walker.o.valid):
                         load_buffer()
                         core.next = "Fill"
                     with core.Else():
-                        core.d.sync += recheck_req.eq(1)
+                        core.d.comb += recheck_req.eq(1)
                         core.next = "Wait Start"
             with core.State("Wait Start"):
-                with core.If(prefetched.r_rdy):
+                with core.If(walker.o.valid):
                     core.next = "Idle"
                 with core.Elif(nothing_found & self.wait_for_buffers):
                     core.next = "Wait Buffer"
@@ -597,7 +472,7 @@ class RxDmaChannel(DmaChannel):
                     core.next = "Drop"
             with core.State("Wait Buffer"):
                 # Flow control holds the frame in the FIFO until the driver posts a buffer.
-                with core.If(prefetched.r_rdy):
+                with core.If(walker.o.valid):
                     core.next = "Idle"
                 with core.Elif(~self.wait_for_buffers):
                     core.next = "Drop"
@@ -690,14 +565,14 @@ class RxDmaChannel(DmaChannel):
             with core.State("Spill"):
                 with core.If(~active):
                     pass
-                with core.Elif(prefetched.r_rdy):
+                with core.Elif(walker.o.valid):
                     core.d.sync += [wb_eop.eq(0), wb_beat.eq(0)]
                     core.next = "Write Back"
                 with core.Else():
-                    core.d.sync += recheck_req.eq(1)
+                    core.d.comb += recheck_req.eq(1)
                     core.next = "Wait Spill"
             with core.State("Wait Spill"):
-                with core.If(prefetched.r_rdy):
+                with core.If(walker.o.valid):
                     core.next = "Spill"
                 with core.Elif(nothing_found):
                     # Out of descriptors mid-frame: this buffer ends the frame, truncated.
@@ -706,22 +581,18 @@ class RxDmaChannel(DmaChannel):
             with core.State("Write Back"):
                 with core.If(~active):
                     pass
-                with core.Elif(wb_beat != wb_beats):
+                with core.Elif(wb_beat != writeback.beats):
                     core.d.comb += [
                         stage.w_en.eq(1),
-                        stage.w_data.eq(wb_vec.word_select(wb_beat, DW)),
+                        stage.w_data.eq(writeback.beat(wb_beat)),
                     ]
                     with core.If(stage.w_rdy):
                         core.d.sync += wb_beat.eq(wb_beat + 1)
                 with core.Else():
                     core.d.comb += [
                         cmdq.w_en.eq(1),
-                        cmdq_in.addr.eq(
-                            self.entry_address(buf_idx) + Mux(stamped, 0, WRITEBACK_OFFSET)
-                        ),
-                        cmdq_in.length.eq(
-                            Mux(stamped, TIMESTAMPED_WRITEBACK_BYTES, WRITEBACK_BYTES)
-                        ),
+                        cmdq_in.addr.eq(writeback.address(self.entry_address(buf_idx))),
+                        cmdq_in.length.eq(writeback.length),
                         cmdq_in.kind.eq(KIND_WB),
                         cmdq_in.eop.eq(wb_eop),
                         cmdq_in.ioc.eq(buf_ioc),

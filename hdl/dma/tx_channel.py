@@ -1,13 +1,14 @@
 """TX DMA channel: walks the TX descriptor ring and streams each frame's fragments out packed.
 
-Sequence (all in the ``sync`` domain)::
+Sequence (all in the ``sync`` domain): the ring walker (:class:`~.ring.DescriptorWalker`)
+reads a batch of up to PREFETCH descriptors and hands out the owned ones; for each, in ring
+order, the main FSM goes::
 
-    Idle -> Fetch (one read of up to PREFETCH descriptors)
-         -> for each fetched descriptor, in ring order:
-              Next (checks own / length, issues the fragment read)
-              Data (reader output -> ``o``)
-              Hand Off (queues the write-back of words 1..3, one 12-byte write)
-         -> Idle (fetches the next batch at once if work is left)
+    Next (waits for the descriptor, checks its length, issues the fragment read)
+    Data (reader output -> ``o``)
+    Hand Off (queues the write-back of words 1..3, one 12-byte write; takes the descriptor)
+
+and once the batch is used up, the walker reads the next one (the two share the reader).
 
 The write-back engine runs beside the main FSM: descriptor k is written back (and on its
 B response HEAD advances and the events fire) while the fragment of k + 1 is being read.
@@ -15,20 +16,31 @@ B response HEAD advances and the events fire) while the fragment of k + 1 is bei
 
 from amaranth import *
 from amaranth.lib import stream
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import exact_log2
 
 from ..mac.ptp import TS_ID_BITS
-from ..regmap import RING_INDEX_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
-from .descriptor import DESCRIPTOR_BYTES, Descriptor, pack_descriptor
+from .descriptor import DESCRIPTOR_BYTES, DescriptorWriteback, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
-from .ring import fetch_count, wrap_increment
+from .ring import DescriptorWalker, wrap_increment
 from .tx_checksum import TxChecksumRequest
 
 __all__ = ["TxDmaChannel"]
+
+#: The descriptor fields the TX channel uses (the walker stores only these).
+WALKED_FIELDS = (
+    "addr",
+    "length",
+    "csum_start",
+    "csum_offset",
+    "ioc",
+    "csum_insert",
+    "ip_csum_insert",
+    "ts_request",
+    "sop",
+    "eop",
+)
 
 
 class TxDmaChannel(DmaChannel):
@@ -125,13 +137,16 @@ class TxDmaChannel(DmaChannel):
     ``regs.ctrl.reset``, and the other register names are ``regs``' members.
 
     * Work is done only with ``run`` = 1, ``ring_size`` != 0, not halted, and either
-      HEAD != the latched tail (and not stalled) or a poll-timer expiry.
+      descriptors posted up to the latched tail (and not stalled) or a poll-timer expiry
+      since the last descriptor read.
     * A doorbell with ``tail`` >= ``ring_size`` is ignored and sets ``bad_tail``.
-    * One descriptor read fetches ``min(prefetch, ring_size - head, tail - head)``
-      descriptors (a poll with HEAD == tail ignores the tail limit). The first one without
-      ``own`` stalls the channel at it until the next doorbell or poll expiry.
+    * One descriptor read, once the descriptors of the last one are used up, fetches
+      :func:`~.ring.fetch_count` descriptors: ``min(prefetch, ring_size - position,
+      tail - position)`` (a poll with the position at the tail ignores the tail limit). The
+      first one without ``own`` stalls the channel at it (the owned ones before it are
+      sent) until the next doorbell or poll expiry.
     * ``run`` = 0 stops at the next descriptor boundary (the current descriptor is finished
-      and written back).
+      and written back; descriptors already read wait for ``run``).
     * Errors halt the channel (``halted``, ``error_code``, ``events.error``); the failing
       descriptor is not written back and HEAD stays at it. Only ``reset`` recovers. The halt
       becomes visible only after the previous descriptor's write-back has landed, so HEAD
@@ -139,10 +154,13 @@ class TxDmaChannel(DmaChannel):
       read already started for the next descriptor is drained and dropped (the reader still
       completes that one command on the bus), and an open frame on ``o`` is closed with an
       error beat.
-    * ``reset``: HEAD = 0, the latched tail = 0, halt/error/``bad_tail``/stall cleared. A
-      fragment read in progress is drained and dropped (``o`` gets nothing more; the TX FIFO
-      is expected to be reset together with the channel); a write-back whose command was
-      already accepted is completed but has no other effect. The counters are not cleared.
+    * ``reset`` (:meth:`~.channel.DmaChannel.add_reset`, the same model as RX): no new read,
+      fragment or write-back starts; a fragment read in progress is drained and dropped
+      (``o`` gets nothing more; the TX FIFO is reset together with the channel), a
+      write-back not yet on the bus is dropped, one on the bus lands with no other effect.
+      Then, in one cycle, the channel's state is reset: HEAD = 0, the latched tail = 0,
+      halt/error/``bad_tail``/stall cleared, descriptors read and not used forgotten, and
+      ``status.resetting`` returns to 0. The counters are not cleared.
     """
 
     def __init__(self, data_width: int = 32, addr_width: int = 32, max_prefetch: int = 8):
@@ -170,14 +188,12 @@ class TxDmaChannel(DmaChannel):
 
     def elaborate(self, platform):
         m = Module()
+        core = Module()  # the channel's state; reset as a whole by CTRL.reset
         W = self._data_width // 8
         dw = self._data_width
-        maxp = self._max_prefetch
-        beats_per_desc = DESCRIPTOR_BYTES // W
 
         regs, status = self.regs, self.regs.status
         reset = regs.ctrl.reset  # CTRL.reset: a one-cycle strobe
-        halted = status.halted
         run = Signal()  # CTRL.run, held off while the TX FIFO resets
         m.d.comb += [
             run.eq(regs.ctrl.run & ~self.hold),
@@ -185,10 +201,16 @@ class TxDmaChannel(DmaChannel):
             regs.fifo_overflows.eq(0),
         ]
 
-        reader, writer = self.add_movers(m)
-        m.d.comb += status.running.eq(run & ~halted)
+        # ---- CTRL.reset: the core is reset once its movers are quiet --------------------------
+        quiet = Signal()
+        hold, _clear = self.add_reset(m, core, quiet)
+        halt = self.add_halt(core)
+        halted = halt.halted
 
-        # ---- counters -----------------------------------------------------------------------
+        reader, writer = self.add_movers(core)
+        core.d.comb += status.running.eq(run & ~halted)
+
+        # ---- counters (kept across CTRL.reset) -------------------------------------------------
         # BURSTS counts frame-data bursts only (fragment reads), like RX counts buffer
         # writes: descriptor fetches and write-backs show in DESC_FETCHED and FRAMES. The
         # reader runs one command at a time, so an AR belongs to the last command taken.
@@ -197,99 +219,91 @@ class TxDmaChannel(DmaChannel):
         m.d.sync += regs.bursts.eq(regs.bursts + (ar_hs & reading_fragment))
         data_beat = Signal()  # a fragment beat (not the error beat) handed to `o`
         m.d.sync += regs.bytes.eq(regs.bytes + Mux(data_beat, self.o.p.count, 0))
+        desc_read = Signal()  # the walker read a descriptor
+        frame_landed = Signal()  # an EOP write-back landed OKAY
+        m.d.sync += [
+            regs.desc_fetched.eq(regs.desc_fetched + desc_read),
+            regs.frames.eq(regs.frames + frame_landed),
+        ]
 
         # ---- events: registered strobes, 0 unless set below ---------------------------------
         ev_done = Signal()
         ev_ioc = Signal()
         ev_eop = Signal()
-        ev_error = Signal()
-        cur_eop = Signal()  # the fragment being read is the frame's last
         m.d.sync += [
             self.events.desc_done.eq(ev_done),
             self.events.desc_ioc.eq(ev_done & ev_ioc),
             self.events.frame_done.eq(ev_done & ev_eop),
-            self.events.error.eq(ev_error),
+            self.events.error.eq(halt.halting),
         ]
 
-        # ---- doorbell -----------------------------------------------------------------------
-        doorbell = self.add_doorbell(m, reset=reset)
-        tail = doorbell.latched
-        stalled = Signal()  # stopped at a descriptor without own
-        with m.If(doorbell.rung):
-            m.d.sync += stalled.eq(0)
-
-        # ---- poll timer ---------------------------------------------------------------------
-        # Runs while the channel may work; an expiry is kept until the next descriptor fetch
-        # starts (which serves as the poll).
-        poll_kick = Signal()
-        poll_timer_runs = Signal()  # the channel may work: the poll timer runs
-        with m.If(self.add_poll_timer(m, poll_timer_runs)):
-            m.d.sync += poll_kick.eq(1)
-
-        # ---- descriptor buffer --------------------------------------------------------------
-        # The batch in small memories (LUT RAM on an FPGA), one per beat of a descriptor:
-        # beat k of descriptor i is row i of memory k, and descriptor ``index`` is read
-        # whole, combinationally. ``buf_index`` counts the beats received (its low bits are
-        # the beat, the rest the descriptor).
-        beat_bits = exact_log2(beats_per_desc)
-        buf_index = Signal(range(maxp * beats_per_desc + 1))
-        fetched = Signal(range(maxp + 1))  # descriptors in the batch
-        index = Signal(range(maxp + 1))  # descriptor of the batch being processed
-        buf_write = Signal()  # a fetched beat is stored at ``buf_index``
-        beat_data = []
-        for beat in range(beats_per_desc):
-            rows = Memory(shape=unsigned(dw), depth=maxp, init=[])
-            m.submodules[f"desc_beat{beat}"] = rows
-            write = rows.write_port()
-            read = rows.read_port(domain="comb")
-            m.d.comb += [
-                write.addr.eq(buf_index[beat_bits:]),
-                write.data.eq(reader.o.p.data),
-                write.en.eq(buf_write & (buf_index[:beat_bits] == beat)),
-                read.addr.eq(index),
-            ]
-            beat_data.append(read.data)
-        desc = Descriptor(Cat(*beat_data))
-
-        # ---- fetch size ---------------------------------------------------------------------
-        # `head` is the committed index (descriptors before it are written back); `cursor` is
-        # the next descriptor to process. They differ while a write-back is in flight.
-        head = regs.head
-        cursor = Signal(RING_INDEX_BITS)
-        fetch_n = Signal(range(maxp + 1))
-        m.d.comb += fetch_n.eq(
-            fetch_count(
-                position=cursor,
-                tail=tail,
-                ring_size=regs.ring_size,
-                prefetch=regs.prefetch,
-                max_prefetch=maxp,
-            )
+        # ---- the ring walker: owned descriptors in ring order, read one batch at a time -----
+        doorbell = self.add_doorbell(core)
+        ready_to_work = run & ~halted & (regs.ring_size != 0) & ~hold
+        poll = self.add_poll_timer(core, ready_to_work)
+        walker = DescriptorWalker(
+            max_prefetch=self._max_prefetch,
+            data_width=dw,
+            addr_width=self._addr_width,
+            fields=WALKED_FIELDS,
         )
-        fetch_addr = self.entry_address(cursor)
-        next_cursor = wrap_increment(cursor, regs.ring_size)
-        next_head = wrap_increment(head, regs.ring_size)
+        core.submodules.walker = walker
+        waiting = Signal()  # the main FSM waits for a descriptor
+        core.d.comb += [
+            walker.ring_base.eq(regs.ring_base),
+            walker.ring_size.eq(regs.ring_size),
+            walker.prefetch.eq(regs.prefetch),
+            # The doorbell's tail at once: the walker's read size is a register, so the
+            # read starts in the cycle after the doorbell.
+            walker.tail.eq(doorbell.now),
+            # The next batch is read once the last one is used up, between fragment reads
+            # (the two share the reader).
+            walker.enable.eq(ready_to_work & waiting & ~walker.o.valid),
+            walker.limit.eq(self._max_prefetch),
+            # A doorbell ends a stall; a poll also reads at the tail (the driver may have
+            # handed descriptors over without a doorbell).
+            walker.wake.eq(doorbell.rung),
+            walker.kick.eq(poll),
+            desc_read.eq(walker.fetched),
+        ]
+        desc = walker.o.p.desc
+        # The fragment read, from the main FSM; the reader takes it when idle.
+        fragment = stream.Signature(reader.cmd.p.shape()).create(path=("fragment",))
+        core.d.comb += [
+            reader.cmd.valid.eq(walker.read.valid | fragment.valid),
+            reader.cmd.p.eq(Mux(walker.read.valid, walker.read.p, fragment.p)),
+            walker.read.ready.eq(reader.cmd.ready),
+            fragment.ready.eq(reader.cmd.ready),
+            walker.beats.valid.eq(reader.o.valid & ~reading_fragment),
+            walker.beats.p.eq(reader.o.p),
+        ]
+        with core.If(walker.read.valid & walker.read.ready):
+            core.d.sync += reading_fragment.eq(0)
+        with core.If(fragment.valid & fragment.ready):
+            core.d.sync += reading_fragment.eq(1)
+        fragment_ready = Signal()  # reader.o.ready while a fragment is read
+        core.d.comb += reader.o.ready.eq(Mux(reading_fragment, fragment_ready, walker.beats.ready))
 
         in_frame = Signal()  # some beats of a frame went to `o`, its last beat not yet
+        cur_eop = Signal()  # the fragment being read is the frame's last
         # PTP requests: the number given to the frame being read (0 = none).
         frame_ts_id = Signal(TS_ID_BITS)
         last_ts_id = Signal(TS_ID_BITS)
         next_ts_id = Mux(last_ts_id == (1 << TS_ID_BITS) - 1, 1, last_ts_id + 1)
-        m.d.comb += self.o_ts_request.eq(frame_ts_id)
+        core.d.comb += self.o_ts_request.eq(frame_ts_id)
 
         # ---- write-back engine --------------------------------------------------------------
         # Writes descriptor k back while the main FSM already reads the fragment of k + 1.
+        # A write-back still waiting for the bus at a reset is dropped; one on the bus lands
+        # with no other effect.
         wb_busy = Signal()
-        wb_addr = Signal(self._addr_width)
+        wb_entry = Signal(self._addr_width)  # the ring entry's address
         wb_length = Signal(16)
         wb_ioc = Signal()
         wb_sop = Signal()
         wb_eop = Signal()
-        short_beats = (12 + W - 1) // W
-        long_beats = DESCRIPTOR_BYTES // W
-        wb_index = Signal(range(long_beats + 1))
+        wb_index = Signal(range(DESCRIPTOR_BYTES // W + 1))
         wb_cmd_sent = Signal()
-        wb_abort = Signal()  # a reset arrived during the write-back: finish it, no effects
         # PTP: the EOP write-back of a frame that asked waits for its time (wb_ts_id).
         wb_ts_id = Signal(TS_ID_BITS)
         wb_stamped = Signal()
@@ -297,10 +311,10 @@ class TxDmaChannel(DmaChannel):
         ts_held_id = Signal(TS_ID_BITS)  # the last time that came back, and its number
         ts_held_ns = Signal(32)
         wb_waiting = (wb_ts_id != 0) & ~wb_stamped
-        with m.If(wb_busy & wb_waiting & (ts_held_id == wb_ts_id)):
-            m.d.sync += [wb_stamped.eq(1), wb_ts_ns.eq(ts_held_ns), ts_held_id.eq(0)]
-        with m.If(self.ts_valid):
-            m.d.sync += [ts_held_id.eq(self.ts_id), ts_held_ns.eq(self.ts_ns)]
+        with core.If(wb_busy & wb_waiting & (ts_held_id == wb_ts_id)):
+            core.d.sync += [wb_stamped.eq(1), wb_ts_ns.eq(ts_held_ns), ts_held_id.eq(0)]
+        with core.If(self.ts_valid):
+            core.d.sync += [ts_held_id.eq(self.ts_id), ts_held_ns.eq(self.ts_ns)]
         # The descriptor as the driver reads it back: words 1..3, or all four with the
         # frame's time in word 0.
         written = pack_descriptor(
@@ -312,59 +326,47 @@ class TxDmaChannel(DmaChannel):
             sop=wb_sop,
             eop=wb_eop,
         )
-        long_bytes = written.as_value()
-        short_bytes = long_bytes[32:]  # ``timestamped`` is 0 when this is written
-        wb_data = Mux(
-            wb_stamped,
-            Array(long_bytes[i * dw : (i + 1) * dw] for i in range(long_beats))[wb_index],
-            Array(short_bytes[i * dw : (i + 1) * dw] for i in range(short_beats))[wb_index],
+        writeback = DescriptorWriteback(written, wb_stamped, dw)
+        wb_ok = Signal()  # a write-back landed OKAY, not in a reset
+        wb_late = Signal()  # an EOP write-back landed OKAY in a reset
+        m.d.comb += self.ts_discarded.eq(
+            reset & ~status.resetting & wb_busy & ~wb_cmd_sent & wb_waiting
         )
-        wb_beats = Mux(wb_stamped, long_beats, short_beats)
-        wb_last_count = Mux(wb_stamped, W, 12 - (short_beats - 1) * W)
-        wb_ok = Signal()
 
-        with m.If(wb_busy):
-            m.d.comb += [
-                writer.cmd.valid.eq(~wb_cmd_sent & ~reset & ~wb_abort & ~wb_waiting),
-                writer.cmd.p.addr.eq(Mux(wb_stamped, wb_addr - 4, wb_addr)),
-                writer.cmd.p.length.eq(Mux(wb_stamped, DESCRIPTOR_BYTES, 12)),
-                writer.i.valid.eq(wb_cmd_sent & (wb_index < wb_beats)),
-                writer.i.p.data.eq(wb_data),
-                writer.i.p.count.eq(Mux(wb_index == wb_beats - 1, wb_last_count, W)),
-                writer.i.p.last.eq(wb_index == wb_beats - 1),
+        with core.If(wb_busy):
+            core.d.comb += [
+                writer.cmd.valid.eq(~wb_cmd_sent & ~hold & ~wb_waiting),
+                writer.cmd.p.addr.eq(writeback.address(wb_entry)),
+                writer.cmd.p.length.eq(writeback.length),
+                writer.i.valid.eq(wb_cmd_sent & (wb_index < writeback.beats)),
+                writer.i.p.data.eq(writeback.beat(wb_index)),
+                writer.i.p.count.eq(Mux(wb_index == writeback.beats - 1, writeback.last_count, W)),
+                writer.i.p.last.eq(wb_index == writeback.beats - 1),
                 writer.done.ready.eq(1),
             ]
-            m.d.comb += self.ts_discarded.eq(reset & ~wb_cmd_sent & wb_waiting)
-            with m.If(writer.cmd.valid & writer.cmd.ready):
-                m.d.sync += wb_cmd_sent.eq(1)
-            with m.If(writer.i.valid & writer.i.ready):
-                m.d.sync += wb_index.eq(wb_index + 1)
-            with m.If(reset & ~wb_cmd_sent):
-                m.d.sync += wb_busy.eq(0)  # never reached the bus: just drop it
-            with m.Elif(reset):
-                m.d.sync += wb_abort.eq(1)
-            with m.If(writer.done.valid):
-                m.d.sync += wb_busy.eq(0)
-                with m.If(~wb_abort & ~reset):
-                    with m.If(writer.done.p.error):
-                        m.d.sync += [
-                            halted.eq(1),
-                            status.error_code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
-                        ]
-                        m.d.comb += ev_error.eq(1)
-                    with m.Else():
-                        m.d.comb += [wb_ok.eq(1), ev_done.eq(1)]
-                        m.d.sync += head.eq(next_head)
-                        with m.If(wb_eop):
-                            m.d.sync += regs.frames.eq(regs.frames + 1)
-        m.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
+            with core.If(writer.cmd.valid & writer.cmd.ready):
+                core.d.sync += wb_cmd_sent.eq(1)
+            with core.If(writer.i.valid & writer.i.ready):
+                core.d.sync += wb_index.eq(wb_index + 1)
+            with core.If(writer.done.valid):
+                core.d.sync += wb_busy.eq(0)
+                with core.If(hold):
+                    core.d.comb += wb_late.eq(~writer.done.p.error & wb_eop)
+                with core.Elif(writer.done.p.error):
+                    core.d.comb += [
+                        halt.request.eq(1),
+                        halt.code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
+                    ]
+                with core.Else():
+                    core.d.comb += [wb_ok.eq(1), ev_done.eq(1), frame_landed.eq(wb_eop)]
+                    core.d.sync += regs.head.eq(wrap_increment(regs.head, regs.ring_size))
+        core.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
 
         # ---- frames a reset discards from the TX FIFO -------------------------------------
         # pending: EOP write-backs landed minus frames the MAC started, since the last flush.
         # Negative when the MAC started frames ahead of their write-back: a write-back
         # finishing after the reset then belongs to a frame already on the wire.
         landed = wb_ok & wb_eop
-        late = wb_busy & writer.done.valid & ~writer.done.p.error & wb_eop & (wb_abort | reset)
         flushing_q = Signal()
         m.d.sync += flushing_q.eq(self.fifo_flushing)
         window = reset | self.fifo_flushing | flushing_q
@@ -372,7 +374,7 @@ class TxDmaChannel(DmaChannel):
         pending = Signal(signed(12))
         late_started = Signal()
         pending_next = Signal(signed(12))
-        m.d.comb += pending_next.eq(pending + landed + (late & window) - self.frame_started)
+        m.d.comb += pending_next.eq(pending + landed + (wb_late & window) - self.frame_started)
         with m.If(sample):
             m.d.sync += [
                 regs.reset_discards.eq(
@@ -383,7 +385,7 @@ class TxDmaChannel(DmaChannel):
             ]
         with m.Else():
             m.d.sync += pending.eq(pending_next)
-        with m.If(late & ~window):
+        with m.If(wb_late & ~window):
             m.d.sync += [
                 regs.reset_discards.eq(regs.reset_discards + ~late_started),
                 late_started.eq(0),
@@ -394,7 +396,7 @@ class TxDmaChannel(DmaChannel):
         # since the last reset wound down. Both happen in ring order, so the last frame
         # started (the one a cut ends) has landed iff unlanded <= 0; if not, its write-back
         # is the unlanded-th landing from now, if it ever lands (cut_wait counts them down).
-        landing = landed | late
+        landing = landed | wb_late
         unlanded = Signal(signed(12))
         unlanded_next = Signal(signed(12))
         m.d.comb += unlanded_next.eq(unlanded + self.frame_started - landing)
@@ -431,202 +433,139 @@ class TxDmaChannel(DmaChannel):
                 skip_cut.eq((unlanded_next > 0) & (cut_wait == 0)),
             ]
 
-        # ---- main FSM -----------------------------------------------------------------------
-        pending_code = Signal(4)
+        # ---- main FSM: one descriptor at a time, from the walker ----------------------------
+        pending_code = Signal(len(halt.code))
 
-        def halt(code):
+        def halt_after_writeback(code):
             """Halt once the write-back of the previous descriptor has landed."""
-            m.d.sync += pending_code.eq(ERROR_CODES[code])
-            m.next = "Halting"
+            core.d.sync += pending_code.eq(ERROR_CODES[code])
+            core.next = "Halting"
 
         def stop():
-            """Leave after a halt: close a frame left open on `o`."""
-            with m.If(in_frame):
-                m.next = "Abort"
-            with m.Else():
-                m.next = "Idle"
+            """After a halt: close a frame left open on `o`."""
+            with core.If(in_frame):
+                core.next = "Abort"
+            with core.Else():
+                core.next = "Next"
 
-        ready_to_work = run & ~halted & (regs.ring_size != 0) & (cursor < regs.ring_size) & ~reset
-        m.d.comb += poll_timer_runs.eq(ready_to_work)
-
-        with m.FSM(name="tx_channel") as fsm:
-            with m.State("Idle"):
-                work = ((cursor != tail) & ~stalled) | poll_kick
-                with m.If(ready_to_work & work & (fetch_n != 0)):
-                    m.d.comb += [
-                        reader.cmd.valid.eq(1),
-                        reader.cmd.p.addr.eq(fetch_addr),
-                        reader.cmd.p.length.eq(fetch_n * DESCRIPTOR_BYTES),
+        with core.FSM(name="tx_channel") as fsm:
+            with core.State("Next"):
+                core.d.comb += waiting.eq(1)
+                with core.If(walker.error & ~hold & ~halted):
+                    # Halt once the previous write-back has landed (descriptors of the
+                    # failed read already stored are not used).
+                    halt_after_writeback("DESC_FETCH_BUS_ERROR")
+                with core.Elif(halted):
+                    with core.If(in_frame & ~hold):
+                        core.next = "Abort"
+                with core.Elif(hold | ~run | ~walker.o.valid):
+                    pass
+                with core.Elif(desc.length == 0):
+                    halt_after_writeback("ZERO_LENGTH_DESC")
+                with core.Else():
+                    core.d.comb += [
+                        fragment.valid.eq(1),
+                        fragment.p.addr.eq(desc.addr),
+                        fragment.p.length.eq(desc.length),
                     ]
-                    with m.If(reader.cmd.ready):
-                        m.d.sync += [
-                            reading_fragment.eq(0),
-                            fetched.eq(fetch_n),
-                            buf_index.eq(0),
-                            index.eq(0),
-                            poll_kick.eq(0),
-                            stalled.eq(0),
-                        ]
-                        m.next = "Fetch"
-                with m.Elif(halted & in_frame & ~reset):
-                    m.next = "Abort"
+                    with core.If(fragment.ready):
+                        core.d.sync += cur_eop.eq(desc.eop)
+                        with core.If(desc.sop):
+                            core.d.sync += [
+                                frame_ts_id.eq(Mux(desc.ts_request, next_ts_id, 0)),
+                                self.o_csum.eq(
+                                    Cat(
+                                        desc.csum_start,
+                                        desc.csum_offset,
+                                        desc.csum_insert,
+                                        desc.ip_csum_insert,
+                                    )
+                                ),
+                            ]
+                            with core.If(desc.ts_request):
+                                core.d.sync += last_ts_id.eq(next_ts_id)
+                        core.next = "Data"
 
-            with m.State("Fetch"):
-                m.d.comb += reader.o.ready.eq(1)
-                with m.If(reader.o.valid):
-                    with m.If(~reader.o.p.error):
-                        m.d.comb += buf_write.eq(1)
-                        m.d.sync += buf_index.eq(buf_index + 1)
-                    with m.If(reader.o.p.last):
-                        with m.If(reset):
-                            m.next = "Idle"
-                        with m.Elif(halted):
+            with core.State("Data"):
+                r = reader.o.p
+                with core.If(hold | halted):
+                    # A reset, or the previous write-back failed: drop the rest of the read.
+                    core.d.comb += fragment_ready.eq(1)
+                    with core.If(reader.o.valid & r.last):
+                        with core.If(hold):
+                            core.next = "Next"
+                        with core.Else():
                             stop()
-                        with m.Elif(reader.o.p.error):
-                            halt("DESC_FETCH_BUS_ERROR")
-                        with m.Else():
-                            m.d.sync += regs.desc_fetched.eq(regs.desc_fetched + fetched)
-                            m.next = "Next"
-                    with m.Elif(reset):
-                        m.next = "Drain"
-                with m.Elif(reset):
-                    m.next = "Drain"
-
-            with m.State("Next"):
-                with m.If(reset):
-                    m.next = "Idle"
-                with m.Elif(halted):
-                    stop()
-                with m.Elif((index == fetched) | ~run):
-                    m.next = "Idle"
-                with m.Elif(~desc.own):
-                    m.d.sync += stalled.eq(1)
-                    m.next = "Idle"
-                with m.Elif(desc.length == 0):
-                    halt("ZERO_LENGTH_DESC")
-                with m.Else():
-                    m.d.comb += [
-                        reader.cmd.valid.eq(1),
-                        reader.cmd.p.addr.eq(desc.addr),
-                        reader.cmd.p.length.eq(desc.length),
-                    ]
-                    with m.If(reader.cmd.ready):
-                        m.d.sync += [cur_eop.eq(desc.eop), reading_fragment.eq(1)]
-                        with m.If(desc.sop):
-                            m.d.sync += frame_ts_id.eq(Mux(desc.ts_request, next_ts_id, 0))
-                            with m.If(desc.ts_request):
-                                m.d.sync += last_ts_id.eq(next_ts_id)
-                            m.d.sync += self.o_csum.eq(
-                                Cat(
-                                    desc.csum_start,
-                                    desc.csum_offset,
-                                    desc.csum_insert,
-                                    desc.ip_csum_insert,
-                                )
-                            )
-                        m.next = "Data"
-
-            with m.State("Data"):
-                with m.If(reset | halted):
-                    # Reset, or the previous write-back failed: drop the rest of the read.
-                    m.d.comb += reader.o.ready.eq(1)
-                    with m.If(reader.o.valid & reader.o.p.last):
-                        with m.If(reset):
-                            m.next = "Idle"
-                        with m.Else():
-                            stop()
-                    with m.Else():
-                        m.next = "Drain"
-                with m.Else():
-                    r = reader.o.p
-                    m.d.comb += [
+                with core.Else():
+                    core.d.comb += [
                         self.o.valid.eq(reader.o.valid),
                         self.o.p.data.eq(r.data),
                         self.o.p.count.eq(r.count),
                         self.o.p.last.eq(r.last & (cur_eop | r.error)),
                         self.o.p.error.eq(r.error),
-                        reader.o.ready.eq(self.o.ready),
+                        fragment_ready.eq(self.o.ready),
                         data_beat.eq(reader.o.valid & self.o.ready & ~r.error),
                     ]
-                    with m.If(reader.o.valid & self.o.ready):
-                        m.d.sync += in_frame.eq(~self.o.p.last)
-                        with m.If(r.last):
-                            with m.If(r.error):
+                    with core.If(reader.o.valid & self.o.ready):
+                        core.d.sync += in_frame.eq(~self.o.p.last)
+                        with core.If(r.last):
+                            with core.If(r.error):
                                 # The reader's error beat has just closed the frame on `o`.
-                                halt("DATA_READ_BUS_ERROR")
-                            with m.Else():
-                                m.next = "Hand Off"
+                                halt_after_writeback("DATA_READ_BUS_ERROR")
+                            with core.Else():
+                                core.next = "Hand Off"
 
-            with m.State("Hand Off"):
+            with core.State("Hand Off"):
                 # The fragment is read: queue its write-back and go on with the next one.
-                with m.If(reset):
-                    m.next = "Idle"
-                with m.Elif(halted):
+                with core.If(hold):
+                    core.next = "Next"
+                with core.Elif(halted):
                     stop()
-                with m.Elif(~wb_busy):
-                    m.d.sync += [
+                with core.Elif(~wb_busy):
+                    core.d.comb += walker.o.ready.eq(1)
+                    core.d.sync += [
                         wb_busy.eq(1),
                         wb_cmd_sent.eq(0),
-                        wb_abort.eq(0),
                         wb_index.eq(0),
-                        wb_addr.eq(fetch_addr + 4),
+                        wb_entry.eq(self.entry_address(walker.o.p.index)),
                         wb_length.eq(desc.length),
                         wb_ioc.eq(desc.ioc),
                         wb_sop.eq(desc.sop),
                         wb_eop.eq(desc.eop),
                         wb_ts_id.eq(Mux(desc.eop, frame_ts_id, 0)),
                         wb_stamped.eq(0),
-                        cursor.eq(next_cursor),
-                        index.eq(index + 1),
                     ]
-                    m.next = "Next"
+                    core.next = "Next"
 
-            with m.State("Drain"):
-                m.d.comb += reader.o.ready.eq(1)
-                with m.If(reader.o.valid & reader.o.p.last):
-                    with m.If(halted & ~reset):
-                        stop()
-                    with m.Else():
-                        m.next = "Idle"
-
-            with m.State("Halting"):
+            with core.State("Halting"):
                 # Wait for the previous descriptor's write-back, so that HEAD points at the
                 # failing descriptor when the halt becomes visible.
-                with m.If(reset):
-                    m.next = "Idle"
-                with m.Elif(~wb_busy):
-                    with m.If(~halted):  # a failed write-back reports itself
-                        m.d.sync += [halted.eq(1), status.error_code.eq(pending_code)]
-                        m.d.comb += ev_error.eq(1)
+                with core.If(hold):
+                    core.next = "Next"
+                with core.Elif(~wb_busy):
+                    # A failed write-back has halted the channel already (its code stays).
+                    core.d.comb += [halt.request.eq(1), halt.code.eq(pending_code)]
                     stop()
 
-            with m.State("Abort"):
+            with core.State("Abort"):
                 # Close the frame left open on `o` by a halt.
-                m.d.comb += [
+                core.d.comb += [
                     self.o.valid.eq(1),
                     self.o.p.count.eq(0),
                     self.o.p.last.eq(1),
                     self.o.p.error.eq(1),
                 ]
-                with m.If(self.o.ready | reset):
-                    m.d.sync += in_frame.eq(0)
-                    m.next = "Idle"
+                with core.If(self.o.ready | hold):
+                    core.d.sync += in_frame.eq(0)
+                    core.next = "Next"
 
-        # Channel reset: registers only; the FSM and the write-back engine wind down above.
-        with m.If(reset):
-            m.d.sync += status.resetting.eq(1)
-        with m.Elif(fsm.ongoing("Idle") & ~wb_busy):
-            m.d.sync += status.resetting.eq(0)
-        with m.If(reset):
-            m.d.sync += [
-                head.eq(0),
-                cursor.eq(0),
-                stalled.eq(0),
-                poll_kick.eq(0),
-                halted.eq(0),
-                status.error_code.eq(0),
-                in_frame.eq(0),
-            ]
-            m.d.comb += ev_error.eq(0)
-
+        # Quiet: no read or write of the channel on the bus (a write-back not yet on it is
+        # dropped by the reset).
+        m.d.comb += quiet.eq(
+            walker.idle
+            & ~fsm.ongoing("Data")
+            & reader.cmd.ready
+            & writer.cmd.ready
+            & ~(wb_busy & wb_cmd_sent)
+        )
         return m

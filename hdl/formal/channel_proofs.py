@@ -201,7 +201,7 @@ class TxOwnershipHarness(_ChannelHarness):
             dut.ts_valid.eq(self.any_seq(1, "ts_valid")),
             dut.ts_id.eq(self.any_seq(len(dut.ts_id), "ts_id")),
         ]
-        reading_fragment = internal_signal(fragment, "reading_fragment")
+        reading_fragment = internal_signal(fragment, "reading_fragment", within="core")
         m.submodules.ownership = ownership = RingOwnershipProperties(
             read_props=read_props,
             write_props=write_props,
@@ -276,7 +276,7 @@ class TxWritebackHarness(TxOwnershipHarness):
         usable = Signal(Descriptor)
         m.d.comb += [usable.own.eq(1), usable.length.eq(4), usable.sop.eq(1), usable.eop.eq(1)]
         # The reader also reads fragments, whose data stays any.
-        fetching = ~internal_signal(m.submodules.dut, "reading_fragment")
+        fetching = ~internal_signal(m.submodules.dut, "reading_fragment", within="core")
         _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching)
         m.d.comb += [
             Assume(dut.o.ready),
@@ -341,7 +341,7 @@ class TxHaltHarness(TxOwnershipHarness):
 
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
-        fetching = ~internal_signal(m.submodules.dut, "reading_fragment")
+        fetching = ~internal_signal(m.submodules.dut, "reading_fragment", within="core")
         fetching_word3, word3 = _descriptor_word3(dut, read_props, fetching)
         m.d.comb += [
             Assume(~fetching_word3 | (word3.own & (word3.length == 0))),
