@@ -713,6 +713,43 @@ def test_reset_waits_for_the_data_burst_in_flight():
     h.run(scenario)
 
 
+def test_reset_mid_fetch_waits_for_the_read_and_forgets_it():
+    """CTRL.reset while a descriptor read crawls over a slow bus: STATUS.resetting stays 1
+    until the read's last beat is in; the reset forgets the descriptors read and the
+    doorbell's tail (HEAD 0, nothing read again without a doorbell), and after a doorbell
+    the same buffers take frames from index 0."""
+    h = Harness(ring_size=8, prefetch=4, ready_prob=0.2, latency=6, seed=17)
+    for idx, (addr, length) in enumerate(buffers(0x3000, [256] * 4)):
+        h.post(idx, addr, length)
+    h.unpost(4)
+    d = h.dut
+
+    async def scenario(ctx):
+        await h.setup(ctx)
+        await h.doorbell(ctx, 4)
+        for _ in range(2000):
+            if ctx.get(d.axi_read.rvalid) and ctx.get(d.axi_read.rready):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError("no descriptor read")
+        ctx.set(d.regs.ctrl.run, 0)
+        assert await h.reset(ctx) > 4, "the reset did not wait for the read on the bus"
+        assert ctx.get(d.regs.head) == 0
+        ctx.set(d.regs.ctrl.run, 1)
+        for _ in range(300):
+            assert not ctx.get(d.axi_read.arvalid), "a read without a doorbell"
+            await ctx.tick()
+        await h.doorbell(ctx, 4)
+        for _ in range(3):
+            await h.send(ctx, frame_bytes(h.rng, 200))
+        await h.settle(ctx)
+        h.check(ctx)
+        assert ctx.get(d.regs.frames) == 3 and ctx.get(d.regs.head) == 3
+
+    h.run(scenario)
+
+
 def test_reset_mid_frame_skips_its_rest():
     h = Harness(ring_size=8, prefetch=2)
     for idx, (addr, length) in enumerate(buffers(0x3000, [256] * 4)):

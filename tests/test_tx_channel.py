@@ -634,3 +634,45 @@ def test_reset_waits_for_the_writeback_on_the_bus():
         assert bytes(bench.mem) == landed, "the write-back landed after STATUS.resetting = 0"
 
     bench.run(testbench)
+
+
+def test_reset_mid_fetch_waits_for_the_read_and_forgets_the_batch():
+    """CTRL.reset while a descriptor read crawls over a slow bus: STATUS.resetting stays 1
+    until the read's last beat is in, and the reset forgets what it read: nothing of it
+    is sent or written back, HEAD and the latched tail are 0, and nothing is read again
+    without a doorbell. Posted again, the frames go out once each."""
+    bench = Bench(ring_size=8, seed=21, latency=6, ready_prob=1.0, valid_prob=0.2)
+    frames = make_frames(bench, [[60], [33], [128], [7]])
+
+    async def testbench(ctx):
+        dut = bench.dut
+        await bench.setup(ctx, prefetch=4)
+        for slot, (_, frags) in enumerate(frames):
+            bench.post(slot, *frags[0], sop=1, eop=1)
+        await bench.doorbell(ctx, len(frames))
+        await bench.wait_for(
+            ctx,
+            lambda: ctx.get(dut.axi_read.rvalid) and ctx.get(dut.axi_read.rready),
+            what="the descriptor read's first beat",
+        )
+        assert bench.desc_read_bursts() >= 1 and bench.fragment_read_bursts() == 0
+        ctx.set(dut.regs.ctrl.run, 0)
+        busy = await bench.channel_reset(ctx)
+        assert busy > 4, "the reset did not wait for the descriptor read on the bus"
+        assert ctx.get(dut.regs.head) == 0
+        ctx.set(dut.regs.ctrl.run, 1)
+        for _ in range(300):
+            assert not ctx.get(dut.axi_read.arvalid), "a read without a doorbell"
+            assert not ctx.get(dut.axi_write.awvalid), "a write-back of a forgotten batch"
+            await bench.tick(ctx)
+        assert bench.sink.beats == [], "a descriptor of the forgotten batch was sent"
+        bench.check_memory()
+        await bench.doorbell(ctx, len(frames))
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.head) == len(frames), what="HEAD")
+        for slot in range(len(frames)):
+            bench.reap(slot)
+        sent, rest = bench.frames_out()
+        assert sent == [(data, False) for data, _ in frames] and rest == b""
+        bench.check_memory()
+
+    bench.run(testbench)
