@@ -1049,6 +1049,122 @@ def test_reset_while_idle_empties_the_store_and_rewinds():
     run_bench(scenario, with_reset=True)
 
 
+# ---- write-backs --------------------------------------------------------------------------------
+def run_writebacks(*, data_width, data_first, seed, count=40, ready=0.6, valid=0.7):
+    """Hands the walker ``count`` random write-backs (payload held until taken, random
+    gaps) with random ready on ``write`` and ``write_data``; returns the requests and the
+    cycle-stamped handshakes: ``("cmd", cycle, addr, length)``, ``("beat", cycle, data,
+    count, last)``, ``("taken", cycle, i)``."""
+    rng = random.Random(seed)
+    walker = DescriptorWalker(
+        max_prefetch=4, data_width=data_width, addr_width=32, fields=FIELDS, data_first=data_first
+    )
+    requests = [
+        (rng.randrange(MAX_RING), rng.getrandbits(128), rng.random() < 0.5) for _ in range(count)
+    ]
+    events = []
+
+    async def bench(ctx):
+        ctx.set(walker.ring_base, RING_BASE)
+        ctx.set(walker.ring_size, MAX_RING)
+        pending = deque(enumerate(requests))
+        cycle = 0
+        while pending and cycle < 40 * count:
+            number, (index, value, stamped) = pending[0]
+            offer = ctx.get(walker.writeback.valid) or rng.random() < valid
+            ctx.set(walker.writeback.valid, offer)
+            ctx.set(walker.writeback.p.index, index)
+            ctx.set(walker.writeback.p.desc.as_value(), value)
+            ctx.set(walker.writeback.p.stamped, stamped)
+            ctx.set(walker.write.ready, rng.random() < ready)
+            ctx.set(walker.write_data.ready, rng.random() < ready)
+            if not offer:
+                for port in (walker.write, walker.write_data):
+                    assert not ctx.get(port.valid), "a write-back output without a request"
+            if ctx.get(walker.write.valid) and ctx.get(walker.write.ready):
+                events.append(
+                    ("cmd", cycle, ctx.get(walker.write.p.addr), ctx.get(walker.write.p.length))
+                )
+            beat = walker.write_data
+            if ctx.get(beat.valid) and ctx.get(beat.ready):
+                events.append(
+                    (
+                        "beat",
+                        cycle,
+                        ctx.get(beat.p.data),
+                        ctx.get(beat.p.count),
+                        ctx.get(beat.p.last),
+                    )
+                )
+            if offer and ctx.get(walker.writeback.ready):
+                events.append(("taken", cycle, number))
+                pending.popleft()
+            await ctx.tick()
+            cycle += 1
+        assert not pending, "write-backs not taken"
+
+    sim = Simulator(walker)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return requests, events
+
+
+@pytest.mark.parametrize("data_first", [False, True], ids=["command_first", "data_first"])
+@pytest.mark.parametrize("data_width", [32, 64])
+def test_writebacks_write_the_descriptor_at_its_ring_entry(data_width, data_first):
+    """Each write-back handed to the walker becomes one write at its ring entry: 12 bytes
+    at +4 (words 1..3, ``own`` in the last word), or all 16 at +0 when stamped; its beats
+    carry the descriptor's bytes from that offset, the last beat's count ends the write.
+    The command goes before its first beat (or, with ``data_first``, after its last); the
+    request is taken in the cycle of the last of the two, and not before."""
+    beat_bytes = data_width // 8
+    requests, events = run_writebacks(data_width=data_width, data_first=data_first, seed=data_width)
+    taken = [e for e in events if e[0] == "taken"]
+    assert [e[2] for e in taken] == list(range(len(requests)))
+    start = 0
+    for (index, value, stamped), (_, taken_cycle, _) in zip(requests, taken, strict=True):
+        mine = [e for e in events if e[0] != "taken" and start <= e[1] <= taken_cycle]
+        start = taken_cycle + 1
+        commands = [e for e in mine if e[0] == "cmd"]
+        beats = [e for e in mine if e[0] == "beat"]
+        offset = 0 if stamped else 4
+        length = 16 - offset
+        assert [(c[2], c[3]) for c in commands] == [(RING_BASE + 16 * index + offset, length)]
+        n_beats = -(-length // beat_bytes)
+        assert len(beats) == n_beats
+        image = value.to_bytes(16, "little")
+        written = b"".join(b[2].to_bytes(beat_bytes, "little") for b in beats)
+        assert written[:length] == image[offset:]
+        assert [b[3] for b in beats] == [beat_bytes] * (n_beats - 1) + [
+            length - (n_beats - 1) * beat_bytes
+        ]
+        assert [b[4] for b in beats] == [0] * (n_beats - 1) + [1]
+        if data_first:
+            assert all(b[1] < commands[0][1] for b in beats)
+            assert commands[0][1] == taken_cycle
+        else:
+            assert all(b[1] > commands[0][1] for b in beats)
+            assert beats[-1][1] == taken_cycle
+
+
+@pytest.mark.parametrize("data_first", [False, True], ids=["command_first", "data_first"])
+def test_writeback_with_ready_outputs_takes_one_cycle_per_transfer(data_first):
+    """With the writer always ready, a write-back of n beats takes n + 1 cycles back to
+    back: command then beats (a writer's order), or beats then command (a queue's)."""
+    requests, events = run_writebacks(
+        data_width=32, data_first=data_first, seed=5, count=6, ready=1.0, valid=1.0
+    )
+    kinds = [e[0] for e in events if e[0] != "taken"]
+    cycles = [e[1] for e in events if e[0] != "taken"]
+    assert cycles == list(range(len(cycles)))  # no idle cycle
+    per_request = []
+    for _, _, stamped in requests:
+        beats = 4 if stamped else 3
+        per_request += ["beat"] * beats + ["cmd"] if data_first else ["cmd"] + ["beat"] * beats
+    assert kinds == per_request
+
+
 # ---- parameters ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("options", "message"),

@@ -19,7 +19,7 @@ from ..bus.csr_bank import block_signature
 from ..regmap import DMA_ERROR_CODE, REGISTER_MAP
 from .axi_reader import AxiBurstReader
 from .axi_writer import AxiBurstWriter
-from .ring import RingDoorbell, entry_address
+from .ring import RingDoorbell
 from .us_timer import MicrosecondTimer
 
 __all__ = ["ERROR_CODES", "ChannelHalt", "DmaChannel", "bus_members", "register_members"]
@@ -94,13 +94,6 @@ class DmaChannel(wiring.Component):
 
     def channel_members(self) -> dict:
         raise NotImplementedError
-
-    def entry_address(self, index: Value) -> Value:
-        """Byte address of ring entry ``index``, ``addr_width`` bits. RING_BASE is 16-byte
-        aligned (the register map rejects other values), so its low 4 bits are not read:
-        every descriptor access is then aligned in the logic too, and the movers' byte-lane
-        logic for it folds away."""
-        return entry_address(self.regs.ring_base, index, self._addr_width)
 
     def add_reset(self, m: Module, core: Module, quiet: Value) -> tuple[Value, Signal]:
         """CTRL.reset, the same for both channels: the strobe sets STATUS.resetting and

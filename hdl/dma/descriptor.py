@@ -145,7 +145,7 @@ def pack_descriptor(**fields) -> Descriptor:
 
 
 class DescriptorWriteback:
-    """A descriptor written back to its ring entry, the way both channels write it: words
+    """A descriptor written back to its ring entry, the way the ring walker writes it: words
     1..3 (12 bytes at offset 4, one burst, so the word with ``own`` lands last), or all four
     words (16 bytes at offset 0) when ``stamped`` (word 0 then holds the frame's time).
 

@@ -7,7 +7,8 @@ writing TAIL (the doorbell): the index one past the last descriptor it handed ov
 channel reads descriptors from its position towards the tail, in reads of at most PREFETCH
 descriptors that never wrap (a read past the ring's last descriptor would leave the ring).
 :class:`DescriptorWalker` does that reading for a channel and hands it the owned
-descriptors, in ring order, as a stream.
+descriptors, in ring order, as a stream; the channel hands each back to it, as the driver
+is to read it, and the walker turns it into the write at its ring entry.
 """
 
 from amaranth import *
@@ -15,7 +16,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
-from .descriptor import DESCRIPTOR_BYTES, Descriptor
+from .descriptor import DESCRIPTOR_BYTES, Descriptor, DescriptorWriteback, pack_descriptor
 from .packed import packed_layout
 
 __all__ = [
@@ -134,10 +135,16 @@ class RingDoorbell(wiring.Component):
         return m
 
 
-#: What the walker hands out: a descriptor (the fields the channel keeps; the others read 0)
-#: and its ring index.
 def walked_layout() -> data.StructLayout:
+    """What the walker hands out: a descriptor (the fields the channel keeps; the others
+    read 0) and its ring index."""
     return data.StructLayout({"index": RING_INDEX_BITS, "desc": Descriptor})
+
+
+def writeback_layout() -> data.StructLayout:
+    """A write-back the channel hands the walker: the ring index, the descriptor as the
+    driver is to read it back, and whether word 0 (the frame's time) is written too."""
+    return data.StructLayout({"index": RING_INDEX_BITS, "desc": Descriptor, "stamped": 1})
 
 
 class DescriptorWalker(wiring.Component):
@@ -151,6 +158,14 @@ class DescriptorWalker(wiring.Component):
     rest is read and ignored) and stalls the walker until a ``wake`` or ``kick`` (or the
     next read a recheck forces). A read that fails (``beats`` ends with ``error``) reports
     ``error``; the descriptors of it already stored stay.
+
+    Write-backs go the other way: the channel hands a used descriptor back on
+    ``writeback`` ({index, desc, stamped}, its payload held until taken) and the walker
+    turns it into the write at its ring entry (:class:`DescriptorWriteback`: words 1..3, or
+    all four when stamped): a command on ``write`` and its data beats on ``write_data``,
+    the command first (for a writer, which takes the command before the data) or, with
+    ``data_first``, its beats first (for a queue whose command must not reach the writer
+    before its data is staged). ``writeback`` is taken with the last of the two.
 
     The read's size is registered (the ring arithmetic is too long to feed the read command
     in the same cycle), so a read starts only after the walker has been idle for a cycle;
@@ -169,6 +184,8 @@ class DescriptorWalker(wiring.Component):
     fields : tuple of str
         The :class:`Descriptor` fields the channel uses: only they are stored; the others
         read 0 on ``o``.
+    data_first : bool
+        A write-back's data beats go out before its command (default: after).
 
     Members
     -------
@@ -208,9 +225,23 @@ class DescriptorWalker(wiring.Component):
         at once when nothing may be read (no room in the store, ``limit`` 0).
     idle : Out(1)
         No read started and not finished.
+    writeback : In(stream {index, desc, stamped})
+        A descriptor to write back to ring entry ``index``, as the driver is to read it.
+    write : Out(stream {addr, length})
+        The write-back's command, to the writer (or the channel's command queue).
+    write_data : Out(stream {data, count, last})
+        The write-back's data beats.
     """
 
-    def __init__(self, *, max_prefetch: int, data_width: int, addr_width: int, fields: tuple):
+    def __init__(
+        self,
+        *,
+        max_prefetch: int,
+        data_width: int,
+        addr_width: int,
+        fields: tuple,
+        data_first: bool = False,
+    ):
         if not isinstance(max_prefetch, int) or not 1 <= max_prefetch <= 16:
             raise ValueError(f"max_prefetch must be an integer in 1..16, not {max_prefetch!r}")
         if data_width not in (32, 64):
@@ -223,6 +254,8 @@ class DescriptorWalker(wiring.Component):
         self._data_width = data_width
         self._addr_width = addr_width
         self._kept = [(name, layout[name]) for name, _ in layout if name in fields]
+        self._data_first = bool(data_first)
+        command = stream.Signature(data.StructLayout({"addr": addr_width, "length": 16}))
         super().__init__(
             {
                 "ring_base": In(REGISTER_MAP.field("TX_RING_BASE", "ring_base").width),
@@ -234,9 +267,7 @@ class DescriptorWalker(wiring.Component):
                 "wake": In(1),
                 "kick": In(1),
                 "recheck": In(1),
-                "read": Out(
-                    stream.Signature(data.StructLayout({"addr": addr_width, "length": 16}))
-                ),
+                "read": Out(command),
                 "beats": In(stream.Signature(packed_layout(data_width, "error"))),
                 "o": Out(stream.Signature(walked_layout())),
                 "stored": Out(1),
@@ -244,6 +275,9 @@ class DescriptorWalker(wiring.Component):
                 "error": Out(1),
                 "nothing_found": Out(1),
                 "idle": Out(1),
+                "writeback": In(stream.Signature(writeback_layout())),
+                "write": Out(command),
+                "write_data": Out(stream.Signature(packed_layout(data_width))),
             }
         )
 
@@ -261,19 +295,15 @@ class DescriptorWalker(wiring.Component):
         taking = self.o.valid & self.o.ready
         with m.If(taking):
             m.d.sync += head_index.eq(wrap_increment(head_index, ring_size))
-        out_bits = [C(0, 8 * DESCRIPTOR_BYTES)]
+        kept_values = {}
         offset = 0
-        for _, field in self._kept:
-            value = store.r_data[offset : offset + field.width]
-            out_bits.append(value.as_unsigned() << field.offset)
+        for name, field in self._kept:
+            kept_values[name] = store.r_data[offset : offset + field.width]
             offset += field.width
-        desc_value = out_bits[0]
-        for bits in out_bits[1:]:
-            desc_value = desc_value | bits
         m.d.comb += [
             self.o.valid.eq(store.r_rdy),
             self.o.p.index.eq(head_index),
-            self.o.p.desc.eq(desc_value[: 8 * DESCRIPTOR_BYTES]),
+            self.o.p.desc.eq(pack_descriptor(**kept_values)),
             store.r_en.eq(self.o.ready),
         ]
 
@@ -391,4 +421,39 @@ class DescriptorWalker(wiring.Component):
             m.d.sync += [kick.eq(1), stalled.eq(0)]
         with m.If(self.recheck):
             m.d.sync += recheck_req.eq(1)
+
+        # ---- write-backs: a used descriptor back to its ring entry ---------------------------
+        request = self.writeback
+        encoded = DescriptorWriteback(request.p.desc, request.p.stamped, dw)
+        command_given = Signal()
+        beats_given = Signal(range(encoded.max_beats + 1))
+        all_given = beats_given == encoded.beats
+        last_beat = beats_given == encoded.beats - 1
+        m.d.comb += [
+            self.write.p.addr.eq(
+                encoded.address(entry_address(self.ring_base, request.p.index, self._addr_width))
+            ),
+            self.write.p.length.eq(encoded.length),
+            self.write_data.p.data.eq(encoded.beat(beats_given)),
+            self.write_data.p.count.eq(Mux(last_beat, encoded.last_count, beat_bytes)),
+            self.write_data.p.last.eq(last_beat),
+        ]
+        if self._data_first:
+            m.d.comb += [
+                self.write_data.valid.eq(request.valid & ~all_given),
+                self.write.valid.eq(request.valid & all_given),
+                request.ready.eq(all_given & self.write.ready),
+            ]
+        else:
+            m.d.comb += [
+                self.write.valid.eq(request.valid & ~command_given),
+                self.write_data.valid.eq(request.valid & command_given & ~all_given),
+                request.ready.eq(command_given & last_beat & self.write_data.ready),
+            ]
+        with m.If(self.write.valid & self.write.ready):
+            m.d.sync += command_given.eq(1)
+        with m.If(self.write_data.valid & self.write_data.ready):
+            m.d.sync += beats_given.eq(beats_given + 1)
+        with m.If(request.valid & request.ready):
+            m.d.sync += [command_given.eq(0), beats_given.eq(0)]
         return m

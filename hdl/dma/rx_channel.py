@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from ..mac.frame import RxError
 from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
-from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, DescriptorWriteback, pack_descriptor
+from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
 from .ring import DescriptorWalker, smallest, wrap_increment
@@ -277,6 +277,9 @@ class RxDmaChannel(DmaChannel):
             data_width=DW,
             addr_width=self._addr_width,
             fields=("addr", "length", "ioc"),
+            # Its write-backs go through the command queue behind the buffer's data, so
+            # their data must be staged before the command can reach the writer.
+            data_first=True,
         )
         core.submodules.walker = walker
         wiring.connect(core, walker.read, reader.cmd)
@@ -379,7 +382,6 @@ class RxDmaChannel(DmaChannel):
         frame_ts_valid = Signal()
         forced_trunc = Signal()
         wb_eop = Signal()
-        wb_beat = Signal(range(wb_beats_max + 1))
 
         acc = Signal(16 * W)
         acc_bytes = Signal(range(2 * W))
@@ -396,21 +398,26 @@ class RxDmaChannel(DmaChannel):
         def eop_only(value):  # word 2 is written on the frame's last buffer only
             return Mux(eop_status, value, 0)
 
-        written = pack_descriptor(
-            addr=frame_ts,
-            done_length=buf_len - buf_left,
-            rx_csum=Mux(status_ok, frame_csum, 0),
-            frame_length=eop_only(frame_len),
-            rx_error=eop_only(frame_cause.as_value()),
-            rx_truncated=eop_only(frame_overflow | forced_trunc),
-            timestamped=eop_only(stamped),
-            error=eop_only(status_err),
-            length=buf_len,
-            ioc=buf_ioc,
-            sop=sop,
-            eop=wb_eop,
-        )
-        writeback = DescriptorWriteback(written, stamped, DW)
+        core.d.comb += [
+            walker.writeback.p.index.eq(buf_idx),
+            walker.writeback.p.desc.eq(
+                pack_descriptor(
+                    addr=frame_ts,
+                    done_length=buf_len - buf_left,
+                    rx_csum=Mux(status_ok, frame_csum, 0),
+                    frame_length=eop_only(frame_len),
+                    rx_error=eop_only(frame_cause.as_value()),
+                    rx_truncated=eop_only(frame_overflow | forced_trunc),
+                    timestamped=eop_only(stamped),
+                    error=eop_only(status_err),
+                    length=buf_len,
+                    ioc=buf_ioc,
+                    sop=sop,
+                    eop=wb_eop,
+                )
+            ),
+            walker.writeback.p.stamped.eq(stamped),
+        ]
 
         def load_buffer():
             """Take the next prefetched descriptor as the current buffer."""
@@ -508,7 +515,7 @@ class RxDmaChannel(DmaChannel):
                     with core.If(cmdq.w_rdy):
                         core.d.sync += [chunk_addr.eq(chunk_addr + chunk_n), chunk_n.eq(0)]
                 with core.Elif(frame_ended & (acc_bytes == 0)):
-                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                    core.d.sync += wb_eop.eq(1)
                     core.next = "Write Back"
                 with core.Elif(buf_left == 0):
                     core.next = "Next"
@@ -552,13 +559,13 @@ class RxDmaChannel(DmaChannel):
                 with core.Elif(acc_bytes != 0):
                     core.next = "Spill"
                 with core.Elif(frame_ended):
-                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                    core.d.sync += wb_eop.eq(1)
                     core.next = "Write Back"
                 with core.Elif(in_valid):
                     with core.If(in_p.last & (in_p.count == 0)):
                         core.d.comb += in_ready.eq(1)
                         absorb_last_flags()
-                        core.d.sync += [wb_eop.eq(1), wb_beat.eq(0)]
+                        core.d.sync += wb_eop.eq(1)
                         core.next = "Write Back"
                     with core.Else():
                         core.next = "Spill"
@@ -566,7 +573,7 @@ class RxDmaChannel(DmaChannel):
                 with core.If(~active):
                     pass
                 with core.Elif(walker.o.valid):
-                    core.d.sync += [wb_eop.eq(0), wb_beat.eq(0)]
+                    core.d.sync += wb_eop.eq(0)
                     core.next = "Write Back"
                 with core.Else():
                     core.d.comb += recheck_req.eq(1)
@@ -576,29 +583,26 @@ class RxDmaChannel(DmaChannel):
                     core.next = "Spill"
                 with core.Elif(nothing_found):
                     # Out of descriptors mid-frame: this buffer ends the frame, truncated.
-                    core.d.sync += [wb_eop.eq(1), wb_beat.eq(0), forced_trunc.eq(1)]
+                    core.d.sync += [wb_eop.eq(1), forced_trunc.eq(1)]
                     core.next = "Write Back"
             with core.State("Write Back"):
-                with core.If(~active):
-                    pass
-                with core.Elif(wb_beat != writeback.beats):
+                # The walker stages the write-back's beats, then queues its command.
+                with core.If(active):
                     core.d.comb += [
-                        stage.w_en.eq(1),
-                        stage.w_data.eq(writeback.beat(wb_beat)),
-                    ]
-                    with core.If(stage.w_rdy):
-                        core.d.sync += wb_beat.eq(wb_beat + 1)
-                with core.Else():
-                    core.d.comb += [
-                        cmdq.w_en.eq(1),
-                        cmdq_in.addr.eq(writeback.address(self.entry_address(buf_idx))),
-                        cmdq_in.length.eq(writeback.length),
+                        walker.writeback.valid.eq(1),
+                        stage.w_en.eq(walker.write_data.valid),
+                        stage.w_data.eq(walker.write_data.p.data),
+                        walker.write_data.ready.eq(stage.w_rdy),
+                        cmdq.w_en.eq(walker.write.valid),
+                        cmdq_in.addr.eq(walker.write.p.addr),
+                        cmdq_in.length.eq(walker.write.p.length),
                         cmdq_in.kind.eq(KIND_WB),
                         cmdq_in.eop.eq(wb_eop),
                         cmdq_in.ioc.eq(buf_ioc),
                         cmdq_in.sop.eq(sop),
+                        walker.write.ready.eq(cmdq.w_rdy),
                     ]
-                    with core.If(cmdq.w_rdy):
+                    with core.If(walker.writeback.ready):
                         core.d.sync += sop.eq(0)
                         with core.If(~wb_eop):
                             core.next = "Load"

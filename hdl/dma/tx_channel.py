@@ -10,17 +10,18 @@ order, the main FSM goes::
 
 and once the batch is used up, the walker reads the next one (the two share the reader).
 
-The write-back engine runs beside the main FSM: descriptor k is written back (and on its
-B response HEAD advances and the events fire) while the fragment of k + 1 is being read.
+Write-backs run beside the main FSM: the walker writes descriptor k back (and on its B
+response HEAD advances and the events fire) while the fragment of k + 1 is being read.
 """
 
 from amaranth import *
-from amaranth.lib import stream
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..mac.ptp import TS_ID_BITS
+from ..regmap import RING_INDEX_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
-from .descriptor import DESCRIPTOR_BYTES, DescriptorWriteback, pack_descriptor
+from .descriptor import pack_descriptor
 from .irq import IrqEventSignature
 from .packed import packed_layout
 from .ring import DescriptorWalker, wrap_increment
@@ -189,7 +190,6 @@ class TxDmaChannel(DmaChannel):
     def elaborate(self, platform):
         m = Module()
         core = Module()  # the channel's state; reset as a whole by CTRL.reset
-        W = self._data_width // 8
         dw = self._data_width
 
         regs, status = self.regs, self.regs.status
@@ -292,18 +292,18 @@ class TxDmaChannel(DmaChannel):
         next_ts_id = Mux(last_ts_id == (1 << TS_ID_BITS) - 1, 1, last_ts_id + 1)
         core.d.comb += self.o_ts_request.eq(frame_ts_id)
 
-        # ---- write-back engine --------------------------------------------------------------
-        # Writes descriptor k back while the main FSM already reads the fragment of k + 1.
-        # A write-back still waiting for the bus at a reset is dropped; one on the bus lands
-        # with no other effect.
-        wb_busy = Signal()
-        wb_entry = Signal(self._addr_width)  # the ring entry's address
+        # ---- write-backs ---------------------------------------------------------------------
+        # The walker writes descriptor k back while the main FSM already reads the fragment
+        # of k + 1. A write-back still waiting for the bus at a reset is dropped; one on the
+        # bus lands with no other effect.
+        wb_busy = Signal()  # a write-back is queued or on the bus
+        wb_index = Signal(RING_INDEX_BITS)
         wb_length = Signal(16)
         wb_ioc = Signal()
         wb_sop = Signal()
         wb_eop = Signal()
-        wb_index = Signal(range(DESCRIPTOR_BYTES // W + 1))
-        wb_cmd_sent = Signal()
+        wb_cmd_sent = Signal()  # its command went to the writer
+        wb_handed = Signal()  # the walker has given all of it to the writer
         # PTP: the EOP write-back of a frame that asked waits for its time (wb_ts_id).
         wb_ts_id = Signal(TS_ID_BITS)
         wb_stamped = Signal()
@@ -315,39 +315,40 @@ class TxDmaChannel(DmaChannel):
             core.d.sync += [wb_stamped.eq(1), wb_ts_ns.eq(ts_held_ns), ts_held_id.eq(0)]
         with core.If(self.ts_valid):
             core.d.sync += [ts_held_id.eq(self.ts_id), ts_held_ns.eq(self.ts_ns)]
-        # The descriptor as the driver reads it back: words 1..3, or all four with the
-        # frame's time in word 0.
-        written = pack_descriptor(
-            addr=wb_ts_ns,
-            done_length=wb_length,
-            timestamped=wb_stamped,
-            length=wb_length,
-            ioc=wb_ioc,
-            sop=wb_sop,
-            eop=wb_eop,
-        )
-        writeback = DescriptorWriteback(written, wb_stamped, dw)
         wb_ok = Signal()  # a write-back landed OKAY, not in a reset
         wb_late = Signal()  # an EOP write-back landed OKAY in a reset
         m.d.comb += self.ts_discarded.eq(
             reset & ~status.resetting & wb_busy & ~wb_cmd_sent & wb_waiting
         )
 
+        core.d.comb += [
+            walker.writeback.valid.eq(wb_busy & ~wb_handed & ~wb_waiting),
+            walker.writeback.p.index.eq(wb_index),
+            # The descriptor as the driver reads it back; with its time in word 0 if stamped.
+            walker.writeback.p.desc.eq(
+                pack_descriptor(
+                    addr=wb_ts_ns,
+                    done_length=wb_length,
+                    timestamped=wb_stamped,
+                    length=wb_length,
+                    ioc=wb_ioc,
+                    sop=wb_sop,
+                    eop=wb_eop,
+                )
+            ),
+            walker.writeback.p.stamped.eq(wb_stamped),
+            # A reset holds a command not yet on the bus (the reset then drops it).
+            writer.cmd.valid.eq(walker.write.valid & ~hold),
+            writer.cmd.p.eq(walker.write.p),
+            walker.write.ready.eq(writer.cmd.ready & ~hold),
+        ]
+        wiring.connect(core, walker.write_data, writer.i)
+        with core.If(writer.cmd.valid & writer.cmd.ready):
+            core.d.sync += wb_cmd_sent.eq(1)
+        with core.If(walker.writeback.valid & walker.writeback.ready):
+            core.d.sync += wb_handed.eq(1)
         with core.If(wb_busy):
-            core.d.comb += [
-                writer.cmd.valid.eq(~wb_cmd_sent & ~hold & ~wb_waiting),
-                writer.cmd.p.addr.eq(writeback.address(wb_entry)),
-                writer.cmd.p.length.eq(writeback.length),
-                writer.i.valid.eq(wb_cmd_sent & (wb_index < writeback.beats)),
-                writer.i.p.data.eq(writeback.beat(wb_index)),
-                writer.i.p.count.eq(Mux(wb_index == writeback.beats - 1, writeback.last_count, W)),
-                writer.i.p.last.eq(wb_index == writeback.beats - 1),
-                writer.done.ready.eq(1),
-            ]
-            with core.If(writer.cmd.valid & writer.cmd.ready):
-                core.d.sync += wb_cmd_sent.eq(1)
-            with core.If(writer.i.valid & writer.i.ready):
-                core.d.sync += wb_index.eq(wb_index + 1)
+            core.d.comb += writer.done.ready.eq(1)
             with core.If(writer.done.valid):
                 core.d.sync += wb_busy.eq(0)
                 with core.If(hold):
@@ -526,8 +527,8 @@ class TxDmaChannel(DmaChannel):
                     core.d.sync += [
                         wb_busy.eq(1),
                         wb_cmd_sent.eq(0),
-                        wb_index.eq(0),
-                        wb_entry.eq(self.entry_address(walker.o.p.index)),
+                        wb_handed.eq(0),
+                        wb_index.eq(walker.o.p.index),
                         wb_length.eq(desc.length),
                         wb_ioc.eq(desc.ioc),
                         wb_sop.eq(desc.sop),
