@@ -185,6 +185,14 @@ def test_length_limit_is_exact(max_length, tagged):
         assert statuses == [(limit + extra, expected)], (max_length, tagged, extra)
 
 
+def test_runt_limit_is_exact():
+    # 64 bytes with the FCS is the shortest good frame; 63 is a runt.
+    for length, expected in ((63, RxError.RUNT), (64, RxError.NONE)):
+        payload = make_payload(length - 4, 5)
+        _, statuses, _ = receive(symbols(PREAMBLE + payload + fcs(payload)))
+        assert statuses == [(length, expected)], length
+
+
 def test_jumbo_frames_pass_when_max_length_allows():
     payload = make_payload(9000)
     frames, statuses, _ = receive(symbols(good(payload)), max_length=9018)

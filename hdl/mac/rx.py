@@ -198,6 +198,12 @@ class MacRx(wiring.Component):
         # leaving the delay line is data (length - HOLD < data bytes allowed).
         length_limit = Signal(17)
         data_end = Signal(17)
+        # length > length_limit and length < MIN_FRAME_LENGTH, kept in registers as the
+        # length grows by one a byte, so that no comparison sits between the length and the
+        # frame's last beat. The limit is raised by a VLAN tag before the length can reach
+        # it (MAC_MAX_LEN is at least 64).
+        oversize = Signal()
+        runt = Signal(init=1)
 
         m.d.sync += [self.o.valid.eq(0), self.status.valid.eq(0)]
         m.d.comb += [
@@ -219,6 +225,8 @@ class MacRx(wiring.Component):
             m.d.sync += [
                 receiving.eq(self.cfg_enable),
                 length.eq(0),
+                oversize.eq(0),
+                runt.eq(1),
                 held.eq(0),
                 phy_error.eq(0),
                 max_length.eq(self.cfg_max_length),
@@ -232,6 +240,8 @@ class MacRx(wiring.Component):
             m.d.sync += [delay[n].eq(delay[n - 1]) for n in range(1, self.HOLD)]
             m.d.sync += [
                 length.eq(Mux(length == 0xFFFF, length, length + 1)),
+                oversize.eq(oversize | ((length == length_limit) & (length != 0xFFFF))),
+                runt.eq(runt & (length != MIN_FRAME_LENGTH - 1)),
                 held.eq(Mux(held == self.HOLD, held, held + 1)),
                 phy_error.eq(phy_error | self.i.phy_error),
             ]
@@ -253,9 +263,9 @@ class MacRx(wiring.Component):
             m.d.comb += error.eq(RxError.PHY)
         with m.Elif(self.i.misaligned):
             m.d.comb += error.eq(RxError.ALIGNMENT)
-        with m.Elif(length > length_limit):
+        with m.Elif(oversize):
             m.d.comb += error.eq(RxError.OVERSIZE)
-        with m.Elif(length < MIN_FRAME_LENGTH):
+        with m.Elif(runt):
             m.d.comb += error.eq(RxError.RUNT)
         with m.Elif(~crc.match_detected):
             m.d.comb += error.eq(RxError.FCS)
