@@ -13,7 +13,7 @@ blocks, registers, field access kinds and composed names). From it are built:
 
 from __future__ import annotations
 
-from .mac.counters import CHECKSUM_COUNTERS, FLOW_CONTROL_COUNTERS, RX_COUNTERS, TX_COUNTERS
+from .counters import CHECKSUM_COUNTERS, FLOW_CONTROL_COUNTERS, RX_COUNTERS, TX_COUNTERS
 from .regmodel import (
     Access,
     Block,

@@ -34,6 +34,7 @@ from .bus.axi4 import Axi4Signature, connect_read_write
 from .bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from .bus.axi_lite import AxiLiteSignature
 from .bus.csr_bank import CsrBank
+from .counters import FLOW_CONTROL_COUNTERS
 from .dma.irq import IrqController
 from .dma.rx_channel import RxDmaChannel
 from .dma.rx_fifo import RxFrameFifo
@@ -41,7 +42,6 @@ from .dma.tx_channel import TxDmaChannel
 from .dma.tx_fifo import TxFrameFifo
 from .flatten import connect_flat, flat_members
 from .mac.control import MacControl
-from .mac.counters import FLOW_CONTROL_COUNTERS
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
 from .mac.mdio import MDIO_PINS, MdioController
@@ -430,7 +430,7 @@ class MacDmaSoc(wiring.Component):
 
 def _statistic(stats, name):
     """The STATS block's port for the counter ``name`` of the MAC's counter tables
-    (:mod:`macdma.hdl.mac.counters`): the STATS block is generated from those same tables,
+    (:mod:`macdma.hdl.counters`): the STATS block is generated from those same tables,
     one register per counter, so each counter's name is its register's member."""
     return getattr(stats, name)
 

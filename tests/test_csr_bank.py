@@ -9,9 +9,9 @@ from amaranth.sim import Simulator
 from unbuilt import elaborate, rejected
 
 from macdma.hdl.bus.axi_lite import RESP_OKAY, RESP_SLVERR, AxiLiteSignature
-from macdma.hdl.bus.csr_bank import CsrBank, block_signature, field_port
+from macdma.hdl.bus.csr_bank import FIELD_ACCESS, CsrBank, block_signature, field_port
 from macdma.hdl.regmap import REGISTER_MAP
-from macdma.hdl.regmodel import Block, Field, Register, RegisterMap
+from macdma.hdl.regmodel import ACCESS_KINDS, Block, Field, Register, RegisterMap
 
 A = REGISTER_MAP.address  # byte address of a register key
 TIMEOUT = 50  # cycles; a handshake or response slower than this is a hang
@@ -581,3 +581,10 @@ def test_parameter_checks():
         "bresp", "bvalid", "bready", "araddr", "arprot", "arvalid", "arready", "rdata",
         "rresp", "rvalid", "rready",
     ]  # fmt: skip
+
+
+def test_every_access_kind_of_the_map_has_a_behaviour():
+    """The bank has one FieldAccess class per access kind the register model knows, each
+    under the kind's own name: a kind added to the model without hardware fails here."""
+    assert sorted(FIELD_ACCESS) == sorted(ACCESS_KINDS)
+    assert all(kind == access.kind for kind, access in FIELD_ACCESS.items())

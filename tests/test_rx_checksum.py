@@ -1,4 +1,4 @@
-"""FrameChecksum (hdl/mac/checksum.py) in Amaranth's simulator against RFC 1071's sum
+"""FrameChecksum (hdl/dma/rx_checksum.py) in Amaranth's simulator against RFC 1071's sum
 computed here: start offsets, odd lengths, frames back to back and with gaps."""
 
 import random
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from amaranth.sim import Simulator
 
-from macdma.hdl.mac.checksum import FrameChecksum
+from macdma.hdl.dma.rx_checksum import FrameChecksum
 
 # The reference is shared with the SoC test benches, which run with tests/cocotb on their path.
 sys.path.insert(0, str(Path(__file__).parent / "cocotb"))

@@ -10,8 +10,9 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 from unbuilt import rejected
 
-from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH, gray_decode, gray_encode
+from macdma.hdl.dma.prefetch_fifo import QUEUE_DEPTH
 from macdma.hdl.dma.tx_fifo import TxFrameFifo
+from macdma.hdl.gray import gray_decode, gray_encode
 
 TX_PERIOD = 8e-9  # 125 MHz: one byte per clock is 1 Gb/s
 SYS_100MHZ = 10e-9

@@ -98,7 +98,13 @@ from ..regmodel import REGISTER_BITS, Block, Field, Register, RegisterMap, port_
 from .axi_lite import RESP_OKAY, RESP_SLVERR, AxiLiteSignature
 
 __all__ = [
+    "FIELD_ACCESS",
     "CsrBank",
+    "FieldAccess",
+    "ReadOnly",
+    "ReadWrite",
+    "WriteOneToClear",
+    "WritePulse",
     "block_member_name",
     "block_signature",
     "field_port",
@@ -128,16 +134,126 @@ def _is_whole(reg: Register) -> bool:
     return len(reg.fields) == 1 and reg.fields[0].name.upper() == reg.name
 
 
-def _field_members(fld: Field, has_set: bool):
-    """(suffix, member) of one field's ports, from the bank's side."""
-    if fld.access in ("rw", "w1c"):
-        yield "", Out(fld.width, init=fld.reset)
-        if fld.access == "w1c" and has_set:
-            yield "_set", In(fld.width)
-    elif fld.access == "wo-pulse":
-        yield "", Out(1)
-    elif not fld.constant:
+class _Write:
+    """What one write cycle offers a field: the bank, the register it selects and the
+    written bits, and where a field leaves what the bank finishes after the loop."""
+
+    def __init__(self, m: Module, bank, w_data: Value, w_bits: Value, w_strb: Value):
+        self.m = m
+        self.bank = bank
+        self.w_data = w_data
+        self.w_bits = w_bits
+        self.w_strb = w_strb
+        self.rejects: dict[str, Value] = {}  # CFG_ERROR field name -> reject pulse (comb)
+        self.w1c_fields: list = []  # (block, reg, fld, clear expression)
+
+
+class FieldAccess:
+    """How a field of one access kind (``kind``, the map's name for it) behaves in the
+    bank: the ports it gets, what a write does to it, what a read returns."""
+
+    kind: str = ""
+
+    def members(self, fld: Field, has_set: bool):
+        """(suffix, member) of the field's ports, from the bank's side."""
         yield "", In(fld.width)
+
+    def write(self, write: _Write, selected: Value, block: Block, reg: Register, fld: Field):
+        """Describe what a write that ``selected`` the field's register does to it."""
+
+    def read(self, bank, block: Block, reg: Register, fld: Field) -> Value:
+        """The field's bits in the register word software reads."""
+        return field_port(bank, block, reg, fld)
+
+
+class ReadOnly(FieldAccess):
+    """``ro``: the hardware supplies the value (an ``In`` port, sampled at the read), or
+    the map gives it as a constant (no port)."""
+
+    kind = "ro"
+
+    def members(self, fld: Field, has_set: bool):
+        if not fld.constant:
+            yield "", In(fld.width)
+
+    def read(self, bank, block: Block, reg: Register, fld: Field) -> Value:
+        if fld.constant:
+            return C(fld.reset, fld.width)
+        return field_port(bank, block, reg, fld)
+
+
+class ReadWrite(FieldAccess):
+    """``rw``: a register driven to the hardware; with ``valid`` values, a write that
+    would leave an invalid value is rejected whole (CFG_ERROR)."""
+
+    kind = "rw"
+
+    def members(self, fld: Field, has_set: bool):
+        yield "", Out(fld.width, init=fld.reset)
+
+    def write(self, write: _Write, selected: Value, block: Block, reg: Register, fld: Field):
+        m = write.m
+        value = field_port(write.bank, block, reg, fld)
+        if fld.valid is None:
+            # Lane by lane: a byte's strobe enables its flip-flops (no merge logic).
+            for start, end in _byte_spans(fld.lsb, fld.width):
+                with m.If(selected & write.w_strb[start // 8]):
+                    m.d.sync += value[start - fld.lsb : end - fld.lsb].eq(write.w_data[start:end])
+            return
+        # Checked whole: the value the write would leave must be a valid one.
+        name = port_name(block, reg, fld)  # also the name of its CFG_ERROR bit
+        data = write.w_data[fld.lsb : fld.lsb + fld.width]
+        byte_mask = write.w_bits[fld.lsb : fld.lsb + fld.width]
+        merged = Signal(fld.width, name=f"{name}__merged")
+        m.d.comb += merged.eq((value & ~byte_mask) | (data & byte_mask))
+        accepted = Signal(name=f"{name}__valid")
+        m.d.comb += accepted.eq(_valid_check(fld, merged))
+        with m.If(selected & accepted):
+            m.d.sync += value.eq(merged)
+        write.rejects[name] = selected & ~accepted
+
+
+class WriteOneToClear(FieldAccess):
+    """``w1c``: a sticky bit the hardware sets through ``<field>_set`` (or the bank itself,
+    in CFG_ERROR); writing 1 clears it; a set in the cycle of the clear wins."""
+
+    kind = "w1c"
+
+    def members(self, fld: Field, has_set: bool):
+        yield "", Out(fld.width, init=fld.reset)
+        if has_set:
+            yield "_set", In(fld.width)
+
+    def write(self, write: _Write, selected: Value, block: Block, reg: Register, fld: Field):
+        data = write.w_data[fld.lsb : fld.lsb + fld.width]
+        byte_mask = write.w_bits[fld.lsb : fld.lsb + fld.width]
+        # Finished after every field is known: CFG_ERROR's sets are other fields' rejects.
+        write.w1c_fields.append((block, reg, fld, Mux(selected, data & byte_mask, 0)))
+
+
+class WritePulse(FieldAccess):
+    """``wo-pulse``: writing 1 makes a one-cycle strobe to the hardware; reads as 0."""
+
+    kind = "wo-pulse"
+
+    def members(self, fld: Field, has_set: bool):
+        yield "", Out(1)
+
+    def write(self, write: _Write, selected: Value, block: Block, reg: Register, fld: Field):
+        data = write.w_data[fld.lsb : fld.lsb + fld.width]
+        byte_mask = write.w_bits[fld.lsb : fld.lsb + fld.width]
+        write.m.d.sync += field_port(write.bank, block, reg, fld).eq(
+            selected & data[0] & byte_mask[0]
+        )
+
+    def read(self, bank, block: Block, reg: Register, fld: Field) -> Value:
+        return C(0, fld.width)
+
+
+#: The map's access kind names (:data:`~macdma.hdl.regmodel.ACCESS_KINDS`) -> behaviour.
+FIELD_ACCESS: dict[str, FieldAccess] = {
+    access.kind: access for access in (ReadOnly(), ReadWrite(), WriteOneToClear(), WritePulse())
+}
 
 
 class _Members:
@@ -183,7 +299,8 @@ def block_signature(block: Block, regmap: RegisterMap = REGISTER_MAP) -> wiring.
         has_set = not regmap.is_cfg_error(block, reg)
         what = f"register {reg.name}"
         if _is_whole(reg):
-            for suffix, member in _field_members(reg.fields[0], has_set):
+            (whole,) = reg.fields
+            for suffix, member in FIELD_ACCESS[whole.access].members(whole, has_set):
                 members.add(
                     name + suffix, member, what + (f" ({suffix[1:]} port)" if suffix else "")
                 )
@@ -192,7 +309,7 @@ def block_signature(block: Block, regmap: RegisterMap = REGISTER_MAP) -> wiring.
             continue
         fields = _Members(f"Register {block.name}.{reg.name}")
         for fld in reg.fields:
-            for suffix, member in _field_members(fld, has_set):
+            for suffix, member in FIELD_ACCESS[fld.access].members(fld, has_set):
                 fields.add(
                     fld.name + suffix,
                     member,
@@ -338,9 +455,8 @@ class CsrBank(wiring.Component):
             m.d.sync += bus.bvalid.eq(0)
 
         word_addr = aw_addr[2:]
+        write = _Write(m, self, w_data, w_bits, w_strb)
         write_selects = []  # per writable register: this write targets it
-        rejects: dict[str, Value] = {}  # CFG_ERROR field name -> reject pulse (comb)
-        w1c_fields = []  # (block, reg, fld, clear expression)
         for block, reg in regmap.iter_registers():
             if reg.read_only:
                 continue
@@ -350,31 +466,8 @@ class CsrBank(wiring.Component):
             if reg.write_strobe:
                 m.d.sync += write_strobe_port(self, block, reg).eq(selected)
             for fld in reg.fields:
-                name = port_name(block, reg, fld)  # also the name of its CFG_ERROR bit
-                data = w_data[fld.lsb : fld.lsb + fld.width]
-                byte_mask = w_bits[fld.lsb : fld.lsb + fld.width]
-                if fld.access == "rw" and fld.valid is None:
-                    # Lane by lane: a byte's strobe enables its flip-flops (no merge logic).
-                    value = field_port(self, block, reg, fld)
-                    for start, end in _byte_spans(fld.lsb, fld.width):
-                        with m.If(selected & w_strb[start // 8]):
-                            m.d.sync += value[start - fld.lsb : end - fld.lsb].eq(w_data[start:end])
-                elif fld.access == "rw":
-                    # Checked whole: the value the write would leave must be a valid one.
-                    value = field_port(self, block, reg, fld)
-                    merged = Signal(fld.width, name=f"{name}__merged")
-                    m.d.comb += merged.eq((value & ~byte_mask) | (data & byte_mask))
-                    accepted = Signal(name=f"{name}__valid")
-                    m.d.comb += accepted.eq(_valid_check(fld, merged))
-                    with m.If(selected & accepted):
-                        m.d.sync += value.eq(merged)
-                    rejects[name] = selected & ~accepted
-                elif fld.access == "w1c":
-                    w1c_fields.append((block, reg, fld, Mux(selected, data & byte_mask, 0)))
-                elif fld.access == "wo-pulse":
-                    m.d.sync += field_port(self, block, reg, fld).eq(
-                        selected & data[0] & byte_mask[0]
-                    )
+                FIELD_ACCESS[fld.access].write(write, selected, block, reg, fld)
+        rejects = write.rejects
 
         any_reject = Signal()
         m.d.comb += [
@@ -383,7 +476,7 @@ class CsrBank(wiring.Component):
         ]
 
         # ---- sticky w1c bits: a hardware set in the same cycle wins over a clear -------
-        for block, reg, fld, clear in w1c_fields:
+        for block, reg, fld, clear in write.w1c_fields:
             value = field_port(self, block, reg, fld)
             if regmap.is_cfg_error(block, reg):
                 hw_set = rejects[fld.name]
@@ -418,12 +511,7 @@ class CsrBank(wiring.Component):
         for fld in sorted(reg.fields, key=lambda f: f.lsb):
             if fld.lsb > position:
                 pieces.append(C(0, fld.lsb - position))
-            if fld.access == "wo-pulse":
-                pieces.append(C(0, fld.width))
-            elif fld.access == "ro" and fld.constant:
-                pieces.append(C(fld.reset, fld.width))
-            else:
-                pieces.append(field_port(self, block, reg, fld))
+            pieces.append(FIELD_ACCESS[fld.access].read(self, block, reg, fld))
             position = fld.lsb + fld.width
         if position < REGISTER_BITS:
             pieces.append(C(0, REGISTER_BITS - position))

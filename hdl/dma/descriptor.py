@@ -51,7 +51,7 @@ class Descriptor(data.Struct):
         done_length:  TX: fragment bytes read; RX: bytes written into this buffer.
         rx_csum:      RX, EOP descriptor of a good frame, with RX checksum built in: the
                       16-bit ones'-complement sum of the frame from byte 14 on
-                      (CHECKSUM_COMPLETE, :mod:`macdma.hdl.mac.checksum`); 0 otherwise.
+                      (CHECKSUM_COMPLETE, :mod:`macdma.hdl.dma.rx_checksum`); 0 otherwise.
     Word 2 (DMA writes back; 0 except on the EOP descriptor of an RX frame, and
     ``timestamped`` on a timestamped TX EOP descriptor):
         frame_length: RX: the whole frame's length in bytes, without FCS.

@@ -17,28 +17,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["AsyncPrefetchFifo", "QUEUE_DEPTH", "gray_decode", "gray_encode"]
+from ..gray import gray_decode, gray_encode
+
+__all__ = ["AsyncPrefetchFifo", "QUEUE_DEPTH"]
 
 #: Words read ahead of the consumer. Four keep a word moving on every read-side cycle: a
 #: read takes two cycles to reach the queue (the RAM, then a register: an ECP5 block RAM
 #: at speed grade 6 needs most of an 8 ns cycle to put its data out), so a read is
 #: started while up to three words wait.
 QUEUE_DEPTH = 4
-
-
-def gray_encode(value: Value, width: int) -> Value:
-    """Gray code of ``value`` modulo ``2**width``: consecutive values differ in one bit, so
-    it may cross clocks. ``width`` is the counter's: ``counter + 1`` is one bit wider than
-    ``counter``, and encoding that carry bit would break the code where the counter wraps."""
-    value = Value.cast(value)[:width]
-    return value ^ value[1:]
-
-
-def gray_decode(value: Value) -> Value:
-    """Binary value of the Gray code ``value``: bit ``i`` is the XOR of bits ``i`` and up,
-    each a reduction of its own (a tree of LUTs, not a chain through the bits above)."""
-    value = Value.cast(value)
-    return Cat(value[index:].xor() for index in range(len(value)))
 
 
 class AsyncPrefetchFifo(wiring.Component):

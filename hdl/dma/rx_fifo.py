@@ -12,10 +12,10 @@ from amaranth.lib.fifo import AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from ..mac.checksum import PARTIAL_BITS, FrameChecksum, fold_partial
+from ..gray import gray_decode, gray_encode
 from ..mac.frame import ByteBeat, RxError
 from .packed import packed_layout
-from .prefetch_fifo import gray_decode, gray_encode
+from .rx_checksum import PARTIAL_BITS, FrameChecksum, fold_partial
 from .tx_fifo import check_fifo_params
 
 __all__ = ["RxFrameFifo"]
@@ -52,7 +52,7 @@ class RxFrameFifo(wiring.Component):
         about 4 ``sync`` cycles.
     o_csum : Out(16), ``sync`` domain (only with ``checksum=True``)
         With a last beat of ``o``: the frame's Internet checksum from byte 14 on
-        (:mod:`macdma.hdl.mac.checksum`, CHECKSUM_COMPLETE), summed on the way in.
+        (:mod:`macdma.hdl.dma.rx_checksum`, CHECKSUM_COMPLETE), summed on the way in.
     i_ts, i_ts_valid : In(32), In(1), ``rx`` domain (only with ``timestamps=True``)
         The frame's PTP timestamp (:class:`~macdma.hdl.mac.ptp.RxTimestamper`), sampled
         with its last byte like ``i_cause``.

@@ -12,10 +12,11 @@ from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from ..gray import gray_decode, gray_encode
 from ..mac.frame import ByteBeat
 from ..mac.ptp import TS_ID_BITS
 from .packed import packed_layout
-from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo, gray_decode, gray_encode
+from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo
 from .tx_checksum import IP_CSUM_POS, TxChecksumRequest, TxChecksumResult, TxFrameChecksum
 
 __all__ = [

@@ -26,7 +26,7 @@ from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..dma.prefetch_fifo import gray_decode, gray_encode
+from ..gray import gray_decode, gray_encode
 
 __all__ = [
     "INCREMENT_FRACTION_BITS",

@@ -8,7 +8,7 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .counters import RX_COUNTERS, TX_COUNTERS
+from ..counters import RX_COUNTERS, TX_COUNTERS
 from .frame import RxError, RxStatus, TxStatus
 
 COUNTER_WIDTH = 32

@@ -17,7 +17,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 from cocotbext.eth import GmiiFrame
 
-from macdma.hdl.mac.counters import RX_COUNTERS, TX_COUNTERS
+from macdma.hdl.counters import RX_COUNTERS, TX_COUNTERS
 from macdma.hdl.mac.flow_control import (
     MAC_CONTROL_ETHERTYPE,
     PAUSE_MULTICAST_ADDRESS,

@@ -17,7 +17,7 @@ from tx_csum_reference import ones_complement_sum
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
-from macdma.hdl.mac.checksum import RX_CHECKSUM_START_BYTES
+from macdma.hdl.dma.rx_checksum import RX_CHECKSUM_START_BYTES
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.soc import SocBench
 

@@ -14,7 +14,7 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .frame import ByteBeat
+from ..mac.frame import ByteBeat
 
 #: Destination, source and EtherType: the sum starts at the network header.
 RX_CHECKSUM_START_BYTES = 14
