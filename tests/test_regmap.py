@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from macdma.firmware.driver import MAX_IRQ_MIN_INTERVAL_US
+from macdma.hdl.bus.axi4 import MAX_BURST_BEATS
+from macdma.hdl.dma.axi_mover import BURST_BEATS_BITS
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.hdl.regmodel import (
     Block,
@@ -133,6 +135,15 @@ def test_lookups():
     assert m.register("TX_BURST_BEATS").reset == 16
     with pytest.raises(KeyError, match="No register 'TX_NOPE'"):
         m.address("TX_NOPE")
+
+
+def test_the_burst_cap_register_spans_every_axi4_burst_length():
+    """BURST_BEATS (the map, which stays importable without Amaranth) allows exactly the
+    lengths an AXI4 INCR burst may have, and the movers' cap port is the register's width."""
+    for key in ("TX_BURST_BEATS", "RX_BURST_BEATS"):
+        field = REGISTER_MAP.field(key, "burst_beats")
+        assert field.valid == (range(1, MAX_BURST_BEATS + 1),)
+        assert field.width == BURST_BEATS_BITS == MAX_BURST_BEATS.bit_length()
 
 
 def test_tx_and_rx_channels_share_one_layout():

@@ -13,14 +13,17 @@ from amaranth.lib.wiring import In
 from amaranth.utils import exact_log2
 
 from ..bus.axi4 import BURST_INCR
+from ..regmap import REGISTER_MAP
 from .bursts import next_burst_beats
 
-__all__ = ["AxiMover", "BurstIssuer", "check_mover_params"]
+__all__ = ["BURST_BEATS_BITS", "AxiMover", "BurstIssuer", "check_mover_params"]
 
 # AxCACHE "Normal Non-cacheable Bufferable": the usual choice of a DMA master without coherency.
 AXCACHE_NORMAL_BUFFERABLE = 0b0011
 # AxPROT: unprivileged, secure, data access.
 AXPROT_DATA = 0b000
+#: Width of the runtime burst cap: the channels' BURST_BEATS register (TX and RX alike).
+BURST_BEATS_BITS = REGISTER_MAP.field("TX_BURST_BEATS", "burst_beats").width
 # Longest command in bytes: the `length` field is 16 bits wide.
 MAX_LENGTH_BYTES = 2**16 - 1
 
@@ -54,8 +57,9 @@ class AxiMover(wiring.Component):
     cmd : In(stream of {addr, length})
         One command: byte address (any alignment) and ``length`` in bytes, 1..65535.
         A command is accepted only when the previous one has fully finished.
-    burst_beats : In(9)
-        Runtime burst cap in beats, 1..256 (0 is read as 1, above 256 as 256). Sampled per
+    burst_beats : In(:data:`BURST_BEATS_BITS`)
+        Runtime burst cap in beats: the channel's BURST_BEATS register, 1..256 (0 is read as
+        1, above 256 as 256). Sampled per
         burst, so a change applies from the next burst on.
     """
 
@@ -66,7 +70,11 @@ class AxiMover(wiring.Component):
         self._max_outstanding = max_outstanding
         command = data.StructLayout({"addr": addr_width, "length": 16})
         super().__init__(
-            {"cmd": In(stream.Signature(command)), "burst_beats": In(9), **self.data_members()}
+            {
+                "cmd": In(stream.Signature(command)),
+                "burst_beats": In(BURST_BEATS_BITS),
+                **self.data_members(),
+            }
         )
 
     def data_members(self) -> dict:

@@ -44,12 +44,14 @@ stops the timer; setting it non-zero while frames are pending starts it then. A 
 timer keeps the ``timer_us`` it started with; ``sys_clk_mhz`` is sampled at each µs.
 """
 
+import types
+
 from amaranth import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..bus.csr_bank import block_signature
-from ..regmap import REGISTER_MAP
+from ..regmap import IRQ_MODE, REGISTER_MAP
 from ..regmodel import RegisterMap
 from .us_timer import MicrosecondTimer, check_width
 
@@ -62,13 +64,24 @@ __all__ = [
 ]
 
 
-class IrqMode(enum.Enum, shape=2):
-    """When a channel raises ``*_done``; mirrors the register map's ``IrqMode``."""
+def _irq_mode_members(namespace) -> None:
+    namespace["__module__"] = __name__
+    namespace["__doc__"] = (
+        "When a channel raises ``*_done``: the register map's ``IrqMode`` (IRQ_MODE.tx_mode "
+        "and rx_mode), its names, values and width taken from the map."
+    )
+    for value in IRQ_MODE.values:
+        namespace[value.name] = value.value
 
-    PER_DESC = 0  # each descriptor written back with IOC set
-    EOP = 1  # each frame (its EOP descriptor written back)
-    COALESCE = 2  # after coalesce_frames frames or timer_us µs, whichever first
-    NONE = 3  # never: the driver polls
+
+#: PER_DESC: each descriptor written back with IOC; EOP: each frame; COALESCE: after
+#: coalesce_frames frames or timer_us µs, whichever first; NONE: never, the driver polls.
+IrqMode = types.new_class(
+    IRQ_MODE.name,
+    (enum.Enum,),
+    {"shape": REGISTER_MAP.field("IRQ_MODE", "tx_mode").width},
+    exec_body=_irq_mode_members,
+)
 
 
 class IrqEventSignature(wiring.Signature):
