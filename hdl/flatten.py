@@ -3,16 +3,26 @@
 Amaranth names the ports of a nested interface ``m_axi__awaddr``; bus-functional models
 such as cocotbext-axi's ``AxiBus.from_prefix(dut, "m_axi")`` want one underscore. A top
 declares the flat members with :func:`flat_members` and joins them to the inner
-interface with :func:`connect_flat`.
+interface with :func:`connect_flat`. Where a contract names the pins otherwise (MDIO:
+``mdc``, ``mdio_o``, not ``mdio_mdc``), ``names`` gives each member's flat name.
 """
+
+from collections.abc import Mapping
 
 from amaranth import Module
 from amaranth.lib import wiring
 
 
-def flat_members(prefix: str, member: wiring.Member) -> dict[str, wiring.Member]:
+def _flat_name(prefix: str, path, names: Mapping[str, str] | None) -> str:
+    joined = "_".join(map(str, path))
+    return names[joined] if names is not None else f"{prefix}_{joined}"
+
+
+def flat_members(
+    prefix: str, member: wiring.Member, names: Mapping[str, str] | None = None
+) -> dict[str, wiring.Member]:
     """The flat port members that stand for ``member`` (an ``In``/``Out`` of a
-    signature) at the top level, named ``<prefix>_<path>``."""
+    signature) at the top level, named ``<prefix>_<path>`` (or ``names[<path>]``)."""
     if not member.is_signature:
         raise TypeError(f"{prefix}: expected an interface member, not a port {member!r}")
     # ``member.signature`` is already seen from the component (flipped for ``In``).
@@ -20,14 +30,21 @@ def flat_members(prefix: str, member: wiring.Member) -> dict[str, wiring.Member]
     ports = {}
     for path, port in signature.members.flatten():
         if port.is_port:
-            ports["_".join((prefix, *map(str, path)))] = port
+            ports[_flat_name(prefix, path, names)] = port
     return ports
 
 
-def connect_flat(m: Module, top, prefix: str, interface, member: wiring.Member) -> None:
-    """Join the flat ports of ``top`` named ``<prefix>_*`` to ``interface``, an inner
-    component's interface whose member description is ``member`` (as seen by that
-    component)."""
+def connect_flat(
+    m: Module,
+    top,
+    prefix: str,
+    interface,
+    member: wiring.Member,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """Join the flat ports of ``top`` named ``<prefix>_*`` (or ``names[<path>]``) to
+    ``interface``, an inner component's interface whose member description is ``member``
+    (as seen by that component)."""
     signature = member.signature
     for path, port in signature.members.flatten():
         if not port.is_port:
@@ -35,7 +52,7 @@ def connect_flat(m: Module, top, prefix: str, interface, member: wiring.Member) 
         inner = interface
         for step in path:
             inner = inner[step] if isinstance(step, int) else getattr(inner, step)
-        outer = getattr(top, "_".join((prefix, *map(str, path))))
+        outer = getattr(top, _flat_name(prefix, path, names))
         if port.flow == wiring.Out:
             m.d.comb += outer.eq(inner)
         else:

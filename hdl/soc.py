@@ -44,7 +44,7 @@ from .flatten import connect_flat, flat_members
 from .mac.control import MacControl
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
-from .mac.mdio import MDIO_PINS, MdioController
+from .mac.mdio import MDIO_PIN_NAMES, MdioController, MdioPinsSignature
 from .mac.ptp import PtpClock, RxTimestamper, TxTimestamper, nominal_increment
 from .mac.stats import RxStatistics, TxStatistics
 from .regmap import REGISTER_MAP
@@ -114,9 +114,9 @@ class MacDmaSoc(wiring.Component):
     tx_clk_enable, rx_clk_enable : In(1)
         Which PHY clocks carry a symbol (10/100 on a fixed clock); MII nibble mode is
         MAC_CTRL.mii_select.
-    mdc, mdio_o, mdio_oe : Out(1); mdio_i : In(1)
-        PHY management (MDIO_* registers), ``sync`` domain; ``mdio`` is bidirectional, the
-        board adds the tristate buffer (``mdio_oe`` high: drive ``mdio_o``). ``mdio_i`` is
+    mdio : Out(MdioPinsSignature())
+        PHY management (MDIO_* registers), ``sync`` domain: ``mdc``, and the MDIO line for
+        the tristate buffer the board adds (``oe`` high: drive ``o``). ``i`` is
         synchronised inside, so it may come straight from the pin.
     """
 
@@ -131,7 +131,7 @@ class MacDmaSoc(wiring.Component):
                 "gmii_rx": Out(GmiiRxSignature()),
                 "tx_clk_enable": In(1),
                 "rx_clk_enable": In(1),
-                **MDIO_PINS,
+                "mdio": Out(MdioPinsSignature()),
             }
         )
 
@@ -224,12 +224,7 @@ class MacDmaSoc(wiring.Component):
                 m.d.comb += _statistic(bank.stats, name).eq(0)
         m.submodules.mdio = mdio = MdioController()
         connect(m, bank.mdio, mdio.regs)
-        m.d.comb += [
-            self.mdc.eq(mdio.mdc),
-            self.mdio_o.eq(mdio.mdio_o),
-            self.mdio_oe.eq(mdio.mdio_oe),
-            mdio.mdio_i.eq(self.mdio_i),
-        ]
+        connect(m, flipped(self.mdio), mdio.mdio)
         if params.ptp:
             self._ptp(m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma)
         return m
@@ -454,8 +449,7 @@ class SocTop(wiring.Component):
         members.update(flat_members("gmii", core_members["gmii_rx"]))
         members["tx_clk_enable"] = In(1)
         members["rx_clk_enable"] = In(1)
-        for name in MDIO_PINS:
-            members[name] = core_members[name]
+        members.update(flat_members("mdio", core_members["mdio"], MDIO_PIN_NAMES))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -478,9 +472,6 @@ class SocTop(wiring.Component):
             self.irq.eq(core.irq),
             core.tx_clk_enable.eq(self.tx_clk_enable),
             core.rx_clk_enable.eq(self.rx_clk_enable),
-            self.mdc.eq(core.mdc),
-            self.mdio_o.eq(core.mdio_o),
-            self.mdio_oe.eq(core.mdio_oe),
-            core.mdio_i.eq(self.mdio_i),
         ]
+        connect_flat(m, self, "mdio", core.mdio, members["mdio"], MDIO_PIN_NAMES)
         return m

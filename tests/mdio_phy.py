@@ -39,7 +39,7 @@ class MdioFrame:
 class MdioPhy:
     """The PHY model; run :meth:`process` as a background testbench."""
 
-    pins: object
+    pins: object  # an MdioPinsSignature interface: mdc, o, oe, i
     address: int = 1
     registers: dict[int, int] = field(default_factory=dict)
     delay_cycles: int = 0  # MDC rising edge to MDIO change, in system clocks (<= 300 ns)
@@ -61,13 +61,13 @@ class MdioPhy:
         self._pending.append((now + self.delay_cycles, value))
 
     def _line(self, ctx) -> int:
-        oe = ctx.get(self.pins.mdio_oe)
+        oe = ctx.get(self.pins.oe)
         if oe and self._drive is not None:
-            return ctx.get(self.pins.mdio_o) & self._drive  # open-drain-ish: a 0 wins
+            return ctx.get(self.pins.o) & self._drive  # open-drain-ish: a 0 wins
         if self._drive is not None:
             return self._drive
         if oe:
-            return ctx.get(self.pins.mdio_o)
+            return ctx.get(self.pins.o)
         return 1
 
     async def process(self, ctx):
@@ -78,14 +78,14 @@ class MdioPhy:
             for entry in due:
                 self._drive = entry[1]
                 self._pending.remove(entry)
-            ctx.set(self.pins.mdio_i, self._line(ctx))
+            ctx.set(self.pins.i, self._line(ctx))
             await ctx.tick()
             cycle += 1
             mdc = ctx.get(self.pins.mdc)
             if mdc and not previous_mdc:
                 self.rises.append(cycle)
-                oe = ctx.get(self.pins.mdio_oe)
-                self.sampled.append((oe, ctx.get(self.pins.mdio_o)))
+                oe = ctx.get(self.pins.oe)
+                self.sampled.append((oe, ctx.get(self.pins.o)))
                 if oe and self._drive is not None:
                     self.contention += 1
                 self._rising_edge(cycle, self._line(ctx))

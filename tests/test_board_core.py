@@ -43,7 +43,7 @@ def simulate_board(host, *, ram_init=(), processes=(), phy_address=1, phy_regist
     PHY model. ``write``/``read`` are the bridge's commands over the simulated UART."""
     config = BoardConfig("sim", "clk", 25e6, sys_clk_hz=SYS_HZ, uart_baud=int(SYS_HZ / BIT))
     core = BoardCore(config, ram_init=ram_init)
-    phy = MdioPhy(core, phy_address, dict(phy_registers or {}))
+    phy = MdioPhy(core.mdio, phy_address, dict(phy_registers or {}))
     m = Module()
     for name in ("sync", "tx", "rx"):
         m.domains += ClockDomain(name)

@@ -20,7 +20,7 @@ def bits(value: int, width: int) -> str:
 def simulate(bench, phy_address=1, registers=None, delay_cycles=0):
     """Run ``bench(ctx, dut, phy)`` on a fresh MdioMaster with a PHY model on its pins."""
     dut = MdioMaster()
-    phy = MdioPhy(dut, phy_address, dict(registers or {}), delay_cycles)
+    phy = MdioPhy(dut.mdio, phy_address, dict(registers or {}), delay_cycles)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(phy.process, background=True)
@@ -56,7 +56,7 @@ def test_write_frame_bits_and_mdc_period(clk_div):
     async def bench(ctx, dut, phy):
         cycles = await frame(ctx, dut, clk_div=clk_div, write=1, phy=3, reg=0x1F, data=0x1234)
         assert cycles == FRAME_BITS * 2 * clk_div
-        assert ctx.get(dut.mdc) == 0 and ctx.get(dut.mdio_oe) == 0, "pins idle after the frame"
+        assert ctx.get(dut.mdio.mdc) == 0 and ctx.get(dut.mdio.oe) == 0, "pins idle after the frame"
 
     phy = simulate(bench, phy_address=3)
     expected = "1" * 32 + "01" + "01" + bits(3, 5) + bits(0x1F, 5) + "10" + bits(0x1234, 16)
@@ -128,7 +128,7 @@ def test_clk_div_bits_is_checked():
 
 def test_controller_starts_a_frame_per_command_write_and_flags_one_while_busy():
     dut = MdioController()
-    phy = MdioPhy(dut, 2, {0x03: 0xBEEF})
+    phy = MdioPhy(dut.mdio, 2, {0x03: 0xBEEF})
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(phy.process, background=True)

@@ -44,7 +44,7 @@ async def wait_idle(ctx, csr) -> int:
 def simulate(bench, registers=None):
     """Run ``bench(ctx, soc, csr, phy)`` on a MacDmaSoc with a PHY model on its MDIO pins."""
     soc = MacDmaSoc()
-    phy = MdioPhy(soc, PHY_ADDRESS, dict(registers or {}))
+    phy = MdioPhy(soc.mdio, PHY_ADDRESS, dict(registers or {}))
     m = Module()
     for name in ("sync", "tx", "rx"):
         m.domains += ClockDomain(name)
@@ -78,7 +78,7 @@ def test_write_and_read_frames_through_the_registers():
         status = await wait_idle(ctx, csr)
         assert status & regs.MDIO_STATUS_READ_DATA_MASK == 0x0141
         assert not status & regs.MDIO_STATUS_CMD_IGNORED_MASK
-        assert ctx.get(soc.mdc) == 0 and ctx.get(soc.mdio_oe) == 0
+        assert ctx.get(soc.mdio.mdc) == 0 and ctx.get(soc.mdio.oe) == 0
 
     phy = simulate(bench, registers={2: 0x0141})
     assert phy.frames == [

@@ -33,6 +33,8 @@ from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
+from ..flatten import connect_flat
+from ..mac.mdio import MDIO_PIN_NAMES
 from .rgmii import RgmiiPins
 from .top import BoardConfig, BoardCore
 
@@ -215,9 +217,7 @@ class BoardSimTop(wiring.Component):
             pins.phy_reset.eq(core.phy_reset),
             core.uart_rx.eq(self.uart_rx),
             self.uart_tx.eq(core.uart_tx),
-            self.mdc.eq(core.mdc),
-            self.mdio_o.eq(core.mdio_o),
-            self.mdio_oe.eq(core.mdio_oe),
-            core.mdio_i.eq(self.mdio_i),
         ]
+        mdio = core.signature.members["mdio"]
+        connect_flat(m, self, "mdio", core.mdio, mdio, MDIO_PIN_NAMES)
         return m

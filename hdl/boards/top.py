@@ -19,11 +19,12 @@ from dataclasses import dataclass, replace
 from amaranth import *
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
-from amaranth.lib.wiring import In, Out, connect
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ..bus.axi4 import connect_read_write
 from ..bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from ..bus.axi4_ram import Axi4Ram
+from ..mac.mdio import MdioPinsSignature
 from ..soc import ADDR_WIDTH, MacDmaSoc, SocParams
 from .pll import ClockOutput, Ecp5Pll
 from .rgmii import SPEED_1000, RgmiiAdapter, RgmiiPins
@@ -85,7 +86,7 @@ class BoardCore(wiring.Component):
         The serial pins (``uart_rx`` idles high).
     rgmii : Out(RgmiiAdapter signature members)
         ``txd_o``, ``tx_ctl_o``, ``txc_o`` (DDR pairs out), ``rxd_i``, ``rx_ctl_i`` (in).
-    mdc, mdio_o, mdio_oe, mdio_i
+    mdio : Out(MdioPinsSignature())
         PHY management pins, from the SoC's MDIO master (MDIO_* registers).
     phy_reset
         The PHY's reset, from the bridge's ``PHY`` word.
@@ -102,10 +103,7 @@ class BoardCore(wiring.Component):
                 "uart_rx": In(1, init=1),
                 "uart_tx": Out(1, init=1),
                 **{name: adapter_members[name] for name in pins},
-                "mdc": Out(1),
-                "mdio_o": Out(1),
-                "mdio_oe": Out(1),
-                "mdio_i": In(1),
+                "mdio": Out(MdioPinsSignature()),
                 "phy_reset": Out(1),
             }
         )
@@ -157,12 +155,9 @@ class BoardCore(wiring.Component):
         connect(m, bridge.mem_write, write_arbiter.i1)
         m.d.comb += [
             bridge.irq.eq(soc.irq),
-            self.mdc.eq(soc.mdc),
-            self.mdio_o.eq(soc.mdio_o),
-            self.mdio_oe.eq(soc.mdio_oe),
-            soc.mdio_i.eq(self.mdio_i),
             self.phy_reset.eq(bridge.phy_reset),
         ]
+        connect(m, flipped(self.mdio), soc.mdio)
         m.submodules.speed_sync = FFSynchronizer(
             bridge.phy_speed, adapter.speed, o_domain="tx", init=SPEED_1000
         )
@@ -214,10 +209,10 @@ class BoardTop(Elaboratable):
         m.submodules.mdc = mdc = io.Buffer("o", eth.mdc)
         m.submodules.mdio = mdio = io.Buffer("io", eth.mdio)
         m.d.comb += [
-            mdc.o.eq(core.mdc),
-            mdio.o.eq(core.mdio_o),
-            mdio.oe.eq(core.mdio_oe),
-            core.mdio_i.eq(mdio.i),
+            mdc.o.eq(core.mdio.mdc),
+            mdio.o.eq(core.mdio.o),
+            mdio.oe.eq(core.mdio.oe),
+            core.mdio.i.eq(mdio.i),
         ]
         return m
 

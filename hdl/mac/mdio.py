@@ -28,7 +28,15 @@ from amaranth.lib.wiring import In, Out
 from ..bus.csr_bank import block_signature
 from ..regmap import REGISTER_MAP
 
-__all__ = ["MDIO_PINS", "MdioController", "MdioMaster", "OP_READ", "OP_WRITE", "FRAME_BITS"]
+__all__ = [
+    "FRAME_BITS",
+    "MDIO_PIN_NAMES",
+    "MdioController",
+    "MdioMaster",
+    "MdioPinsSignature",
+    "OP_READ",
+    "OP_WRITE",
+]
 
 OP_WRITE = 0b01
 OP_READ = 0b10
@@ -36,9 +44,20 @@ FRAME_BITS = 64
 # On a read the MAC drives bits 0..45 (preamble .. register address); the PHY the rest.
 READ_DRIVEN_BITS = 46
 READ_DATA_BITS = 16
-#: The MDIO pins of every component that drives them (``mdio`` is bidirectional: the top adds
-#: the tristate buffer, driving ``mdio_o`` while ``mdio_oe``).
-MDIO_PINS = {"mdc": Out(1), "mdio_o": Out(1), "mdio_oe": Out(1), "mdio_i": In(1)}
+
+
+class MdioPinsSignature(wiring.Signature):
+    """The PHY management pins, from the side of the master that drives them: ``mdc``, and
+    the bidirectional MDIO line split for the tristate buffer a top adds (``o`` driven
+    onto the line while ``oe``, the line read back on ``i``)."""
+
+    def __init__(self):
+        super().__init__({"mdc": Out(1), "o": Out(1), "oe": Out(1), "i": In(1)})
+
+
+#: The pins' names as flat ports of the exported tops and the boards (``mdc``, ``mdio_o``,
+#: ``mdio_oe``, ``mdio_i``), by member of :class:`MdioPinsSignature`.
+MDIO_PIN_NAMES = {"mdc": "mdc", "o": "mdio_o", "oe": "mdio_oe", "i": "mdio_i"}
 
 
 class MdioMaster(wiring.Component):
@@ -58,9 +77,9 @@ class MdioMaster(wiring.Component):
         A frame is being clocked out; high from the cycle after ``start``.
     read_data : Out(16)
         The data of the last read frame, valid once ``busy`` falls.
-    mdc, mdio_o, mdio_oe : Out(1); mdio_i : In(1)
-        The pins (``mdio`` is bidirectional; the top adds the tristate buffer). ``mdio_i``
-        is synchronised here (two flip-flops), so it may come straight from a pin.
+    mdio : Out(MdioPinsSignature())
+        The pins (the top adds the tristate buffer). ``mdio.i`` is synchronised here (two
+        flip-flops), so it may come straight from a pin.
     """
 
     def __init__(self, clk_div_bits: int = 8):
@@ -77,7 +96,7 @@ class MdioMaster(wiring.Component):
                 "write_data": In(16),
                 "busy": Out(1),
                 "read_data": Out(READ_DATA_BITS),
-                **MDIO_PINS,
+                "mdio": Out(MdioPinsSignature()),
             }
         )
 
@@ -89,14 +108,14 @@ class MdioMaster(wiring.Component):
         shift = Signal(FRAME_BITS)
         reading = Signal()
         mdio_i = Signal()
-        m.submodules.mdio_i_sync = FFSynchronizer(self.mdio_i, mdio_i)
+        m.submodules.mdio_i_sync = FFSynchronizer(self.mdio.i, mdio_i)
         m.d.comb += [
             self.busy.eq(bit != FRAME_BITS),
-            self.mdio_o.eq(shift[-1]),
-            self.mdio_oe.eq(self.busy & (~reading | (bit < READ_DRIVEN_BITS))),
+            self.mdio.o.eq(shift[-1]),
+            self.mdio.oe.eq(self.busy & (~reading | (bit < READ_DRIVEN_BITS))),
         ]
         with m.If(~self.busy):
-            m.d.sync += self.mdc.eq(0)
+            m.d.sync += self.mdio.mdc.eq(0)
             with m.If(self.start):
                 op = Mux(self.write, OP_WRITE, OP_READ)
                 turnaround = Mux(self.write, 0b10, 0b11)
@@ -121,8 +140,8 @@ class MdioMaster(wiring.Component):
         with m.Elif(timer != 0):
             m.d.sync += timer.eq(timer - 1)
         with m.Else():
-            m.d.sync += [timer.eq(half_period - 1), self.mdc.eq(~self.mdc)]
-            with m.If(self.mdc):  # falling edge: next bit
+            m.d.sync += [timer.eq(half_period - 1), self.mdio.mdc.eq(~self.mdio.mdc)]
+            with m.If(self.mdio.mdc):  # falling edge: next bit
                 m.d.sync += [shift.eq(shift << 1), bit.eq(bit + 1)]
             with m.Else():  # rising edge: sample (read data is bits 48..63)
                 with m.If(reading & (bit >= FRAME_BITS - READ_DATA_BITS)):
@@ -142,7 +161,7 @@ class MdioController(wiring.Component):
         The CSR bank's ``bank.mdio``: ``ctrl.clk_div``, ``cmd`` (``data``, ``reg``,
         ``phy``, ``write`` and its write strobe ``written``) in; ``status.read_data``,
         ``status.busy`` and ``status.cmd_ignored_set`` out.
-    mdc, mdio_o, mdio_oe : Out(1); mdio_i : In(1)
+    mdio : Out(MdioPinsSignature())
         The pins, as on :class:`MdioMaster`.
     """
 
@@ -150,7 +169,7 @@ class MdioController(wiring.Component):
         super().__init__(
             {
                 "regs": In(block_signature(REGISTER_MAP.block("MDIO"))),
-                **MDIO_PINS,
+                "mdio": Out(MdioPinsSignature()),
             }
         )
 
@@ -168,9 +187,6 @@ class MdioController(wiring.Component):
             regs.status.busy.eq(master.busy),
             regs.status.read_data.eq(master.read_data),
             regs.status.cmd_ignored_set.eq(regs.cmd.written & master.busy),
-            self.mdc.eq(master.mdc),
-            self.mdio_o.eq(master.mdio_o),
-            self.mdio_oe.eq(master.mdio_oe),
-            master.mdio_i.eq(self.mdio_i),
         ]
+        wiring.connect(m, wiring.flipped(self.mdio), master.mdio)
         return m

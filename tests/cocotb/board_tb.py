@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import cocotb
 from cocotb.task import resume
@@ -24,6 +25,7 @@ from macdma.firmware.descriptor import RxErrorCause
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver
 from macdma.hdl.boards.sim_top import DEFAULT_SYS_CLK_HZ
 from macdma.hdl.boards.uart_bridge import NOTIFY_IRQ
+from macdma.hdl.mac.mdio import MDIO_PIN_NAMES
 from macdma.sim.benches.board import BoardBench, now_ns
 
 # tests/mdio_phy.py, the clause 22 PHY model of the Amaranth tests, runs here through a
@@ -191,7 +193,8 @@ async def driver_reads_and_writes_phy_registers_over_mdio(dut):
     PHY model on the mdc/mdio pins: the identifier registers read back, a write lands in
     the PHY and reads back, and the PHY saw exactly those frames."""
     bench = await started(dut)
-    phy = MdioPhy(dut, address=3, registers={2: 0x0141, 3: 0x0DD1})
+    pins = SimpleNamespace(**{pin: getattr(dut, name) for pin, name in MDIO_PIN_NAMES.items()})
+    phy = MdioPhy(pins, address=3, registers={2: 0x0141, 3: 0x0DD1})
     cocotb.start_soon(phy.process(CocotbContext(dut.clk)))
 
     async def host(platform):
