@@ -76,6 +76,8 @@ TX_CLEAN_LOCKS = ("queue", "frozen")
 
 #: Worst-case descriptors per frame: MAX_SKB_FRAGS (16 with 4 KiB pages) + the linear part.
 DEFAULT_MAX_FRAGS = 17
+#: The smallest ring the driver runs: one descriptor in flight, one kept free.
+MIN_RING = 2
 #: NAPI_POLL_WEIGHT in Linux.
 DEFAULT_BUDGET = 64
 #: How often a context that must wait for another one re-checks (no event primitive is
@@ -99,12 +101,13 @@ MDC_MAX_HZ = 2_500_000
 MDIO_POLL_LIMIT = 1000
 #: Pause between two MDIO_STATUS polls (the poll's sleep_us; the CPU is free meanwhile).
 MDIO_POLL_NS = 1000.0
-#: IRQ_MIN_INTERVAL's valid values are 0..this (the register map; tests/test_regmap.py
-#: checks the two agree).
-MAX_IRQ_MIN_INTERVAL_US = 10_000
-#: PREFETCH's valid values are 1..this (the register map; tests/test_knobs.py checks the
-#: two agree). A larger value than FEATURES.max_prefetch is accepted and clamped by the DMA.
-MAX_PREFETCH = 16
+#: IRQ_MIN_INTERVAL's valid values are 0..this (the register map's).
+MAX_IRQ_MIN_INTERVAL_US = regs.IRQ_MIN_INTERVAL_US_MAX
+#: PREFETCH's valid values are 1..this (the register map's). A larger value than
+#: FEATURES.max_prefetch is accepted and clamped by the DMA.
+MAX_PREFETCH = regs.TX_PREFETCH_MAX
+#: The largest value of a µs timer field (COALESCE.timer_us, POLL_US): all its bits.
+MAX_TIMER_US = (1 << regs.IRQ_TX_COALESCE_TIMER_US_WIDTH) - 1
 
 
 #: 802.3x flow control as open() programs it (DriverConfig.flow_control): the register
@@ -126,6 +129,17 @@ def _check_int(owner: str, name: str, value: Any, low: int, high: int | None) ->
     if value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
         raise ValueError(f"{owner}.{name} = {value!r} is out of range ({bound})")
+
+
+def _check_map(owner: str, name: str, value: Any, valid: tuple[range, ...]) -> None:
+    """Check ``value`` against a field's valid values as the register map gives them
+    (``regs.<FIELD>_VALID``), so the driver refuses what the hardware would reject."""
+    _check_int(owner, name, value, min(r[0] for r in valid), None)
+    if not any(value in r for r in valid):
+        ranges = ", ".join(
+            f"{r[0]}..{r[-1]}" + (f" step {r.step}" if r.step > 1 else "") for r in valid
+        )
+        raise ValueError(f"{owner}.{name} = {value!r} is out of range ({ranges})")
 
 
 def _field(value: int, mask: int, shift: int) -> int:
@@ -236,14 +250,24 @@ class IrqStrategy:
                 f"IrqStrategy coalesce_timer {self.coalesce_timer!r} is not one of "
                 f"{', '.join(COALESCE_TIMERS)}"
             )
-        _check_int("IrqStrategy", "coalesce_frames", self.coalesce_frames, 1, 255)
-        _check_int("IrqStrategy", "coalesce_us", self.coalesce_us, 0, 0xFFFF)
+        _check_map(
+            "IrqStrategy",
+            "coalesce_frames",
+            self.coalesce_frames,
+            regs.IRQ_TX_COALESCE_FRAMES_VALID,
+        )
+        _check_int("IrqStrategy", "coalesce_us", self.coalesce_us, 0, MAX_TIMER_US)
         _check_int("IrqStrategy", "poll_us", self.poll_us, 1 if self.name == "polling" else 0, None)
         _check_int("IrqStrategy", "budget", self.budget, 1, None)
         if self.tx_coalesce_frames is not None:
-            _check_int("IrqStrategy", "tx_coalesce_frames", self.tx_coalesce_frames, 1, 255)
+            _check_map(
+                "IrqStrategy",
+                "tx_coalesce_frames",
+                self.tx_coalesce_frames,
+                regs.IRQ_TX_COALESCE_FRAMES_VALID,
+            )
         if self.tx_coalesce_us is not None:
-            _check_int("IrqStrategy", "tx_coalesce_us", self.tx_coalesce_us, 0, 0xFFFF)
+            _check_int("IrqStrategy", "tx_coalesce_us", self.tx_coalesce_us, 0, MAX_TIMER_US)
         if self.name == "polling" and self.tx_moderated:
             raise ValueError(
                 f"IRQ strategy polling takes no TX interrupts; tx_coalesce_frames "
@@ -413,12 +437,12 @@ class DriverConfig:
     tx_ring: int = 256
     rx_ring: int = 256
     rx_buf: int = 1536
-    burst_beats: int = 16
+    burst_beats: int = regs.TX_BURST_BEATS_RESET_VALUE
     prefetch: int = 4
     strategy: IrqStrategy = field(default_factory=IrqStrategy)
     tx_clean_budget: int | None = None
     housekeeping_hz: float | None = None
-    sys_clk_mhz: int = 100
+    sys_clk_mhz: int = regs.IRQ_SYS_CLK_MHZ_RESET_VALUE
     irq_min_interval_us: int = 0
     max_frags: int | None = None
     wake_threshold: int | None = None
@@ -434,11 +458,12 @@ class DriverConfig:
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
-        _check_int(own, "tx_ring", self.tx_ring, 2, 4096)
-        _check_int(own, "rx_ring", self.rx_ring, 2, 4096)
+        # RING_SIZE 0 (valid in the map) turns a ring off; the driver always has one.
+        _check_int(own, "tx_ring", self.tx_ring, MIN_RING, regs.TX_RING_SIZE_MAX)
+        _check_int(own, "rx_ring", self.rx_ring, MIN_RING, regs.RX_RING_SIZE_MAX)
         _check_int(own, "rx_buf", self.rx_buf, MIN_RX_BUFFER_BYTES, MAX_BUFFER_BYTES)
-        _check_int(own, "burst_beats", self.burst_beats, 1, 256)
-        _check_int(own, "prefetch", self.prefetch, 1, MAX_PREFETCH)
+        _check_map(own, "burst_beats", self.burst_beats, regs.TX_BURST_BEATS_VALID)
+        _check_map(own, "prefetch", self.prefetch, regs.TX_PREFETCH_VALID)
         if isinstance(self.strategy, str):
             object.__setattr__(self, "strategy", IrqStrategy.parse(self.strategy))
         if not isinstance(self.strategy, IrqStrategy):
@@ -449,15 +474,17 @@ class DriverConfig:
             hz = self.housekeeping_hz
             if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not hz > 0:
                 raise ValueError(f"DriverConfig.housekeeping_hz = {hz!r} must be > 0 or None")
-        _check_int(own, "sys_clk_mhz", self.sys_clk_mhz, 1, 1000)
-        _check_int(own, "irq_min_interval_us", self.irq_min_interval_us, 0, MAX_IRQ_MIN_INTERVAL_US)
+        _check_map(own, "sys_clk_mhz", self.sys_clk_mhz, regs.IRQ_SYS_CLK_MHZ_VALID)
+        _check_map(
+            own, "irq_min_interval_us", self.irq_min_interval_us, regs.IRQ_MIN_INTERVAL_US_VALID
+        )
         if self.max_frags is None:
             object.__setattr__(self, "max_frags", min(DEFAULT_MAX_FRAGS, self.tx_ring - 1))
         _check_int(own, "max_frags", self.max_frags, 1, self.tx_ring - 1)
         if self.wake_threshold is None:
             object.__setattr__(self, "wake_threshold", min(2 * self.max_frags, self.tx_ring - 1))
         _check_int(own, "wake_threshold", self.wake_threshold, self.max_frags, self.tx_ring - 1)
-        _check_int(own, "dma_poll_us", self.dma_poll_us, 0, 0xFFFF)
+        _check_int(own, "dma_poll_us", self.dma_poll_us, 0, MAX_TIMER_US)
         if not isinstance(self.mii, bool):
             raise ValueError(f"DriverConfig.mii = {self.mii!r} must be a bool")
         _check_int(own, "irq_core", self.irq_core, 0, None)

@@ -19,6 +19,9 @@ field keys of :mod:`macdma.hdl.regmodel`:
   supplied by the hardware);
 * ``<FIELD>_SHIFT``, ``<FIELD>_WIDTH``, ``<FIELD>_MASK`` (in place) and
   ``<FIELD>_RESET_VALUE`` (not shifted; omitted for hardware-supplied fields);
+* for a field the hardware validates: ``<FIELD>_MIN`` and ``<FIELD>_MAX``, its smallest
+  and largest valid values, and in Python ``<FIELD>_VALID``, the valid values as a tuple
+  of ranges (the map's own), so software checks a value as the hardware will;
 * enumerations: a Python ``IntEnum`` per :class:`~macdma.hdl.regmodel.Enumeration`, and
   ``MACDMA_<ENUM>_<VALUE>`` in C (``MACDMA_DMA_ERROR_CODE_ZERO_LENGTH_DESC``).
 
@@ -65,14 +68,29 @@ C_PREFIX = "MACDMA_"
 
 @dataclass(frozen=True)
 class Constant:
-    """One generated constant; ``hex_digits`` is 0 for decimal rendering."""
+    """One generated constant; ``hex_digits`` is 0 for decimal rendering. A value that is
+    a tuple of ranges (``<FIELD>_VALID``) is Python only."""
 
     name: str
-    value: int
+    value: int | tuple[range, ...]
     hex_digits: int = 0
 
     def python(self) -> str:
-        return f"0x{self.value:0{self.hex_digits}X}" if self.hex_digits else str(self.value)
+        if isinstance(self.value, tuple):
+            items = ", ".join(self._python_range(r) for r in self.value)
+            return f"({items},)" if len(self.value) == 1 else f"({items})"
+        return self._python_int(self.value)
+
+    def _python_int(self, value: int) -> str:
+        return f"0x{value:0{self.hex_digits}X}" if self.hex_digits else str(value)
+
+    def _python_range(self, values: range) -> str:
+        step = f", {values.step}" if values.step != 1 else ""
+        return f"range({self._python_int(values.start)}, {self._python_int(values.stop)}{step})"
+
+    @property
+    def in_c(self) -> bool:
+        return not isinstance(self.value, tuple)
 
     def c(self) -> str:
         if self.hex_digits:
@@ -98,6 +116,13 @@ def _register_constants(block: Block, reg: Register) -> list[Constant]:
         ]
         if not fld.hardware_supplied:
             out.append(Constant(f"{fkey}_RESET_VALUE", fld.reset, 8 if fld.width == 32 else 0))
+        if fld.valid is not None:
+            digits = 8 if fld.width == 32 else 0
+            out += [
+                Constant(f"{fkey}_MIN", min(r[0] for r in fld.valid), digits),
+                Constant(f"{fkey}_MAX", max(r[-1] for r in fld.valid), digits),
+                Constant(f"{fkey}_VALID", fld.valid, digits),
+            ]
     return out
 
 
@@ -205,7 +230,7 @@ def render_c_header(regmap: RegisterMap = REGISTER_MAP) -> str:
         lines += ["", f"/* {title}"]
         lines += _comment_lines(doc, " * ")
         lines[-1] += " */"
-        lines += [f"#define {C_PREFIX}{const.name} {const.c()}" for const in items]
+        lines += [f"#define {C_PREFIX}{const.name} {const.c()}" for const in items if const.in_c]
     lines += ["", f"#endif /* {guard} */"]
     return "\n".join(lines) + "\n"
 

@@ -178,6 +178,8 @@
 #define MACDMA_TX_RING_BASE_SHIFT 0u
 #define MACDMA_TX_RING_BASE_WIDTH 32u
 #define MACDMA_TX_RING_BASE_MASK 0xFFFFFFFFu
+#define MACDMA_TX_RING_BASE_MIN 0x00000000u
+#define MACDMA_TX_RING_BASE_MAX 0xFFFFFFF0u
 
 /* TX_RING_SIZE (0x10C)
  * Number of descriptors in the ring (any count, not only powers of two); 0 = not configured. */
@@ -186,6 +188,8 @@
 #define MACDMA_TX_RING_SIZE_SHIFT 0u
 #define MACDMA_TX_RING_SIZE_WIDTH 13u
 #define MACDMA_TX_RING_SIZE_MASK 0x00001FFFu
+#define MACDMA_TX_RING_SIZE_MIN 0u
+#define MACDMA_TX_RING_SIZE_MAX 4096u
 
 /* TX_TAIL (0x110)
  * Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
@@ -219,6 +223,8 @@
 #define MACDMA_TX_BURST_BEATS_SHIFT 0u
 #define MACDMA_TX_BURST_BEATS_WIDTH 9u
 #define MACDMA_TX_BURST_BEATS_MASK 0x000001FFu
+#define MACDMA_TX_BURST_BEATS_MIN 1u
+#define MACDMA_TX_BURST_BEATS_MAX 256u
 
 /* TX_PREFETCH (0x120)
  * Descriptors fetched per descriptor read; the hardware may clamp it to FEATURES.max_prefetch. */
@@ -227,6 +233,8 @@
 #define MACDMA_TX_PREFETCH_SHIFT 0u
 #define MACDMA_TX_PREFETCH_WIDTH 5u
 #define MACDMA_TX_PREFETCH_MASK 0x0000001Fu
+#define MACDMA_TX_PREFETCH_MIN 1u
+#define MACDMA_TX_PREFETCH_MAX 16u
 
 /* TX_DESC_FETCHED (0x128)
  * Descriptors fetched. 32-bit counter, wraps; cleared by reset only. */
@@ -329,6 +337,8 @@
 #define MACDMA_RX_RING_BASE_SHIFT 0u
 #define MACDMA_RX_RING_BASE_WIDTH 32u
 #define MACDMA_RX_RING_BASE_MASK 0xFFFFFFFFu
+#define MACDMA_RX_RING_BASE_MIN 0x00000000u
+#define MACDMA_RX_RING_BASE_MAX 0xFFFFFFF0u
 
 /* RX_RING_SIZE (0x18C)
  * Number of descriptors in the ring (any count, not only powers of two); 0 = not configured. */
@@ -337,6 +347,8 @@
 #define MACDMA_RX_RING_SIZE_SHIFT 0u
 #define MACDMA_RX_RING_SIZE_WIDTH 13u
 #define MACDMA_RX_RING_SIZE_MASK 0x00001FFFu
+#define MACDMA_RX_RING_SIZE_MIN 0u
+#define MACDMA_RX_RING_SIZE_MAX 4096u
 
 /* RX_TAIL (0x190)
  * Index one past the last descriptor handed to the DMA; writing it rings the doorbell. Every
@@ -370,6 +382,8 @@
 #define MACDMA_RX_BURST_BEATS_SHIFT 0u
 #define MACDMA_RX_BURST_BEATS_WIDTH 9u
 #define MACDMA_RX_BURST_BEATS_MASK 0x000001FFu
+#define MACDMA_RX_BURST_BEATS_MIN 1u
+#define MACDMA_RX_BURST_BEATS_MAX 256u
 
 /* RX_PREFETCH (0x1A0)
  * Descriptors fetched per descriptor read; the hardware may clamp it to FEATURES.max_prefetch. */
@@ -378,6 +392,8 @@
 #define MACDMA_RX_PREFETCH_SHIFT 0u
 #define MACDMA_RX_PREFETCH_WIDTH 5u
 #define MACDMA_RX_PREFETCH_MASK 0x0000001Fu
+#define MACDMA_RX_PREFETCH_MIN 1u
+#define MACDMA_RX_PREFETCH_MAX 16u
 
 /* RX_DESC_FETCHED (0x1A8)
  * Descriptors fetched. 32-bit counter, wraps; cleared by reset only. */
@@ -512,6 +528,8 @@
 #define MACDMA_IRQ_TX_COALESCE_FRAMES_WIDTH 8u
 #define MACDMA_IRQ_TX_COALESCE_FRAMES_MASK 0x000000FFu
 #define MACDMA_IRQ_TX_COALESCE_FRAMES_RESET_VALUE 1u
+#define MACDMA_IRQ_TX_COALESCE_FRAMES_MIN 1u
+#define MACDMA_IRQ_TX_COALESCE_FRAMES_MAX 255u
 #define MACDMA_IRQ_TX_COALESCE_TIMER_RESTART_SHIFT 8u
 #define MACDMA_IRQ_TX_COALESCE_TIMER_RESTART_WIDTH 1u
 #define MACDMA_IRQ_TX_COALESCE_TIMER_RESTART_MASK 0x00000100u
@@ -529,6 +547,8 @@
 #define MACDMA_IRQ_RX_COALESCE_FRAMES_WIDTH 8u
 #define MACDMA_IRQ_RX_COALESCE_FRAMES_MASK 0x000000FFu
 #define MACDMA_IRQ_RX_COALESCE_FRAMES_RESET_VALUE 1u
+#define MACDMA_IRQ_RX_COALESCE_FRAMES_MIN 1u
+#define MACDMA_IRQ_RX_COALESCE_FRAMES_MAX 255u
 #define MACDMA_IRQ_RX_COALESCE_TIMER_RESTART_SHIFT 8u
 #define MACDMA_IRQ_RX_COALESCE_TIMER_RESTART_WIDTH 1u
 #define MACDMA_IRQ_RX_COALESCE_TIMER_RESTART_MASK 0x00000100u
@@ -545,6 +565,8 @@
 #define MACDMA_IRQ_SYS_CLK_MHZ_SHIFT 0u
 #define MACDMA_IRQ_SYS_CLK_MHZ_WIDTH 10u
 #define MACDMA_IRQ_SYS_CLK_MHZ_MASK 0x000003FFu
+#define MACDMA_IRQ_SYS_CLK_MHZ_MIN 1u
+#define MACDMA_IRQ_SYS_CLK_MHZ_MAX 1000u
 
 /* IRQ_COUNT (0x218)
  * Rising edges of the irq output. 32-bit counter, wraps; cleared by reset only. */
@@ -562,6 +584,8 @@
 #define MACDMA_IRQ_MIN_INTERVAL_US_WIDTH 16u
 #define MACDMA_IRQ_MIN_INTERVAL_US_MASK 0x0000FFFFu
 #define MACDMA_IRQ_MIN_INTERVAL_US_RESET_VALUE 0u
+#define MACDMA_IRQ_MIN_INTERVAL_US_MIN 0u
+#define MACDMA_IRQ_MIN_INTERVAL_US_MAX 10000u
 
 /* MAC block
  * Ethernet MAC configuration. */
@@ -591,6 +615,8 @@
 #define MACDMA_MAC_IFG_SHIFT 0u
 #define MACDMA_MAC_IFG_WIDTH 8u
 #define MACDMA_MAC_IFG_MASK 0x000000FFu
+#define MACDMA_MAC_IFG_MIN 1u
+#define MACDMA_MAC_IFG_MAX 255u
 
 /* MAC_MAX_LEN (0x308)
  * Maximum frame length in bytes including FCS; VLAN-tagged frames may be 4 bytes longer. Longer
@@ -600,6 +626,8 @@
 #define MACDMA_MAC_MAX_LEN_SHIFT 0u
 #define MACDMA_MAC_MAX_LEN_WIDTH 16u
 #define MACDMA_MAC_MAX_LEN_MASK 0x0000FFFFu
+#define MACDMA_MAC_MAX_LEN_MIN 64u
+#define MACDMA_MAC_MAX_LEN_MAX 16383u
 
 /* MAC_ADDR_LO (0x30C)
  * Station address, its last four bytes: 02:AA:BB:CC:DD:EE is 0xBBCCDDEE. The source of the
@@ -691,6 +719,8 @@
 #define MACDMA_MDIO_CTRL_CLK_DIV_WIDTH 8u
 #define MACDMA_MDIO_CTRL_CLK_DIV_MASK 0x000000FFu
 #define MACDMA_MDIO_CTRL_CLK_DIV_RESET_VALUE 32u
+#define MACDMA_MDIO_CTRL_CLK_DIV_MIN 2u
+#define MACDMA_MDIO_CTRL_CLK_DIV_MAX 255u
 
 /* MDIO_CMD (0x384)
  * A clause 22 management frame: every write to this register starts one (write the whole word).
