@@ -121,7 +121,8 @@ class McfRxConfig(data.Struct):
     is ``eth_dst_mcast`` or ``eth_dst_ucast`` (each compared only when its ``check_`` bit
     is set; with neither set any destination matches), its source is ``eth_src`` (if
     ``check_eth_src``) and its opcode is ``opcode_lfc`` (if ``check_opcode_lfc``).
-    Such frames leave the client stream unless ``forward`` is set.
+    Such frames are not for the client unless ``forward`` is set: :class:`McfReceiver`
+    flags them bad or takes them out of its stream.
     """
 
     eth_dst_mcast: 48

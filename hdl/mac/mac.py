@@ -250,7 +250,7 @@ class EthMac(wiring.Component):
         if self.ptp:
             m.d.comb += self.rx_sfd.eq(rx_decoder.o.start)
         # The frame-error pulses come from the MAC's own checks, before any control frame
-        # is taken out of the stream.
+        # is flagged or taken out of the stream: a PAUSE never pulses them.
         rx_status = rx_mac.status
         m.d.rx += [
             self.rx_error_bad_frame.eq(rx_status.valid & (rx_status.p.error != RxError.NONE)),
