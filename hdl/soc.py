@@ -177,7 +177,13 @@ class MacDmaSoc(wiring.Component):
         m.submodules.rx_fifo = rx_fifo = RxFrameFifo(
             width, params.rx_fifo_bytes, checksum=params.rx_checksum, timestamps=params.ptp
         )
-        m.submodules.mac = mac = EthMac(flow_control=params.flow_control, ptp=params.ptp)
+        # PAUSE frames stay out of the RX FIFO: the DMA would hand a flagged one to the
+        # driver as a bad frame (the MAC's statistics count them as PAUSE frames).
+        m.submodules.mac = mac = EthMac(
+            flow_control=params.flow_control,
+            remove_control_frames=params.flow_control,
+            ptp=params.ptp,
+        )
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
         self._tx_reset_discards(m, tx_fifo, tx_dma)

@@ -1,14 +1,22 @@
 """The 802.3x blocks of hdl/mac/flow_control.py in Amaranth's simulator: the PAUSE sender's
-XOFF/XON/refresh/resend decisions and the pause timer's counting."""
+XOFF/XON/refresh/resend decisions, the pause timer's counting, and what the control frame
+receiver does with a PAUSE (flag it as eth_mac_1g does, or remove it)."""
 
+import pytest
 from amaranth.sim import Simulator
+from unbuilt import rejected
 
 from macdma.hdl.mac.flow_control import (
+    MAC_CONTROL_ETHERTYPE,
+    PAUSE_MULTICAST_ADDRESS,
     PAUSE_OPCODE,
     QUANTUM_BIT_TIMES,
+    McfReceiver,
     PauseReceiver,
     PauseTransmitter,
 )
+from macdma.hdl.mac.frame import FCS_LENGTH, MIN_DATA_LENGTH, RxError
+from macdma.hdl.mac.mac import EthMac
 
 GMII_CLOCKS_PER_QUANTUM = QUANTUM_BIT_TIMES // 8
 MII_CLOCKS_PER_QUANTUM = QUANTUM_BIT_TIMES // 4
@@ -192,3 +200,93 @@ def test_a_new_pause_restarts_the_count_and_an_xon_ends_it():
     # An XON (quanta 0) ends the pause at once.
     high = pause_events_run({0: 100, 10: 0}, clocks=50)
     assert high == list(range(1, 11))
+
+
+def pause_frame_bytes(quanta: int) -> bytes:
+    header = (
+        PAUSE_MULTICAST_ADDRESS.to_bytes(6, "big")
+        + bytes.fromhex("02aabbccddee")
+        + MAC_CONTROL_ETHERTYPE.to_bytes(2, "big")
+        + PAUSE_OPCODE.to_bytes(2, "big")
+        + quanta.to_bytes(2, "big")
+    )
+    return header + bytes(MIN_DATA_LENGTH - len(header))
+
+
+ORDINARY_FRAME = bytes(range(MIN_DATA_LENGTH))
+
+
+def mcf_receiver_run(frames, *, remove, forward=False):
+    """Feed ``frames`` (good, one byte per clock, 12 idle clocks between) to a McfReceiver
+    that recognises PAUSE frames; return (frames delivered as (bytes, flagged bad),
+    statuses delivered, PAUSE quanta reported)."""
+    dut = McfReceiver(remove=remove)
+    delivered, statuses, events = [], [], []
+
+    async def bench(ctx):
+        ctx.set(dut.config.enable, 1)
+        ctx.set(dut.config.eth_dst_mcast, PAUSE_MULTICAST_ADDRESS)
+        ctx.set(dut.config.check_eth_dst_mcast, 1)
+        ctx.set(dut.config.eth_type, MAC_CONTROL_ETHERTYPE)
+        ctx.set(dut.config.opcode_lfc, PAUSE_OPCODE)
+        ctx.set(dut.config.check_opcode_lfc, 1)
+        ctx.set(dut.config.forward, forward)
+        schedule = []  # per clock: (byte, last, frame length) or None (idle)
+        for frame in frames:
+            schedule += [(byte, n == len(frame) - 1, len(frame)) for n, byte in enumerate(frame)]
+            schedule += [None] * 12
+        current = bytearray()
+        for beat in schedule + [None] * 40:
+            ctx.set(dut.i.valid, beat is not None)
+            ctx.set(dut.i_status.valid, beat is not None and beat[1])
+            if beat is not None:
+                ctx.set(dut.i.p.data, beat[0])
+                ctx.set(dut.i.p.last, beat[1])
+                ctx.set(dut.i_status.p.length, beat[2] + FCS_LENGTH)
+                ctx.set(dut.i_status.p.error, RxError.NONE)
+            await ctx.tick()
+            if ctx.get(dut.o.valid):
+                current.append(ctx.get(dut.o.p.data))
+                if ctx.get(dut.o.p.last):
+                    delivered.append((bytes(current), bool(ctx.get(dut.o.p.error))))
+                    current = bytearray()
+            if ctx.get(dut.o_status.valid):
+                statuses.append(ctx.get(dut.o_status.p.error))
+            if ctx.get(dut.event.valid):
+                events.append(ctx.get(dut.event.p.quanta))
+
+    run(dut, bench)
+    return delivered, statuses, events
+
+
+def test_a_pause_not_forwarded_is_flagged_in_place_as_eth_mac_1g_does():
+    frames = [ORDINARY_FRAME, pause_frame_bytes(7), ORDINARY_FRAME]
+    delivered, statuses, events = mcf_receiver_run(frames, remove=False)
+    assert delivered == [(ORDINARY_FRAME, False), (frames[1], True), (ORDINARY_FRAME, False)]
+    assert statuses == [RxError.NONE] * 3, "the statuses keep the wire's verdict"
+    assert events == [7]
+
+
+def test_a_pause_not_forwarded_is_removed_for_the_soc():
+    frames = [ORDINARY_FRAME, pause_frame_bytes(7), ORDINARY_FRAME]
+    delivered, statuses, events = mcf_receiver_run(frames, remove=True)
+    assert delivered == [(ORDINARY_FRAME, False), (ORDINARY_FRAME, False)]
+    assert statuses == [RxError.NONE] * 3, "a removed frame's status still comes out"
+    assert events == [7]
+
+
+@pytest.mark.parametrize("remove", [False, True])
+def test_a_forwarded_pause_passes_unflagged(remove):
+    frames = [pause_frame_bytes(9)]
+    delivered, _statuses, events = mcf_receiver_run(frames, remove=remove, forward=True)
+    assert delivered == [(frames[0], False)]
+    assert events == [9]
+
+
+def test_control_frame_choices_are_checked():
+    with rejected(TypeError, "remove must be True or False"):
+        McfReceiver(remove=1)
+    with rejected(ValueError, "needs flow_control=True"):
+        EthMac(remove_control_frames=True)
+    with rejected(TypeError, "remove_control_frames must be True or False"):
+        EthMac(flow_control=True, remove_control_frames="yes")

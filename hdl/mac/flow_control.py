@@ -13,8 +13,9 @@ The blocks here follow verilog-ethernet's ``eth_mac_1g`` (its ``mac_ctrl_rx``,
 mean, so the exported MAC carries that core's link-level flow-control ports, in packet
 order:
 
-receive: ``McfReceiver`` (recognise control frames, take them out of the client
-stream) -> ``PauseReceiver`` (the pause timer a received PAUSE loads; ``rx_lfc_req``);
+receive: ``McfReceiver`` (recognise control frames; flag them bad in the client
+stream as ``eth_mac_1g`` does, or take them out of it) -> ``PauseReceiver`` (the pause
+timer a received PAUSE loads; ``rx_lfc_req``);
 
 transmit: ``PauseTransmitter`` (XOFF when ``tx_lfc_req`` rises, refreshed while it
 stays high, XON when it falls) -> ``McfTransmitter`` (puts the control frame on the
@@ -120,7 +121,8 @@ class McfRxConfig(data.Struct):
     is ``eth_dst_mcast`` or ``eth_dst_ucast`` (each compared only when its ``check_`` bit
     is set; with neither set any destination matches), its source is ``eth_src`` (if
     ``check_eth_src``) and its opcode is ``opcode_lfc`` (if ``check_opcode_lfc``).
-    Such frames leave the client stream unless ``forward`` is set.
+    Such frames are not for the client unless ``forward`` is set: :class:`McfReceiver`
+    flags them bad or takes them out of its stream.
     """
 
     eth_dst_mcast: 48
@@ -188,27 +190,36 @@ class RxFlowStats(data.Struct):
 
 
 class McfReceiver(wiring.Component):
-    """Recognises MAC control frames in the received stream and takes them out of it.
+    """Recognises MAC control frames in the received stream; flags them or takes them out.
 
-    The receive stream has no backpressure, and whether a frame is a MAC control frame is
-    known only after its opcode (byte 16), so while control frames are recognised
-    (``config.enable``) every frame waits for that decision in a small FIFO: the client
-    sees it :data:`MAC_CONTROL_DECISION_BYTES` bytes later (plus the FIFO's two cycles and
-    one for the registered field matches). With ``config.enable`` low the decision is made
-    at the first byte. A runt that ends right after its opcode (16 or 17 bytes) may be
-    consumed or delivered flagged bad depending on the link speed; it is counted as a runt
-    either way and never acted on.
+    Whether a frame is a MAC control frame is known once its opcode (byte 16) is in; what
+    happens to one that is not forwarded (``config.forward`` 0) is a build choice:
+
+    - ``remove=False``, as ``eth_mac_1g``: it stays in the stream, its last beat flagged
+      bad (``error``), as a client of that core expects. Every beat passes one register,
+      so the client sees each frame one clock later than MacRx gives it.
+    - ``remove=True``: it leaves the stream, so a client that takes every frame it is
+      given (the SoC's RX FIFO and DMA) never sees it. The receive stream has no
+      backpressure, so every frame waits for the decision in a small FIFO while
+      recognition is on (``config.enable``): the client sees it
+      :data:`MAC_CONTROL_DECISION_BYTES` bytes later (plus the FIFO's two cycles and one
+      for the registered field matches). With ``config.enable`` low the decision is made
+      at the first byte. A runt that ends right after its opcode (16 or 17 bytes) may be
+      removed or delivered flagged bad depending on the link speed; it is counted as a
+      runt either way and never acted on.
+
+    Either way the frame's status comes out unchanged (the wire's verdict: a PAUSE is a
+    good frame received), so the statistics count every frame on the wire.
 
     Members
     -------
     i : In(stream ByteBeat, always ready); i_status : In(stream RxStatus, always ready)
         From :class:`~.rx.MacRx` (status with the last beat).
     o : Out(stream ByteBeat, always ready); o_status : Out(stream RxStatus, always ready)
-        Every frame but the consumed control frames, status with its last beat. A
-        consumed frame's status still comes out (without beats), so the statistics count
-        every frame on the wire.
+        Every frame (with ``remove``: but the control frames not forwarded), status with
+        its last beat. A removed frame's status still comes out, without beats.
     config : In(McfRxConfig)
-        Sampled at each frame's decision; quasi-static.
+        Quasi-static.
     event : Out(stream MacControlEvent, always ready)
         One beat per received control frame without errors, at its end (also when
         forwarded).
@@ -230,22 +241,20 @@ class McfReceiver(wiring.Component):
     #: each other closely, but each needs at least three symbols on the wire.
     FRAME_DEPTH = 4
 
+    def __init__(self, *, remove: bool):
+        if not isinstance(remove, bool):
+            raise TypeError(f"remove must be True or False, not {remove!r}")
+        self.remove = remove
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
 
-        m.submodules.beats = beats = SyncFIFOBuffered(
-            width=len(self.i.p.as_value()), depth=self.BEAT_DEPTH
-        )
-        m.submodules.decisions = decisions = SyncFIFOBuffered(width=1, depth=self.FRAME_DEPTH)
-        m.submodules.statuses = statuses = SyncFIFOBuffered(
-            width=len(self.i_status.p.as_value()), depth=self.FRAME_DEPTH
-        )
-
         # ---- input side: capture the header, decide, store ------------------------------
         header = [Signal(8, name=f"header{n}") for n in range(MAC_CONTROL_HEADER_BYTES)]
         index = Signal(range(MAC_CONTROL_HEADER_BYTES + 1))  # bytes of the frame so far
-        decided = Signal()  # this frame's decision is in the decisions FIFO
+        decided = Signal()  # this frame's decision is made
         matched = Signal()  # ... and it was "a control frame"
 
         dst = _big_endian(header[0:6])
@@ -272,12 +281,6 @@ class McfReceiver(wiring.Component):
         header_seen = Signal()  # the flags above cover bytes 0..15 of this frame
         m.d.sync += header_seen.eq(index >= MAC_CONTROL_DECISION_BYTES)
 
-        m.d.comb += [
-            beats.w_data.eq(self.i.p),
-            beats.w_en.eq(self.i.valid),
-            statuses.w_data.eq(self.i_status.p),
-            statuses.w_en.eq(self.i_status.valid),
-        ]
         with m.If(self.i.valid):
             with m.Switch(index):
                 for n, byte in enumerate(header):
@@ -291,17 +294,17 @@ class McfReceiver(wiring.Component):
         decide_now = ~decided & (
             (self.i.valid & ~cfg.enable) | header_seen | (self.i.valid & self.i.p.last)
         )
-        consumed = header_seen & is_control
+        recognised = header_seen & is_control
         with m.If(decide_now):
-            m.d.comb += [decisions.w_en.eq(1), decisions.w_data.eq(consumed & ~cfg.forward)]
-            m.d.sync += [decided.eq(1), matched.eq(consumed)]
+            m.d.sync += [decided.eq(1), matched.eq(recognised)]
+        control_frame = matched | (decide_now & recognised)  # this frame, from the decision
 
         # A good control frame is acted on at its end; it needs its PAUSE parameter.
         frame_end = self.i.valid & self.i.p.last
         good_end = frame_end & (self.i_status.p.error == RxError.NONE)
         holds_parameter = index >= MAC_CONTROL_HEADER_BYTES - 1  # the last byte is byte 17+
         m.d.sync += [self.event.valid.eq(0), self.stat_mcf.eq(0)]
-        with m.If(good_end & holds_parameter & (matched | (decide_now & consumed))):
+        with m.If(good_end & holds_parameter & control_frame):
             last_quanta = Mux(
                 index == MAC_CONTROL_HEADER_BYTES - 1,
                 Cat(self.i.p.data, header[16]),
@@ -316,7 +319,45 @@ class McfReceiver(wiring.Component):
         with m.If(frame_end):
             m.d.sync += [index.eq(0), decided.eq(0), matched.eq(0), header_seen.eq(0)]
 
-        # ---- output side: one beat per cycle once its frame is decided ------------------
+        if self.remove:
+            self._remove_unforwarded(m, decide_now, recognised & ~cfg.forward)
+        else:
+            self._flag_unforwarded(m, control_frame & ~cfg.forward)
+        return m
+
+    def _flag_unforwarded(self, m, unforwarded):
+        """Every beat one clock later; a control frame not forwarded flagged bad at its
+        last beat (by then its decision is long made: a frame without errors is 60 bytes
+        or more, and one with errors is flagged already)."""
+        m.d.sync += [
+            self.o.valid.eq(self.i.valid),
+            self.o.p.eq(self.i.p),
+            self.o_status.valid.eq(self.i_status.valid),
+            self.o_status.p.eq(self.i_status.p),
+        ]
+        with m.If(self.i.p.last & unforwarded):
+            m.d.sync += self.o.p.error.eq(1)
+
+    def _remove_unforwarded(self, m, decide_now, remove_frame):
+        """Every frame waits in a FIFO for its decision (taken when ``decide_now``:
+        ``remove_frame`` or not); the removed ones leave it without a beat on ``o``."""
+        m.submodules.beats = beats = SyncFIFOBuffered(
+            width=len(self.i.p.as_value()), depth=self.BEAT_DEPTH
+        )
+        m.submodules.decisions = decisions = SyncFIFOBuffered(width=1, depth=self.FRAME_DEPTH)
+        m.submodules.statuses = statuses = SyncFIFOBuffered(
+            width=len(self.i_status.p.as_value()), depth=self.FRAME_DEPTH
+        )
+        m.d.comb += [
+            beats.w_data.eq(self.i.p),
+            beats.w_en.eq(self.i.valid),
+            statuses.w_data.eq(self.i_status.p),
+            statuses.w_en.eq(self.i_status.valid),
+        ]
+        with m.If(decide_now):
+            m.d.comb += [decisions.w_en.eq(1), decisions.w_data.eq(remove_frame)]
+
+        # One beat per cycle once its frame is decided.
         beat = Signal.like(self.i.p)
         m.d.comb += beat.eq(beats.r_data)
         can_read = beats.r_rdy & decisions.r_rdy & (~beat.last | statuses.r_rdy)
@@ -327,7 +368,6 @@ class McfReceiver(wiring.Component):
             with m.If(beat.last):
                 m.d.comb += [decisions.r_en.eq(1), statuses.r_en.eq(1)]
                 m.d.sync += [self.o_status.valid.eq(1), self.o_status.p.eq(statuses.r_data)]
-        return m
 
 
 class PauseReceiver(wiring.Component):

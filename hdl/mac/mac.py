@@ -132,6 +132,14 @@ class EthMac(wiring.Component):
     tx_flow_stats : Out(TxFlowStats), ``tx`` domain; rx_flow_stats : Out(RxFlowStats),
         ``rx`` domain
 
+    ``remove_control_frames`` (only with flow control) says what becomes of a recognised
+    MAC control frame that is not forwarded (``mcf_rx_config.forward`` 0): False, as
+    ``eth_mac_1g``, it reaches ``rx`` with ``error`` on its last beat, one ``rx`` clock
+    later than any frame without flow control; True, it never reaches ``rx`` (for a client
+    that takes every frame it is given: the SoC's RX FIFO and DMA), and every frame
+    reaches ``rx`` 16 bytes later while recognition is on. Either way ``rx_status``
+    reports it as the wire delivered it (a good PAUSE is a good frame).
+
     With ``ptp=True`` (timestamps, :mod:`.ptp`), also:
 
     tx_ts_request : In(TS_ID_BITS), ``tx`` domain
@@ -144,12 +152,24 @@ class EthMac(wiring.Component):
         Strobe: an SFD was received (one per frame start, delivered or not).
     """
 
-    def __init__(self, *, flow_control: bool = False, ptp: bool = False):
-        if not isinstance(flow_control, bool):
-            raise TypeError(f"flow_control must be True or False, not {flow_control!r}")
-        if not isinstance(ptp, bool):
-            raise TypeError(f"ptp must be True or False, not {ptp!r}")
+    def __init__(
+        self,
+        *,
+        flow_control: bool = False,
+        remove_control_frames: bool = False,
+        ptp: bool = False,
+    ):
+        for name, value in (
+            ("flow_control", flow_control),
+            ("remove_control_frames", remove_control_frames),
+            ("ptp", ptp),
+        ):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, not {value!r}")
+        if remove_control_frames and not flow_control:
+            raise ValueError("remove_control_frames=True needs flow_control=True")
         self.flow_control = flow_control
+        self.remove_control_frames = remove_control_frames
         self.ptp = ptp
         members = dict(_MEMBERS)
         if flow_control:
@@ -230,7 +250,7 @@ class EthMac(wiring.Component):
         if self.ptp:
             m.d.comb += self.rx_sfd.eq(rx_decoder.o.start)
         # The frame-error pulses come from the MAC's own checks, before any control frame
-        # is taken out of the stream.
+        # is flagged or taken out of the stream: a PAUSE never pulses them.
         rx_status = rx_mac.status
         m.d.rx += [
             self.rx_error_bad_frame.eq(rx_status.valid & (rx_status.p.error != RxError.NONE)),
@@ -295,10 +315,10 @@ class EthMac(wiring.Component):
         ]
 
     def _flow_control_rx(self, m, rx_mac):
-        """MacRx -> control frame recogniser -> client; the pause timer. Returns the status
-        stream the client sees."""
+        """MacRx -> control frame recogniser (flags or removes) -> client; the pause timer.
+        Returns the status stream the client sees."""
         rx_domain = DomainRenamer("rx")
-        m.submodules.mcf_rx = mcf_rx = rx_domain(McfReceiver())
+        m.submodules.mcf_rx = mcf_rx = rx_domain(McfReceiver(remove=self.remove_control_frames))
         m.submodules.pause_rx = pause_rx = rx_domain(PauseReceiver())
         connect(m, rx_mac.o, mcf_rx.i)
         connect(m, rx_mac.status, mcf_rx.i_status)

@@ -60,6 +60,16 @@ def control_frame(
     )
 
 
+def padded(data: bytes) -> bytes:
+    return data + bytes(max(0, 60 - len(data)))
+
+
+def flagged_bad(frame: AxiStreamFrame) -> bool:
+    """``tuser`` on the last beat (cocotbext-axi gives one value when all beats agree)."""
+    tuser = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser]
+    return bool(tuser[-1])
+
+
 def quanta_ps(mode: LinkMode, quanta: int) -> int:
     return quanta * QUANTUM_BIT_TIMES * mode.byte_time_ns * 1000 // 8
 
@@ -138,7 +148,10 @@ async def test_pause_stops_tx_for_its_quanta(dut, mode):
     assert quanta_ps(mode, quanta) <= pause_ps <= quanta_ps(mode, quanta) + slack_ps(mode, bench), (
         f"paused {pause_ps} ps for {quanta} quanta ({quanta_ps(mode, quanta)} ps)"
     )
-    assert bench.rx_sink.empty(), "a consumed PAUSE reached the receive client"
+    assert bench.rx_sink.count() == 1, "a PAUSE not forwarded must reach the client"
+    delivered = bench.rx_sink.recv_nowait()
+    assert bytes(delivered.tdata) == padded(control_frame(quanta)), "the PAUSE changed"
+    assert flagged_bad(delivered), "a PAUSE not forwarded reaches the client flagged bad"
     assert strobes.counts["stat_rx_mcf"] == 1
     assert strobes.counts["stat_rx_lfc_pkt"] == strobes.counts["stat_rx_lfc_xoff"] == 1
     assert strobes.counts["stat_rx_lfc_xon"] == 0
@@ -222,9 +235,10 @@ async def test_pause_frames_go_out_while_tx_is_paused(dut):
 
 
 @cocotb.test()
-async def test_which_control_frames_are_consumed(dut):
-    """Only frames matching the cfg_mcf_rx_* checks leave the client stream; a unicast
-    PAUSE counts once its check is on; forwarding keeps them; the rest pass unchanged."""
+async def test_which_control_frames_are_flagged(dut):
+    """Only frames matching the cfg_mcf_rx_* checks reach the client flagged bad (as
+    eth_mac_1g delivers them); a unicast PAUSE counts once its check is on; forwarded ones
+    come unflagged; the rest pass unchanged."""
     bench, strobes = await started(dut, GMII_1000, rx_pause=True, quanta=1)
     ordinary = payload(100, 3)
     passing = [
@@ -236,26 +250,34 @@ async def test_which_control_frames_are_consumed(dut):
         await send_rx(bench, data)
     delivered = await with_timeout(bench.recv_rx(len(passing)), 100, "us")
     for frame, data in zip(delivered, passing, strict=True):
-        assert bytes(frame.tdata) == data + bytes(max(0, 60 - len(data))), "frame changed"
+        assert bytes(frame.tdata) == padded(data), "frame changed"
+        assert not flagged_bad(frame), "a frame that is no recognised control frame flagged"
     assert strobes.counts["stat_rx_mcf"] == 0
 
     bench.set_flow_control(FlowControl(rx_pause=True, check_ucast=True))
     await send_rx(bench, control_frame(1, dst=STATION))
     await send_rx(bench, ordinary)
-    (after,) = await with_timeout(bench.recv_rx(1), 100, "us")
-    assert bytes(after.tdata) == ordinary, "the unicast PAUSE was not taken out"
+    await bench.settle()
+    assert bench.rx_sink.count() == 2, "the unicast PAUSE did not reach the client"
+    unicast, after = bench.rx_sink.recv_nowait(), bench.rx_sink.recv_nowait()
+    assert bytes(unicast.tdata) == padded(control_frame(1, dst=STATION))
+    assert flagged_bad(unicast), "the unicast PAUSE was not flagged"
+    assert bytes(after.tdata) == ordinary and not flagged_bad(after)
     assert strobes.counts["stat_rx_mcf"] == strobes.counts["stat_rx_lfc_pkt"] == 1
 
     bench.set_flow_control(FlowControl(rx_pause=True, forward=True))
     await send_rx(bench, control_frame(1))
     (forwarded,) = await with_timeout(bench.recv_rx(1), 100, "us")
     assert bytes(forwarded.tdata)[:18] == control_frame(1), "a forwarded PAUSE changed"
+    assert not flagged_bad(forwarded), "a forwarded PAUSE flagged bad"
+    await ClockCycles(dut.rx_clk, 2)  # its stat_rx_* strobes come with its last beat
     assert strobes.counts["stat_rx_mcf"] == strobes.counts["stat_rx_lfc_pkt"] == 2
 
     bench.set_flow_control(FlowControl())
     await send_rx(bench, control_frame(1))
     (unrecognised,) = await with_timeout(bench.recv_rx(1), 100, "us")
     assert bytes(unrecognised.tdata)[:18] == control_frame(1)
+    assert not flagged_bad(unrecognised), "flagged with cfg_mcf_rx_enable low"
     assert strobes.counts["stat_rx_mcf"] == 2, "recognised with cfg_mcf_rx_enable low"
     counters = await bench.counters()
     assert counters["rx_frames_good"] == 7 and counters["rx_frames_bad"] == 0
