@@ -210,3 +210,26 @@ def test_the_screenshot_command_writes_a_picture_of_the_current_report(tmp_path)
     (tmp_path / "empty.html").write_text("<html><body><h1>macdma</h1></body></html>")
     with Image.open(screenshot(tmp_path / "empty.html", tmp_path / "e.png", 800, 900)) as empty:
         assert dark > 3 * sum(empty.convert("L").histogram()[:200])
+
+
+def test_a_failed_simulation_keeps_its_one_line_summary_as_the_reason(tmp_path, monkeypatch):
+    from macdma.sim import scenario as scenario_module
+    from macdma.sim.regress.failures import failure_lines
+    from macdma.sim.regress.pool import run_point
+    from macdma.sim.runner import CocotbTestFailure
+
+    def failing(scenario):
+        raise CocotbTestFailure(
+            "macdma_soc: 1 of 1 tests failed\nTraceback (most recent call last):\n  File x\n"
+            "AssertionError: RX frame 3 damaged (60 bytes)",
+            summary="macdma_soc: run_scenario failed: RX frame 3 damaged (60 bytes)",
+        )
+
+    monkeypatch.setattr(scenario_module, "run_scenario", failing)
+    point = recorded()[0]
+    result = run_point(json.dumps(point["scenario"]), str(tmp_path / "point.log"))
+    assert result["status"] == "failed" and "Traceback" in result["error"]
+    shown = failure_lines([{**point, **result}])
+    assert shown == [
+        f"point {point['key']}: macdma_soc: run_scenario failed: RX frame 3 damaged (60 bytes)"
+    ]
