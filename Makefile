@@ -27,7 +27,7 @@ SYNTH_ARGS ?=
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test test-all sim verilog lint format demo bench soak formal clean
+.PHONY: help deps venv regress screenshot test test-all sim verilog lint format demo bench soak formal clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -51,6 +51,10 @@ venv: $(INSTALLED) ## create .venv and install the project (done on demand by th
 
 regress: deps $(INSTALLED) ## the main job: the IRQ/fragment/burst/ring/buffer sweep, report + plots
 	$(VENV)/bin/macdma regress $(REGRESS_ARGS)
+
+screenshot: deps $(INSTALLED) ## docs/report-screenshot.png from the quick sweep's report.html (Chromium)
+	$(VENV)/bin/macdma regress --quick --out build/regress/quick
+	$(PY) -m macdma.sim.regress.screenshot build/regress/quick/report.html docs/report-screenshot.png
 
 # CI runs `make test`: every test except those marked `slow` (pyproject.toml's markers,
 # tests/conftest.py); --durations lists the slowest so a log shows where the time went.

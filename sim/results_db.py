@@ -21,7 +21,13 @@ suite): the database is in WAL mode, every connection waits for a busy lock
 ``macdma compare RUN_A RUN_B``: a run is an output folder of ``macdma regress`` (the points
 listed in its ``results.csv``) or a git commit (any name git resolves, or a hash prefix)
 with runs in the database (the latest result of each scenario at that commit). Points are
-matched by ``scenario_id``; a metric moved when ``|b - a| > tolerance * max(|a|, |b|)``.
+matched by ``scenario_id``; a metric moved when ``|b - a| > tolerance * max(|a|, |b|)`` and
+the two values print differently (the table's resolution: 2 decimals below 100, 1 above),
+so floating-point noise never reads as a change. A metric's ± is not a threshold: it is
+the spread of the batches inside one run, while the simulation is deterministic (the same
+scenario on the same sources gives the same numbers), so any move beyond the printed
+resolution is the design's. A point of RUN_A that RUN_B lacks is a change too (its status
+``missing``): a run that lost points never passes as "nothing moved".
 """
 
 from __future__ import annotations
@@ -481,7 +487,13 @@ class Comparison:
     only_after: list[str] = field(default_factory=list)
 
 
+#: The status of a point the earlier run has and the later one lacks.
+MISSING = "missing"
+
+
 def _moved(before, after, tolerance: float) -> tuple[bool, float | None]:
+    """(whether a metric moved from ``before`` to ``after``, the relative change): beyond
+    ``tolerance`` and beyond the printed resolution (values shown alike did not move)."""
     a, b = _number(before), _number(after)
     if a is None or b is None:
         return (a is None) != (b is None) or before != after, None
@@ -489,12 +501,14 @@ def _moved(before, after, tolerance: float) -> tuple[bool, float | None]:
         return math.isnan(a) != math.isnan(b), None
     scale = max(abs(a), abs(b))
     relative = abs(b - a) / scale if scale else 0.0
-    return relative > tolerance, relative
+    return relative > tolerance and _shown(before) != _shown(after), relative
 
 
 def compare(before: RunSet, after: RunSet, tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
     """The points present in both runs whose status changed or whose summary metrics moved
-    by more than ``tolerance`` (relative), in ``after``'s order."""
+    by more than ``tolerance`` (relative) and the printed resolution, in ``after``'s order;
+    then every point of ``before`` that ``after`` lacks, as a status change to
+    :data:`MISSING`."""
     result = Comparison(before.label, after.label, tolerance)
     for sid, b in after.points.items():
         a = before.points.get(sid)
@@ -515,9 +529,11 @@ def compare(before: RunSet, after: RunSet, tolerance: float = DEFAULT_TOLERANCE)
                     sid, label, metric, a.summary.get(metric), b.summary.get(metric), relative
                 )
                 result.changes.append(change)
-    result.only_before = [
-        scenario_label(a.scenario) for sid, a in before.points.items() if sid not in after.points
-    ]
+    for sid, a in before.points.items():
+        if sid not in after.points:
+            label = scenario_label(a.scenario)
+            result.only_before.append(label)
+            result.changes.append(Change(sid, label, "status", a.status, MISSING, None))
     return result
 
 
@@ -541,7 +557,12 @@ def comparison_markdown(comparison: Comparison, heading: str = "##") -> list[str
         f"{comparison.compared} points in both, {len(comparison.changes)} changes beyond "
         f"{100 * comparison.tolerance:g}% (relative)"
         + (f"; {len(comparison.only_after)} points only after" if comparison.only_after else "")
-        + (f"; {len(comparison.only_before)} only before" if comparison.only_before else "")
+        + (
+            f"; {len(comparison.only_before)} points of before missing after (status "
+            f"{MISSING} below)"
+            if comparison.only_before
+            else ""
+        )
         + ".",
         "",
     ]
@@ -600,7 +621,10 @@ def add_compare_parser(commands) -> None:
         "compare",
         help="list the points whose metrics moved between two runs (folders or commits)",
         description="Compare two runs of macdma regress: output folders, or git commits with "
-        "runs in the results database. Exit 0 when nothing moved, 1 when something did.",
+        "runs in the results database. A metric moved when it changed by more than the "
+        "tolerance and prints differently; a point of the first run that the second lacks "
+        "is listed as missing. Exit 0 when nothing moved, 1 when something moved or a point "
+        "is missing, 2 for a run that cannot be read.",
     )
     compare_parser.add_argument(
         "runs", nargs="+", metavar="RUN", help="RUN_A RUN_B, or one RUN with --baseline"

@@ -76,7 +76,12 @@ def add_soak_parser(commands) -> None:
     from .simulators import SIMULATORS
 
     soak = commands.add_parser(
-        "soak", help="full-duplex soak with random sizes, layouts and bus stalls; faults"
+        "soak",
+        help="full-duplex soak with random sizes, layouts and bus stalls; faults",
+        description="Send many full-duplex frames through the SoC with random sizes, "
+        "fragment layouts and bus stalls, every one checked byte for byte, optionally with "
+        "faults injected by class. The seed is printed first: '--seed S' with the same "
+        "'--frames' replays a run exactly (docs/reliability.md).",
     )
     add = soak.add_argument
     add("--frames", type=_frames, default=DEFAULT_FRAMES, help="frames per direction (50000)")

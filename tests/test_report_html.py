@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 from PIL import Image
 
 from macdma.sim.regress import QUICK_SWEEP, expand, load_sweep
 from macdma.sim.regress.report_html import BASELINE_MARKER, add_comparison, write_html_report
+from macdma.sim.regress.screenshot import chromium
 from macdma.sim.results_db import Change, Comparison
 
 # Run once the page has loaded (data: images decoded): the checks' results go into the DOM
@@ -39,28 +37,6 @@ window.addEventListener("load", function () {
 });
 </script>
 """
-
-
-def chromium(*args: str, profile: Path) -> str:
-    """Run headless Chromium (no network, a throw-away profile) and return its stdout."""
-    binary = shutil.which("chromium")
-    assert binary, "chromium is not installed: run sim/system-deps.sh chromium"
-    command = [
-        binary,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 def test_quick_report_renders_in_chromium(quick_regress, tmp_path):

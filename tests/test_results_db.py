@@ -84,10 +84,15 @@ def test_drops_from_zero_status_and_missing_points_are_reported(tmp_path):
     after_results[0] = {**after_results[0], "status": "failed", "summary": {}}
     del after_results[2]  # napi not run after
     comparison = compare(before, run_set_of("after", after_results))
-    changes = {(c.label.split("irq=")[1].split()[0], c.metric) for c in comparison.changes}
+    moved = [c for c in comparison.changes if c.after != "missing"]
+    changes = {(c.label.split("irq=")[1].split()[0], c.metric) for c in moved}
     assert ("per-desc", "status") in changes
     assert ("coalesce", "frames_dropped") in changes
     assert comparison.compared == 2 and len(comparison.only_before) == 1
+    missing = [c for c in comparison.changes if c.after == "missing"]
+    assert [(c.metric, c.before, c.label) for c in missing] == [
+        ("status", "ok", comparison.only_before[0])
+    ]
     assert not any(c.metric == "wall_seconds" for c in comparison.changes)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..progress import duration_text
 from .expectations import check_results
+from .failures import failure_lines
 from .field_reports import field_report_rows, write_field_reports_json
 from .keys import source_hash
 from .plots import plot_experiment
@@ -177,8 +178,10 @@ def _finish(
     print(f"\n{len(results)}/{total} points in {out} ({duration_text(wall)} wall this run)")
     for check in checks:
         print(f"  {check.status:4} {check.name}: {check.detail[:160]}")
-    for r in failed:
-        print(f"  failed point {r['key']}: see {out / 'logs' / (r['key'] + '.log')}")
+    if failed:
+        print(f"  {len(failed)} of {len(results)} points failed (logs: {out / 'logs'}/KEY.log):")
+        for line in failure_lines(results):
+            print(f"    {line}")
     print(
         f"report: {out / 'report.md'} (and .html)  csv: {out / 'results.csv'}  "
         f"field reports: {out / 'field_reports.json'} ({len(field_reports)} "

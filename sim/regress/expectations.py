@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .failures import failure_lines
 from .metrics import METRICS
 from .selection import at_text, check_at, declaration_error, grouped, ok, select
 
@@ -346,7 +347,7 @@ def check_all_points_intact(results: list[dict]) -> CheckResult:
     detail = (
         f"{len(results)} points, all delivered every frame intact"
         if not bad
-        else "; ".join(f"{r['key']} ({r.get('error', 'TX frames missing')[:120]})" for r in bad)
+        else "; ".join(failure_lines(results) + [f"{r['key']} (TX frames missing)" for r in short])
     )
     return CheckResult(
         "frames_intact",

@@ -10,17 +10,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Metric:
-    """A column of the CSV and a plottable quantity: ``label`` and ``unit`` for axes."""
+    """A column of the CSV and a plottable quantity: ``label`` and ``unit`` for axes;
+    ``ci`` names the metric holding its ±95% when it has one (tables and error bars)."""
 
     name: str
     label: str
     unit: str
+    ci: str | None = None
 
 
 METRICS = {
     m.name: m
     for m in (
-        Metric("throughput_mbps", "throughput", "Mb/s"),
+        Metric("throughput_mbps", "throughput", "Mb/s", ci="throughput_ci_mbps"),
         Metric("line_rate_pct", "line rate", "%"),
         Metric("tx_mbps", "TX throughput", "Mb/s"),
         Metric("tx_line_rate_pct", "TX line rate", "%"),

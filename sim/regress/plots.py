@@ -1,5 +1,7 @@
 """Plots: one PNG per experiment (matplotlib, Agg), a panel per metric, the swept ``x``
-field on the x axis, a line (numbers) or a group of bars (categories) per series."""
+field on the x axis, a line (numbers) or a group of bars (categories) per series, error
+bars from the same ± the tables show, labels wrapped to fit and room above the highest
+point."""
 
 from __future__ import annotations
 
@@ -40,8 +42,27 @@ def _value_text(name: str, value) -> str:
     return str(value)
 
 
-def plot_experiment(experiment, results: list[dict], path: Path) -> None:
-    """One PNG: a panel per metric, x = ``experiment.x``, a line per series combination."""
+#: Characters per line of an axis label or panel title before it wraps (fits a panel).
+LABEL_WIDTH = 38
+#: Room above the highest point or error bar, as a share of it, so no marker sits on
+#: the frame.
+HEADROOM = 0.12
+
+
+def _wrapped(text: str, width: int = LABEL_WIDTH) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width)
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def build_figure(experiment, results: list[dict]):
+    """The experiment's figure: a panel per metric, x = ``experiment.x``, a line (numbers)
+    or a group of bars (categories) per series combination; a metric with a ±95% (the
+    tables' ±, :attr:`Metric.ci`) gets it as error bars. The caller closes it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -58,34 +79,49 @@ def plot_experiment(experiment, results: list[dict], path: Path) -> None:
     bar_width = 0.8 / max(len(series), 1)
     for axis, metric in zip(axes[0], experiment.metrics, strict=True):
         meta = METRICS[metric]
+        tops = [0.0]
         for index, (key, rows) in enumerate(series.items()):
             rows = sorted(rows, key=lambda r: x_values.index(r["scenario"][experiment.x]))
             xs = [r["scenario"][experiment.x] for r in rows]
-            ys = [r["summary"].get(metric) for r in rows]
-            ys = [math.nan if y is None else y for y in ys]
+            ys = [_number(r["summary"].get(metric)) for r in rows]
+            errors = [_number(r["summary"].get(meta.ci)) if meta.ci else math.nan for r in rows]
+            errors = [0.0 if math.isnan(e) else e for e in errors]
+            tops += [y + e for y, e in zip(ys, errors, strict=True) if not math.isnan(y)]
             label = ", ".join(
                 f"{k}={_value_text(k, v)}" for k, v in zip(experiment.series, key, strict=True)
             )
+            bars = {"yerr": errors, "capsize": 4} if meta.ci else {}
             if numeric:  # markers and dashes differ so overlapping lines stay visible
                 style = {"marker": "os^vDx*P"[index % 8], "linestyle": ("-", "--", ":")[index % 3]}
-                axis.plot(xs, ys, label=label or None, **style)
+                axis.errorbar(xs, ys, label=label or None, **style, **bars)
             else:  # categories (IRQ strategies...): grouped bars
                 offset = (index - (len(series) - 1) / 2) * bar_width
                 positions = [x_values.index(x) + offset for x in xs]
-                axis.bar(positions, ys, width=bar_width, label=label or None)
+                axis.bar(positions, ys, width=bar_width, label=label or None, **bars)
         if not numeric:
             axis.set_xticks(range(len(x_values)), [str(v) for v in x_values])
         elif len(x_values) <= 8:
             axis.set_xticks(x_values)
-        axis.set_xlabel(axis_label(experiment.x, results))
-        axis.set_ylabel(f"{meta.label} ({meta.unit})")
-        axis.set_title(meta.label)
+        axis.set_xlabel(_wrapped(axis_label(experiment.x, results), 2 * LABEL_WIDTH))
+        axis.set_ylabel(_wrapped(f"{meta.label} ({meta.unit})"))
+        axis.set_title(_wrapped(meta.label))
         axis.grid(True, alpha=0.3)
-        axis.set_ylim(bottom=0)
+        top = max(tops)
+        axis.set_ylim(bottom=0, top=top * (1 + HEADROOM) if top > 0 else 1.0)
         if len(series) > 1:
             axis.legend(fontsize="small")
     figure.suptitle(experiment.title)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    return figure
+
+
+def plot_experiment(experiment, results: list[dict], path: Path) -> None:
+    """One PNG of :func:`build_figure` at ``path``."""
+    import matplotlib.pyplot as plt
+
+    figure = build_figure(experiment, results)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=100)
+    finally:
+        plt.close(figure)

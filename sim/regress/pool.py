@@ -45,6 +45,8 @@ def run_point(scenario_json: str, log_path: str) -> dict:
             result = {"status": "ok", "metrics": strip_wire(metrics)}
         except (CocotbTestFailure, SimulatorNotFound, OSError, ValueError) as error:
             result = {"status": "failed", "error": str(error).strip()[-2000:]}
+            if isinstance(error, CocotbTestFailure):  # its message without the tracebacks
+                result["reason"] = error.summary
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

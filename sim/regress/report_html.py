@@ -1,8 +1,9 @@
 """``report.html``: the regression report as one self-contained page.
 
 The same content as ``report.md`` (:func:`.report.write_report`): the field reports' table
-(when the sweep has any) and the assertions with PASS/FAIL first, then per experiment its
-plot, reading and table, then "Changed since the baseline" when the run has one, and the
+(when the sweep has any), the assertions with PASS/FAIL and the failed points first, then
+per experiment its plot (at its natural size), reading, table and the notes on its
+markers, then "Changed since the baseline" when the run has one, and the
 run's parameters and versions last. Plots are
 embedded as ``data:`` URIs and the only script is the few inline lines that sort a table
 by a clicked column, so the file opens anywhere with no network. Every text is escaped.
@@ -27,7 +28,9 @@ th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
 th[data-sort] { cursor: pointer; background: #eee; }
 td.PASS { background: #c8efc8; font-weight: bold; }
 td.FAIL { background: #f6c0c0; font-weight: bold; }
-img { max-width: 100%; border: 1px solid #ddd; }
+div.figure { overflow-x: auto; margin: 0.5em 0; }
+div.figure img { max-width: none; box-sizing: content-box; border: 1px solid #ddd; }
+p.note { font-size: 90%; color: #444; }
 code { font-size: 90%; }
 """
 
@@ -76,8 +79,16 @@ def _table(headers: list[str], rows: list[list[str]], name: str, classes=None) -
     )
 
 
-def _data_uri(png: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+def _figure(png: Path, alt: str) -> str:
+    """The plot at its natural size (its width and height from the PNG header), embedded
+    as a data: URI; a figure wider than the page scrolls rather than shrinks."""
+    data = png.read_bytes()
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    return (
+        f'<div class="figure"><img src="{uri}" width="{width}" height="{height}" '
+        f'alt="{escape(alt)}"></div>'
+    )
 
 
 def _version(package: str) -> str:
@@ -116,7 +127,7 @@ def write_html_report(
     """Write ``path`` (report.html) from what write_report writes report.md from; the
     ``plots`` paths are relative to ``path``'s folder and are embedded."""
     from .field_reports import FIELD_REPORT_HEADERS, cpu_pct_note, field_reports_table
-    from .report import experiment_reading, experiment_rows
+    from .report import experiment_notes, experiment_reading, experiment_rows, failed_points_text
 
     folder = path.parent
     failed = [r for r in results if r.get("status") != "ok"]
@@ -143,17 +154,23 @@ def write_html_report(
             [[c.status, None, None] for c in checks],
         ),
     ]
+    failures = failed_points_text(results)
+    if failures:
+        parts += ["<h2>Failed points</h2>", f"<p>{escape(failures[0])}</p>", "<ul>"]
+        parts += [f"<li>{escape(line)}</li>" for line in failures[1:]]
+        parts.append("</ul>")
     for experiment in sweep.experiments:
         parts.append(f"<h2>{escape(experiment.title)}</h2>")
         if experiment.description:
             parts.append(f"<p>{escape(experiment.description)}</p>")
         if experiment.name in plots:
-            uri = _data_uri(folder / plots[experiment.name])
-            parts.append(f'<img src="{uri}" alt="{escape(experiment.title)}">')
+            parts.append(_figure(folder / plots[experiment.name], experiment.title))
         reading = experiment_reading(experiment, results)
         parts.append(f"<p>{escape(reading.replace('**', ''))}</p>")
         headers, table_rows = experiment_rows(experiment, results)
         parts.append(_table(headers, table_rows, experiment.name))
+        for note in experiment_notes(experiment, results):
+            parts.append(f'<p class="note">{escape(note.replace("`", ""))}</p>')
     parts.append(BASELINE_MARKER)
     parts.append("<h2>Run parameters and versions</h2>")
     parts.append(_table(["parameter", "value"], _parameters(sweep, results), "parameters"))
