@@ -173,14 +173,14 @@ def wake_processes_at_time_zero(text: str) -> str:
     Raises ValueError when a block does not read a wake-up register or the register's
     declaration is not the one expected: the text is not the Yosys output this relies on.
     """
-    triggers = set(_TRIGGER_READ.findall(text))
+    reads = _TRIGGER_READ.findall(text)
     blocks = len(_PROCESS_START.findall(text))
-    woken = len(_TRIGGER_READ.findall(text))
-    if woken != blocks:
+    if len(reads) != blocks:
         raise ValueError(
-            f"{blocks - woken} of {blocks} always @* blocks do not start by reading a "
+            f"{blocks - len(reads)} of {blocks} always @* blocks do not start by reading a "
             "wake-up register; the Verilog backend's output changed"
         )
+    triggers = set(reads)
 
     def declare_without_initialiser(match: re.Match[str]) -> str:
         indent, trigger = match.groups()
