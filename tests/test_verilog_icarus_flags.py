@@ -3,8 +3,8 @@
 both ways: a user's own cocotb bench needs no simulator flag (issue 36 §4).
 
 The bench (tests/cocotb/verilog_icarus_flags_tb.py) is plain cocotb plus cocotbext-eth and
-cocotbext-axi, as a user would write it; the build is cocotb's Icarus runner with only the
-generation flag under test.
+cocotbext-axi, as a user would write it. The runner's ICARUS_BUILD_ARGS is set to the
+generation under test, so cocotb's Icarus runner compiles with that flag and no other.
 """
 
 import json
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from amaranth import Module
+from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -98,10 +99,10 @@ def test_every_registered_top_is_driven() -> None:
 
 @pytest.mark.parametrize("generation", GENERATIONS)
 @pytest.mark.parametrize("top", sorted(TOP_PINS))
-def test_outputs_known_after_reset(top: str, generation: str, monkeypatch) -> None:
+def test_outputs_known_after_reset(top: str, generation: str, cocotb_run, monkeypatch) -> None:
     """No output is X or Z on any of 32 cycles after reset, under either generation."""
     monkeypatch.setattr(runner, "ICARUS_BUILD_ARGS", (generation,))
-    runner.run_cocotb(
+    cocotb_run(
         top=top,
         test_module=TEST_MODULE,
         sim="icarus",
@@ -111,11 +112,11 @@ def test_outputs_known_after_reset(top: str, generation: str, monkeypatch) -> No
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-def test_mac_passes_a_frame(generation: str, monkeypatch) -> None:
+def test_mac_passes_a_frame(generation: str, cocotb_run, monkeypatch) -> None:
     """macdma_eth_mac carries a frame each way under either generation."""
     top = "macdma_eth_mac"
     monkeypatch.setattr(runner, "ICARUS_BUILD_ARGS", (generation,))
-    runner.run_cocotb(
+    cocotb_run(
         top=top,
         test_module=TEST_MODULE,
         sim="icarus",
@@ -179,8 +180,6 @@ def test_a_decode_of_an_unchanged_register_is_known_after_reset(generation, tmp_
 def test_without_the_rewrite_icarus_2012_never_runs_that_decode(tmp_path) -> None:
     """The hazard the rewrite removes: Amaranth's own text leaves ``busy`` X under -g2012
     (and 0 under -g2005). Should Icarus change, this says the rewrite may go."""
-    from amaranth.back import verilog
-
     text = verilog.convert(_Fsm(), name="fsm")
     assert busy_after_reset(text, "-g2005", tmp_path) == "0"
     assert busy_after_reset(text, "-g2012", tmp_path) == "x"
