@@ -32,12 +32,11 @@ DEFAULT_TEST_DIR: Path = ROOT / "tests" / "cocotb"
 
 TIMESCALE = ("1ns", "1ps")
 
-# Icarus: cocotb compiles with -g2012, and a later -g wins. Yosys' Verilog starts every
-# `always @*` block through a `reg ... = 0` initialiser; under -g2012 (and -g2005-sv) that
-# initialiser raises no event at time 0, so combinational logic that only depends on
-# registers (FSM output decode, for one) stays X until a register changes. -g2005 keeps
-# the Verilog-2005 semantics where it does fire. Checked on Icarus 11 with an Amaranth FSM.
-ICARUS_BUILD_ARGS: tuple[str, ...] = ("-g2005",)
+# Icarus: none beyond cocotb's own -g2012 (a later -g would win). The export wakes every
+# `always @*` block at time 0 under -g2012 as under -g2005 (wake_processes_at_time_zero in
+# verilog.py), so a user's bench needs no flag either; tests/test_verilog_icarus_flags.py
+# builds every top both ways.
+ICARUS_BUILD_ARGS: tuple[str, ...] = ()
 
 # Verilator: Amaranth output trips style/width lint warnings that are fatal by default.
 VERILATOR_BUILD_ARGS: tuple[str, ...] = ("-Wno-fatal",)

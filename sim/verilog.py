@@ -3,7 +3,11 @@
 A top is named by its entry in ``macdma.hdl.tops.TOPS`` (or given as a factory). Its Verilog
 is cached under ``build/cache/verilog/<name>-<key>/<name>.v`` where the key hashes the name,
 the design parameters, every .py file of the hdl/ package (and the factory's own source file
-when it lives elsewhere) and the Amaranth version; an unchanged design is never re-elaborated.
+when it lives elsewhere), this module and the Amaranth version; an unchanged design is never
+re-elaborated.
+
+The text is Amaranth's Verilog with one rewrite (:func:`wake_processes_at_time_zero`) so that
+it simulates alike on Icarus under -g2005 and -g2012 and on Verilator.
 
 Command line (what ``make verilog`` runs)::
 
@@ -104,8 +108,9 @@ def _hdl_dir() -> Path:
 
 
 def _source_files(factory: Factory) -> list[Path]:
-    """The Python files whose contents decide the Verilog: hdl/**.py plus the factory's file."""
-    files = sorted(_hdl_dir().rglob("*.py"))
+    """The Python files whose contents decide the Verilog: hdl/**.py, the factory's file and
+    this module (it rewrites the converted text)."""
+    files = sorted(_hdl_dir().rglob("*.py")) + [Path(__file__).resolve()]
     try:
         factory_file = inspect.getsourcefile(factory)
     except TypeError:  # a builtin or C-level callable has no source file
@@ -134,9 +139,62 @@ def elaborate_verilog(name: str, factory: Factory, params: Mapping[str, Any]) ->
     from amaranth.back import verilog
 
     component = factory(**params)
-    text = verilog.convert(component, name=name)
+    text = wake_processes_at_time_zero(verilog.convert(component, name=name))
     check_no_idle_processes(text, name)
     return text + getattr(component, "extra_verilog", "")
+
+
+# Yosys' write_verilog wakes the `always @*` blocks of a module at time 0 through one register
+# per module, declared with an initialiser and read by a no-op first statement of each block:
+#     reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+#     always @* begin
+#       if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+_TRIGGER_READ = re.compile(r"^[ \t]*always @\* begin\n[ \t]*if \((\\\S+ )\) begin end$", re.M)
+_TRIGGER_DECLARATION = re.compile(r"^([ \t]*)reg (\\\S+ ) = 0;$", re.M)
+_PROCESS_START = re.compile(r"^[ \t]*always @\* begin$", re.M)
+
+
+def wake_processes_at_time_zero(text: str) -> str:
+    """Make every ``always @*`` block of Yosys' Verilog run at time 0 on any simulator and
+    language generation, by giving each module's wake-up register its first value in an
+    ``initial`` statement instead of its declaration.
+
+    Yosys declares ``reg T = 0;`` and reads ``T`` at the top of each block, so that ``T``
+    going from X to 0 at time 0 runs them all once. Verilog-2005 makes that initialiser an
+    assignment at time 0, so it does (Icarus -g2005). SystemVerilog gives a variable its
+    initial value before time 0, with no event (Icarus -g2012, cocotb's default): a block
+    whose inputs are constants or registers that reset leaves unchanged then never runs and
+    its outputs stay X (an FSM's output decode, for one). ``reg T; initial T = 1'h0;`` is an
+    assignment at time 0 under both: Icarus runs every ``always @*`` block up to its event
+    control before any ``initial`` statement, so all of them see the change. Verilator
+    evaluates every block at start-up either way; synthesis reads no initial value of ``T``
+    (nothing drives it, nothing but the no-op reads it).
+
+    Raises ValueError when a block does not read a wake-up register or the register's
+    declaration is not the one expected: the text is not the Yosys output this relies on.
+    """
+    reads = _TRIGGER_READ.findall(text)
+    blocks = len(_PROCESS_START.findall(text))
+    if len(reads) != blocks:
+        raise ValueError(
+            f"{blocks - len(reads)} of {blocks} always @* blocks do not start by reading a "
+            "wake-up register; the Verilog backend's output changed"
+        )
+    triggers = set(reads)
+
+    def declare_without_initialiser(match: re.Match[str]) -> str:
+        indent, trigger = match.groups()
+        if trigger not in triggers:
+            return match.group(0)
+        found.add(trigger)
+        return f"{indent}reg {trigger};\n{indent}initial {trigger} = 1'h0;"
+
+    found: set[str] = set()
+    text = _TRIGGER_DECLARATION.sub(declare_without_initialiser, text)
+    if found != triggers:
+        missing = ", ".join(sorted(triggers - found))
+        raise ValueError(f"no `reg ... = 0;` declaration of wake-up register(s) {missing}")
+    return text
 
 
 # An ``always @*`` whose body assigns a constant: it reads no signal, so Icarus never runs it.

@@ -28,7 +28,8 @@ async def test_counts_when_enabled(dut) -> None:
     await reset(dut)
     assert int(dut.count.value) == 0
     # `phase` is decoded in an `always @*` block from the register alone: under Icarus
-    # -g2012 it would still be X here (see ICARUS_BUILD_ARGS in sim/runner.py).
+    # -g2012 it stays X here unless the export wakes that block at time 0
+    # (wake_processes_at_time_zero in sim/verilog.py).
     assert dut.phase.value.is_resolvable, f"phase is {dut.phase.value} after reset"
     assert int(dut.phase.value) == 0b0001
     cycles = int(os.environ["SMOKE_CYCLES"])  # set by the pytest wrapper: proves extra_env
