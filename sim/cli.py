@@ -275,8 +275,10 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     subparser = getattr(args, f"{args.command}_parser", parser)
+    if unknown:  # named by the subcommand, whose --help lists what it takes
+        subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
     check_outputs(args, subparser)
     with ctrl_c_handling(args.command):
         try:

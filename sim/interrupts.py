@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -124,14 +125,14 @@ def stop_descendants(grace_seconds: float = GRACE_SECONDS, *, at_once: bool = Fa
 _PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
-def _become_subreaper() -> None:
-    """Adopt orphaned descendants (Linux); nothing elsewhere."""
+def _set_subreaper(on: bool) -> None:
+    """Adopt orphaned descendants, or stop adopting them (Linux); nothing elsewhere."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -142,10 +143,11 @@ def ctrl_c_handling(command: str) -> Iterator[None]:
 
     A process started with SIGINT ignored (a background job of a non-interactive shell)
     keeps it ignored: Ctrl-C is not its user's to press."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    main_thread = threading.current_thread() is threading.main_thread()  # signals go there
+    if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
-    _become_subreaper()
+    _set_subreaper(True)
     presses = 0
     # stderr as it is now: a run's own output may be sent to its log meanwhile.
     terminal = os.dup(2)
@@ -179,3 +181,4 @@ def ctrl_c_handling(command: str) -> Iterator[None]:
         if not presses:
             signal.signal(signal.SIGINT, previous)
             os.close(terminal)
+            _set_subreaper(False)  # a caller that goes on (a test) is left as it was

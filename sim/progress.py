@@ -82,10 +82,10 @@ def showing_build(
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        spinner = Progress(
+        spinner = Progress(  # the elapsed time first: a long message is cut at the right
             SpinnerColumn(),
-            TextColumn(message),
             TimeElapsedColumn(),
+            TextColumn(message),
             console=Console(file=stream),
             transient=True,
         )

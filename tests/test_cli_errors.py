@@ -187,6 +187,7 @@ def test_ctrl_c_during_run_leaves_no_simulator_behind():
         ["soak", "--frames", "0"],
         ["bench", "--frames", "x"],
         ["demo", "--frames", "1"],
+        ["run", "--no-such-option"],
     ],
 )
 def test_an_error_is_one_line_and_a_help_hint_not_the_usage(argv, capsys, no_simulation):
