@@ -71,6 +71,19 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
+#: Python's own helper processes: they end when this process does, and one killed under a
+#: library still using it is restarted and prints tracebacks (Dask's shared memory).
+_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
+
+
+def _is_helper(pid: int) -> bool:
+    try:
+        command = (_PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(helper in command for helper in _HELPERS)
+
+
 def _signal_all(pids: list[int], signum: int) -> None:
     for pid in pids:
         try:
@@ -105,8 +118,9 @@ def _alive(pids: list[int]) -> list[int]:
 
 def stop_descendants(grace_seconds: float = GRACE_SECONDS, *, at_once: bool = False) -> None:
     """End every process below this one: SIGTERM, then SIGKILL whatever still runs after
-    *grace_seconds* (at once with *at_once*); reap this process's own children."""
-    tree = descendants()
+    *grace_seconds* (at once with *at_once*); reap this process's own children. Python's
+    helpers (:data:`_HELPERS`) are left to end with this process, unless *at_once*."""
+    tree = descendants() if at_once else [p for p in descendants() if not _is_helper(p)]
     if not tree:
         _reap_children()
         return
@@ -115,7 +129,8 @@ def stop_descendants(grace_seconds: float = GRACE_SECONDS, *, at_once: bool = Fa
     while _alive(tree) and time.monotonic() < deadline:
         time.sleep(0.05)
     # Anything the first round missed (started meanwhile) goes too.
-    _signal_all(_alive(tree) + descendants(), signal.SIGKILL)
+    late = [p for p in descendants() if at_once or not _is_helper(p)]
+    _signal_all(_alive(tree) + late, signal.SIGKILL)
     deadline = time.monotonic() + 2.0
     while _alive(tree) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -175,10 +190,12 @@ def ctrl_c_handling(command: str) -> Iterator[None]:
     try:
         yield
     finally:
-        # Once pressed, the command is on its way out: a later press, even after this
-        # block, still ends it with 130 and no traceback (the interpreter's own exit on a
-        # KeyboardInterrupt is a death by SIGINT).
         if not presses:
             signal.signal(signal.SIGINT, previous)
             os.close(terminal)
             _set_subreaper(False)  # a caller that goes on (a test) is left as it was
+        else:
+            # Interrupted, cleaned up and reported: the process only exits now. A late
+            # press is ignored; the interpreter's exit would make it a death by SIGINT
+            # (it restores the default action before it ends).
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
