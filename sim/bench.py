@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .progress import PointsProgress, stdout_copy
-from .runner import CocotbTestFailure, build_model, run_cocotb
+from .progress import PointsProgress, showing_build, stdout_copy
+from .runner import CocotbTestFailure, announcing_builds, build_model, output_to_log, run_cocotb
 from .scenario import MEMORY_MODELS, Scenario, run_scenario, scenario_top
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
 from .verilog import ROOT, build_dir
@@ -175,7 +175,11 @@ def measure(
         scenario = dataclasses.replace(workload.scenario, sim=sim, frames=count)
         if memory is not None:
             scenario = dataclasses.replace(scenario, memory=memory)
-    build = _build(sim, scenario)
+    if log_path is None:
+        build = _build(sim, scenario)
+    else:  # the compiler's output beside the run's log, not over the progress display
+        with output_to_log(log_path.with_name(f"{log_path.stem}-build.log")):
+            build = _build(sim, scenario)
     where = "" if log_path is None else f" (log: {log_path})"
     log(f"bench: {workload.name} on {sim}, {count} frames{where}", flush=True)
     cpu_before = _children_cpu_seconds()
@@ -425,8 +429,17 @@ def run_bench(
     load_before = _load()
     rows = []
     display = stream if stream is not None else stdout_copy()
+
+    def show_build(sim: str, top: str, estimate: float, rebuild: bool):
+        # as lines above the bar: rich shows one live display at a time
+        return showing_build(sim, top, estimate, rebuild, stream=display, live=False,
+                             write=progress.note)  # fmt: skip
+
     try:
-        with PointsProgress(len(sims) * len(chosen), display) as progress:
+        with (
+            PointsProgress(len(sims) * len(chosen), display) as progress,
+            announcing_builds(show_build),
+        ):
             for sim in sims:
                 for workload in chosen:
                     log_path = out.parent / "logs" / f"{sim}-{workload.name}.log"

@@ -46,7 +46,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from .runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
+from .interrupts import ctrl_c_handling, stop_descendants
+from .outputs import build_root_problem, unwritable_reason, write_or_rescue
+from .runner import CocotbTestFailure, SimulatorBuildError, announcing_builds, run_cocotb
 from .simulators import SIMULATORS, SimulatorNotFound
 from .verilog import build_dir
 
@@ -56,6 +58,15 @@ SIMULATION_ERRORS = (CocotbTestFailure, SimulatorBuildError, SimulatorNotFound)
 
 DEMO_TOP = "macdma_eth_mac"
 DEMO_MODULE = "macdma.sim.benches.mac_linerate"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, not the usage block: ``macdma run:
+    error: <message>`` and a hint to ``--help``, exit 2. Every subcommand's parser is one
+    too (argparse makes subparsers of their parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)\n")
 
 
 def _positive_int(text: str) -> int:
@@ -68,33 +79,36 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def unwritable_reason(path: Path, *, folder: bool) -> str | None:
-    """Why *path* (a file, or a *folder* that may be created) cannot be written, or None."""
-    if path.exists():
-        if folder != path.is_dir():
-            return f"{path} is {'not a folder' if folder else 'a folder'}"
-        return None if os.access(path, os.W_OK) else f"{path} is not writable"
-    parent = path.parent
-    if folder:  # created with its missing parents: the nearest existing one must take it
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-    if not parent.exists():
-        return f"folder {parent} does not exist"
-    if not parent.is_dir():
-        return f"{parent} is not a folder"
-    return None if os.access(parent, os.W_OK) else f"folder {parent} is not writable"
+#: The subfolders of the build root each command writes (simulator models, logs, results).
+BUILD_OUTPUTS = {
+    "demo": ("sim",),
+    "run": ("sim", "logs"),
+    "regress": ("sim",),
+    "soak": ("sim", "logs", "soak"),
+    "bench": ("sim", "logs"),
+}
 
 
 def check_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Stop (exit 2) before any simulation when ``--json FILE`` or ``--out DIR`` cannot be
-    written, so no result is computed only to be lost."""
-    for option, folder in (("json", False), ("out", True)):
+    """Stop (exit 2) before any simulation when ``--json FILE``, ``--out DIR``, ``--db
+    FILE`` or the build folder the command writes in cannot be written (tried for real:
+    sim/outputs.py), so no result is computed only to be lost."""
+    for option, folder in (("json", False), ("out", True), ("db", False)):
         path = getattr(args, option, None)
-        if path is None:
+        if path is None or (option == "db" and args.command != "regress"):  # compare reads it
             continue
-        reason = unwritable_reason(Path(path), folder=folder)
+        folder = folder and not _is_file_out(args)
+        reason = unwritable_reason(Path(path), folder=folder, make_parents=option == "db")
         if reason is not None:
             parser.error(f"--{option} {path}: cannot write the results there: {reason}")
+    problem = build_root_problem(*BUILD_OUTPUTS.get(args.command, ()))
+    if args.command in BUILD_OUTPUTS and problem is not None:
+        parser.error(problem)
+
+
+def _is_file_out(args: argparse.Namespace) -> bool:
+    """``bench --out`` names a file (bench.json); every other ``--out`` a folder."""
+    return args.command == "bench"
 
 
 def failure_message(command: str, error: Exception) -> str:
@@ -109,7 +123,7 @@ def failure_message(command: str, error: Exception) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="macdma",
         description="macdma: simulate the Ethernet MAC and its DMA engine with a driver model "
         "on a modelled CPU, measure them, and compare the measurements.",
@@ -198,7 +212,7 @@ def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(f"log: {log_path}", flush=True)
     try:
         # Streaming the log and a live bar would garble each other: -v prints plain lines.
-        with RunProgress(plain=args.verbose) as progress:
+        with RunProgress(plain=args.verbose) as progress, announcing_builds(progress.building):
             metrics = run_scenario(
                 scenario, log_path=log_path, echo_log=args.verbose, on_progress=progress.update
             )
@@ -209,8 +223,8 @@ def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(format_summary(metrics))
     if "waves" in metrics:
         print(f"waves: {metrics['waves']}")
-    if scenario.json:
-        print(f"metrics written to {scenario.json}")
+    if "json_written" in metrics:
+        print(f"metrics written to {metrics['json_written']}")
     return 0
 
 
@@ -234,6 +248,13 @@ def format_demo(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _show_build_on_stdout(sim: str, top: str, estimate: float, rebuild: bool):
+    from .progress import showing_build
+
+    return showing_build(sim, top, estimate, rebuild, stream=sys.stdout,
+                         live=sys.stdout.isatty())  # fmt: skip
+
+
 def run_demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         json_path = Path(scratch) / "demo.json"
@@ -243,13 +264,14 @@ def run_demo(args: argparse.Namespace) -> int:
             flush=True,
         )
         try:
-            result = run_cocotb(
-                top=DEMO_TOP,
-                test_module=DEMO_MODULE,
-                sim=args.sim,
-                waves=args.waves,
-                extra_env={"MACDMA_DEMO_FRAMES": args.frames, "MACDMA_DEMO_JSON": json_path},
-            )
+            with announcing_builds(_show_build_on_stdout):
+                result = run_cocotb(
+                    top=DEMO_TOP,
+                    test_module=DEMO_MODULE,
+                    sim=args.sim,
+                    waves=args.waves,
+                    extra_env={"MACDMA_DEMO_FRAMES": args.frames, "MACDMA_DEMO_JSON": json_path},
+                )
         except SIMULATION_ERRORS as error:
             print(failure_message("demo", error), file=sys.stderr)
             return 1
@@ -262,25 +284,30 @@ def run_demo(args: argparse.Namespace) -> int:
         f"(build {result.build_seconds:.1f} s; {rate:,.0f} sim ns per wall second)"
     )
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-        print(f"measurements written to {args.json}")
+        written = write_or_rescue(args.json, json.dumps(results, indent=2), "the measurements")
+        print(f"measurements written to {written}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     subparser = getattr(args, f"{args.command}_parser", parser)
+    if unknown:  # named by the subcommand, whose --help lists what it takes
+        subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
     check_outputs(args, subparser)
-    try:
-        return _dispatch(args)
-    except SIMULATION_ERRORS as error:
-        print(failure_message(args.command, error), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        # subprocess.run kills the simulator it waits for before this arrives here.
-        print(f"macdma {args.command}: interrupted", file=sys.stderr)
-        return 130
+    with ctrl_c_handling(args.command):
+        try:
+            return _dispatch(args)
+        except SIMULATION_ERRORS as error:
+            print(failure_message(args.command, error), file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            # The first Ctrl-C ended every process the command started (sim/interrupts.py);
+            # this reaps what the command's own handling may have left.
+            stop_descendants()
+            print(f"macdma {args.command}: interrupted", file=sys.stderr)
+            return 130
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -86,8 +86,13 @@ class LocalPool:
         return self._executor.submit(run_point, scenario_json, str(log_path))
 
     def cancel(self) -> None:
-        """Drop the points not started; running simulations end on the user's Ctrl-C."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Drop the points not started and end the running ones: the workers and their
+        simulators are stopped (a worker left running would finish its point, then take
+        the next queued one, and the interpreter's exit would wait for all of them)."""
+        from .interrupts import stop_descendants
+
+        stop_descendants()
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         self._executor.shutdown()

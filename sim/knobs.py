@@ -9,7 +9,13 @@ a :class:`Knob` in the field's metadata. From that one declaration derive:
 - the ``macdma run`` options (:func:`add_knob_options`: ``--<name-with-dashes>``, parsed
   and checked by the same :meth:`Knob.check`, so the CLI and the Scenario say the same),
 - the sweep-file validation (:func:`scenario_from_values`: unknown keys and bad values named),
-- the driver configuration (:func:`driver_settings`: every knob with a ``driver`` target).
+- the driver configuration (:func:`driver_settings`: every knob with a ``driver`` target),
+- the dependencies between knobs (``needs``: a knob that only acts when another has one of
+  some values; :func:`check_needs` refuses it elsewhere, :func:`unneeded` finds it).
+
+Every number a knob takes is finite and inside a declared range on both sides: NaN, an
+infinity or a value no run could finish with is refused here, with the knob's name and its
+range, before any simulator starts.
 
 Ranges the hardware sets are read from the register map (:func:`register_range`), never
 restated. Adding a knob is one ``knob(...)`` line in the Scenario (and, when the driver
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +36,8 @@ from macdma.hdl.regmap import REGISTER_MAP
 __all__ = [
     "KNOB_KEY",
     "Knob",
+    "KnobConflict",
+    "check_needs",
     "add_knob_options",
     "driver_settings",
     "knob",
@@ -36,6 +45,7 @@ __all__ = [
     "register_range",
     "scenario_from_args",
     "scenario_from_values",
+    "unneeded",
 ]
 
 KNOB_KEY = "knob"  # the dataclass field metadata key holding the Knob
@@ -62,6 +72,19 @@ def register_range(
     return low, high
 
 
+def _number_text(value: float | None) -> str:
+    """A bound as typed: ``1000000``, ``0.5`` (never ``1e+06``)."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _alternatives(values: tuple) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
 @dataclass(frozen=True)
 class Knob:
     """One knob's declaration.
@@ -80,6 +103,9 @@ class Knob:
         to_driver: converts the Scenario value to the driver's (default: as is).
         cli:      False for a field the command line sets another way.
         metavar:  the option's argument name in ``--help``.
+        needs:    ``(other knob, its values)``: this knob acts only when the other knob has
+                  one of those values; set to anything but its default otherwise, it is
+                  refused (:func:`check_needs`) instead of being silently ignored.
     """
 
     kind: type
@@ -94,17 +120,27 @@ class Knob:
     to_driver: Callable[[Any], Any] | None = None
     cli: bool = True
     metavar: str | None = None
+    needs: tuple[str, tuple] | None = None
+
+    def __post_init__(self) -> None:
+        # A number without a bound on one side would let 1e23 frames or a 0.001 MHz clock
+        # through to the simulator: every numeric knob states its whole range.
+        if self.kind in (int, float) and self.choices is None:
+            for side, bound in (("low", self.low), ("high", self.high)):
+                if bound is None or not math.isfinite(bound):
+                    raise ValueError(f"knob {self.help!r}: a number needs a finite {side} bound")
 
     def limit_text(self) -> str:
         """``60..1514 bytes``, ``>= 2``, ``one of tx, rx, both``."""
         if self.choices is not None:
             return "one of " + ", ".join(map(str, self.choices))
+        low, high = _number_text(self.low), _number_text(self.high)
         if self.low is not None and self.high is not None:
-            text = f"{self.low:g}..{self.high:g}"
+            text = f"{low}..{high}"
         elif self.low is not None:
-            text = f">= {self.low:g}"
+            text = f">= {low}"
         elif self.high is not None:
-            text = f"<= {self.high:g}"
+            text = f"<= {high}"
         else:
             text = "any value"
         return f"{text} {self.unit}" if self.unit else text
@@ -126,6 +162,8 @@ class Knob:
         if isinstance(value, bool) or not isinstance(value, kinds):
             kind = "a whole number" if self.kind is int else "a number"
             raise ValueError(f"{name} must be {kind}, got {value!r}")
+        if not math.isfinite(value):  # NaN passes every comparison; infinity is no setting
+            raise ValueError(f"{name} must be {self.limit_text()}{self.why}; got {value!r}")
         bad = (
             value not in self.choices
             if self.choices is not None
@@ -151,6 +189,53 @@ class Knob:
             except ValueError:
                 raise ValueError(f"expected a number, got {text!r}") from None
         return text
+
+
+class KnobConflict(ValueError):
+    """A knob set to a value it only acts on when another knob has other values.
+
+    Members: ``name``/``value`` (the knob set), ``other``/``actual`` (the knob it needs and
+    its value) and ``allowed`` (the values of ``other`` it acts with)."""
+
+    def __init__(self, name: str, value: Any, other: str, actual: Any, allowed: tuple):
+        self.name, self.value, self.other, self.actual, self.allowed = (
+            name, value, other, actual, allowed,
+        )  # fmt: skip
+        super().__init__(self.text(name, other))
+
+    def text(self, name: str, other: str) -> str:
+        """The message, with the knobs spelled ``name`` and ``other`` (option names on the
+        command line, field names in a sweep file)."""
+        allowed = _alternatives(self.allowed)
+        return (
+            f"{name} {self.value} has no effect unless {other} is {allowed} "
+            f"({other} is {self.actual}); leave {name} out or change {other}"
+        )
+
+
+def unneeded(cls, values: Mapping[str, Any]) -> list[KnobConflict]:
+    """The knobs of ``cls`` given in ``values`` (a Scenario's, or a sweep point's merged
+    values: a knob missing from them has its default) at a value other than their default
+    while the knob they need does not have one of the values they act with."""
+    known = knobs_of(cls)
+    found = []
+    for name, (declared, default) in known.items():
+        if declared.needs is None or name not in values or values[name] == default:
+            continue
+        other, allowed = declared.needs
+        actual = values.get(other, known[other][1])
+        if actual not in allowed:
+            found.append(KnobConflict(name, values[name], other, actual, allowed))
+    return found
+
+
+def check_needs(instance) -> None:
+    """Raise the first :class:`KnobConflict` of a dataclass instance declared with
+    :func:`knob` (called from ``Scenario.__post_init__``)."""
+    values = {name: getattr(instance, name) for name in knobs_of(type(instance))}
+    conflicts = unneeded(type(instance), values)
+    if conflicts:
+        raise conflicts[0]
 
 
 def knob(default: Any, kind: type, help: str, **declaration) -> Any:
@@ -229,13 +314,18 @@ def add_knob_options(parser: argparse.ArgumentParser, cls) -> None:
 
 def scenario_from_args(cls, args: argparse.Namespace):
     """The ``cls`` instance of parsed options (every command-line knob; the rest default).
-    A value argparse converted to a Path is passed as its text."""
+    A value argparse converted to a Path is passed as its text. A :class:`KnobConflict`
+    names both knobs as options (``--frags 5 has no effect unless --direction is ...``)."""
     values = {}
     for name, (declared, _) in knobs_of(cls).items():
         if declared.cli and hasattr(args, name):
             value = getattr(args, name)
             values[name] = str(value) if value is not None and declared.kind is str else value
-    return cls(**values)
+    try:
+        return cls(**values)
+    except KnobConflict as conflict:
+        message = conflict.text(option_name(conflict.name), option_name(conflict.other))
+        raise ValueError(message) from None
 
 
 def scenario_from_values(cls, values: Mapping[str, Any], where: str = "scenario"):

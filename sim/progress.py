@@ -10,6 +10,12 @@ env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``. In this 
 
 A file, not a pipe, because the simulator's stdout is the log (sim/runner.py
 ``output_to_log``) and a half-written last line is simply read on the next poll.
+
+Before a run's own progress, the simulator model may have to be built (minutes on
+Verilator the first time): :func:`showing_build` says so, with the time it should take,
+as a spinner and the elapsed time on a terminal, or a line every
+:data:`BUILD_NOTE_SECONDS` otherwise; :meth:`RunProgress.building` is it on a run's
+display, for sim/runner.py ``announcing_builds``.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +35,83 @@ PROGRESS_ENV = "MACDMA_PROGRESS"
 
 POLL_SECONDS = 0.2
 PLAIN_STEPS = 10  # plain output: a line per direction every tenth of its frames
+#: Plain output: a "still building" line this often while a model builds.
+BUILD_NOTE_SECONDS = 30.0
+
+
+def about_text(seconds: float) -> str:
+    """A duration as a user estimates it: ``about 20 seconds``, ``about 3 minutes``."""
+    if seconds < 90:
+        return f"about {max(10, round(seconds / 10) * 10)} seconds"
+    return f"about {round(seconds / 60)} minutes"
+
+
+def build_message(sim: str, top: str, estimate_seconds: float, rebuild: bool) -> str:
+    """The line that opens a model build."""
+    why = "the design changed since the last build" if rebuild else "first time"
+    return f"building the simulation model ({why}, {about_text(estimate_seconds)}): {top} on {sim}"
+
+
+@contextmanager
+def showing_build(
+    sim: str,
+    top: str,
+    estimate_seconds: float,
+    rebuild: bool,
+    *,
+    stream: TextIO,
+    live: bool,
+    write: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Show a model build for the with-block: on a terminal (*live*) a spinner with the
+    elapsed time on *stream*; else the opening line, a "still building" line every
+    :data:`BUILD_NOTE_SECONDS` and a last line, through *write* (default: to *stream*)."""
+    started = time.monotonic()
+    message = build_message(sim, top, estimate_seconds, rebuild)
+
+    def say(text: str) -> None:
+        if write is not None:
+            write(text)
+            return
+        stream.write(text + "\n")
+        stream.flush()
+
+    spinner = ticker = None
+    done = threading.Event()
+    if live:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        spinner = Progress(  # the elapsed time first: a long message is cut at the right
+            SpinnerColumn(),
+            TimeElapsedColumn(),
+            TextColumn(message),
+            console=Console(file=stream),
+            transient=True,
+        )
+        spinner.add_task("build", total=None)
+        spinner.start()
+    else:
+        say(message)
+
+        def tick() -> None:
+            while not done.wait(BUILD_NOTE_SECONDS):
+                elapsed = duration_text(time.monotonic() - started)
+                say(f"  still building: {elapsed} so far ({about_text(estimate_seconds)} in all)")
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+    outcome = "stopped"
+    try:
+        yield
+        outcome = "built"
+    finally:
+        done.set()
+        if spinner is not None:
+            spinner.stop()
+        if ticker is not None:
+            ticker.join(timeout=1)
+        say(f"model {outcome} in {duration_text(time.monotonic() - started)}")
 
 
 class ProgressFollower:
@@ -70,12 +154,17 @@ def stdout_copy() -> TextIO:
     to a log later (sim/runner.py ``output_to_log``) does not take the progress display
     with it; sys.stdout itself when it is not a file (captured, e.g. by pytest: not
     redirected either). Close it when done (closing sys.stdout's copy only)."""
+    return stream_copy(sys.stdout)
+
+
+def stream_copy(stream: TextIO) -> TextIO:
+    """*stream* (sys.stdout, sys.stderr) duplicated as :func:`stdout_copy` does."""
     try:
-        descriptor = sys.stdout.fileno()
+        descriptor = stream.fileno()
     except (AttributeError, OSError, ValueError):
-        return _Unclosed(sys.stdout)
-    sys.stdout.flush()
-    return open(os.dup(descriptor), "w", buffering=1, encoding=sys.stdout.encoding)  # noqa: SIM115
+        return _Unclosed(stream)
+    stream.flush()
+    return open(os.dup(descriptor), "w", buffering=1, encoding=stream.encoding)  # noqa: SIM115
 
 
 class _Unclosed:
@@ -118,7 +207,17 @@ class RunProgress:
         self._bar = None
 
     def __enter__(self) -> RunProgress:
-        if self.live:
+        return self
+
+    def building(self, sim: str, top: str, estimate_seconds: float, rebuild: bool):
+        """Show a model build on this display (sim/runner.py ``announcing_builds``)."""
+        return showing_build(sim, top, estimate_seconds, rebuild, stream=self.stream,
+                             live=self.live)  # fmt: skip
+
+    def _start_bar(self) -> None:
+        """The frames bar, started at the first record: after any build, whose spinner
+        is a live display of its own (rich shows one at a time)."""
+        if self.live and self._bar is None:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -138,7 +237,6 @@ class RunProgress:
                 transient=False,
             )
             self._bar.start()
-        return self
 
     def __exit__(self, *exc_info) -> None:
         if self._bar is not None:
@@ -159,6 +257,7 @@ class RunProgress:
         """Show one progress record (``direction``, ``done``, ``total``, ``sim_us``)."""
         direction, done, total = record["direction"], record["done"], record["total"]
         with self._lock:
+            self._start_bar()
             if self._bar is not None:
                 if direction not in self._tasks:
                     self._tasks[direction] = self._bar.add_task(direction, total=total, sim_us=0.0)

@@ -47,7 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = [
-    "DEFAULT_DB",
     "DEFAULT_TOLERANCE",
     "Change",
     "Comparison",
@@ -57,6 +56,8 @@ __all__ = [
     "add_compare_parser",
     "compare",
     "comparison_markdown",
+    "default_compare_out",
+    "default_db",
     "git_state",
     "load_folder",
     "load_run",
@@ -65,8 +66,23 @@ __all__ = [
     "scenario_id",
 ]
 
-DEFAULT_DB = Path("build") / "regress" / "results.sqlite"
-DEFAULT_COMPARE_OUT = Path("build") / "regress" / "compare"
+
+def default_db() -> Path:
+    """The results database when ``--db`` is not given: ``regress/results.sqlite`` under
+    the build root (the repository's build/ or MACDMA_BUILD_DIR), whatever folder the
+    command runs from."""
+    from .verilog import build_dir
+
+    return build_dir() / "regress" / "results.sqlite"
+
+
+def default_compare_out() -> Path:
+    """``macdma compare``'s folder when ``--out`` is not given: under the build root."""
+    from .verilog import build_dir
+
+    return build_dir() / "regress" / "compare"
+
+
 # 1%: above the spread a change of frame count or stamp granularity gives a short run, far
 # below what a design change that matters moves (a cycle per burst is several percent).
 DEFAULT_TOLERANCE = 0.01
@@ -180,7 +196,10 @@ class ResultsDb:
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise self._error(error) from None
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -189,6 +208,12 @@ class ResultsDb:
         self._retrying(self._set_up)
 
     def _error(self, error: Exception) -> ResultsDbError:
+        text = str(error)
+        if isinstance(error, OSError) or "readonly" in text or "unable to open" in text:
+            return ResultsDbError(
+                f"results database {self.path}: cannot be written ({text}); give a writable "
+                "file with --db"
+            )
         return ResultsDbError(
             f"results database {self.path}: not a usable SQLite database ({error}); move it "
             f"away or give another with --db"
@@ -235,6 +260,16 @@ class ResultsDb:
                     self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self._db.execute("COMMIT")
+
+    def check_writable(self) -> None:
+        """Take and release the write lock (ResultsDbError when the file, its folder or
+        its journal cannot be written): ``macdma regress`` asks before it runs a point."""
+
+        def take_and_release() -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("ROLLBACK")
+
+        self._retrying(take_and_release)
 
     def close(self) -> None:
         self._db.close()
@@ -612,7 +647,11 @@ def _tolerance(text: str) -> float:
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
     """``--db PATH``, shared by ``regress`` and ``compare``."""
     parser.add_argument(
-        "--db", type=Path, default=DEFAULT_DB, help=f"results database (default: {DEFAULT_DB})"
+        "--db",
+        type=Path,
+        default=default_db(),
+        help="results database (default: regress/results.sqlite in the build folder, "
+        f"{default_db()})",
     )
 
 
@@ -640,8 +679,8 @@ def add_compare_parser(commands) -> None:
     compare_parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_COMPARE_OUT,
-        help=f"folder for compare.md and compare.csv (default: {DEFAULT_COMPARE_OUT})",
+        default=default_compare_out(),
+        help=f"folder for compare.md and compare.csv (default: {default_compare_out()})",
     )
     compare_parser.set_defaults(compare_parser=compare_parser)
 

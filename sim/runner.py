@@ -4,6 +4,11 @@ Builds are cached in ``build/sim/<sim>/<top>-<key>/`` keyed by the Verilog text,
 flags and whether waves are traced, so one (slow) Verilator build serves every test module
 and every pytest run until the design changes. Each run gets its own folder under the build
 (``runs/<test_module>-<key>/``) holding the results XML, the waveform and the cocotb log.
+
+A build that is not cached takes minutes on Verilator: a command shows it through
+:func:`announcing_builds` (the listener gets the simulator, the top and an estimate of the
+time, from the last build of that top or :data:`DEFAULT_BUILD_SECONDS`, and returns a
+context manager that runs while the build does).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -57,6 +63,39 @@ _PUBLIC_FLAT_RW = "--public-flat-rw"  # what cocotb's Verilator runner always ad
 
 _STAMP = "build.json"
 _WAVES_DUMP_MODULE = "macdma_waves_dump"
+
+#: What a first build of a top takes on this kind of machine when none was made yet
+#: (2 cores: the SoC on Verilator 2 to 4 minutes, Icarus seconds).
+DEFAULT_BUILD_SECONDS = {"verilator": 150.0, "icarus": 5.0}
+
+#: ``listener(sim, top, estimate_seconds, rebuild)`` -> a context manager held while a
+#: model builds; ``rebuild`` is True when an older model of the top exists.
+BuildListener = Callable[[str, str, float, bool], AbstractContextManager]
+_BUILD_LISTENER: ContextVar[BuildListener | None] = ContextVar("build_listener", default=None)
+
+
+@contextmanager
+def announcing_builds(listener: BuildListener) -> Iterator[None]:
+    """Within the block, every model build that is not cached is shown by *listener*."""
+    token = _BUILD_LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _BUILD_LISTENER.reset(token)
+
+
+def estimate_build_seconds(sim: str, top: str) -> tuple[float, bool]:
+    """(seconds the next build of *top* on *sim* should take, whether one was built before):
+    the newest recorded build of that top, else :data:`DEFAULT_BUILD_SECONDS`."""
+    stamps = sorted(
+        (build_dir() / "sim" / sim).glob(f"{top}-*/{_STAMP}"), key=lambda p: p.stat().st_mtime
+    )
+    for stamp in reversed(stamps):
+        try:
+            return float(json.loads(stamp.read_text())["build_seconds"]), True
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return DEFAULT_BUILD_SECONDS.get(sim, 60.0), False
 
 
 class CocotbTestFailure(AssertionError):
@@ -231,8 +270,10 @@ def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]
             sources.append(dump)
         started = time.monotonic()
         make_flags = " ".join(filter(None, (os.environ.get("MAKEFLAGS"), *make_variables)))
+        listener = _BUILD_LISTENER.get()
+        shown = listener(sim, top, *estimate_build_seconds(sim, top)) if listener else nullcontext()
         try:
-            with _process_env({"MAKEFLAGS": make_flags} if make_variables else {}, ROOT):
+            with shown, _process_env({"MAKEFLAGS": make_flags} if make_variables else {}, ROOT):
                 _runner(sim, top).build(
                     sources=sources,
                     hdl_toplevel=top,

@@ -22,7 +22,8 @@ from pathlib import Path
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
 from macdma.firmware.driver import COALESCE_TIMERS
 
-from .knobs import driver_settings, knob, knobs_of, register_range
+from .cpus import MAX_CORES
+from .knobs import check_needs, driver_settings, knob, knobs_of, register_range
 
 __all__ = [
     "DIRECTIONS",
@@ -61,8 +62,18 @@ STREAM_WINDOW_SEGMENTS = 64
 ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
 MAX_EXTRA_FRAGMENTS = 16
+#: Most frames per direction of one run: a million full frames is hours of simulation
+#: (docs/performance.md); the simulator's counters would overflow long before 1e23.
+MAX_FRAMES = 1_000_000
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
 IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
+#: The largest ring: no budget can take more packets in one call than a ring holds.
+MAX_RING = register_range("RX_RING_SIZE", skip_zero=True)[1]
+#: The IRQ strategies that program coalescing (coalesce_frames / coalesce_us); every one
+#: but polling takes TX interrupts (tx_coalesce_*); those whose ISR cleans (rx_per_irq).
+COALESCING_IRQS = ("coalesce", "napi", "dim")
+TX_IRQS = tuple(s for s in IRQ_STRATEGIES if s != "polling")
+CLEANING_ISR_IRQS = ("per-desc", "eop", "coalesce")
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -109,10 +120,14 @@ class Scenario:
         1514, int, "bytes handed to the MAC, FCS excluded", unit="bytes", low=MIN_FRAME,
         high=MAX_FRAME, why=" without FCS (60 = 64-byte frame)",
     )  # fmt: skip
-    frames: int = knob(100, int, "frames per direction", low=2, why=" (a rate needs two frames)")
+    frames: int = knob(
+        100, int, "frames per direction", low=2, high=MAX_FRAMES,
+        why=" (a rate needs two frames)",
+    )  # fmt: skip
     frags: int = knob(
         0, int, "extra TX fragments per frame, equal shares", low=0, high=MAX_EXTRA_FRAGMENTS,
         unit="extra fragments", driver="max_frags", to_driver=lambda frags: frags + 1,
+        needs=("direction", ("tx", "both")),
     )  # fmt: skip
     irq: str = knob(
         "napi", str, "the driver's completion strategy", choices=IRQ_STRATEGIES,
@@ -121,20 +136,24 @@ class Scenario:
     coalesce_frames: int = knob(
         1, int, "frames per coalesced interrupt (coalesce, napi)",
         **_register("IRQ_TX_COALESCE", "frames"), driver="strategy.coalesce_frames",
+        needs=("irq", COALESCING_IRQS),
     )  # fmt: skip
     coalesce_us: int = knob(
         0, int, "coalescing timer (coalesce, napi), 0 = none", unit="µs",
         **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.coalesce_us",
+        needs=("irq", COALESCING_IRQS),
     )  # fmt: skip
     tx_coalesce_frames: int | None = knob(
         None, int, "TX frames per coalesced TX interrupt, apart from RX (IRQ_MODE tx_mode "
         "COALESCE); unset = TX as RX", optional=True, metavar="N",
         **_register("IRQ_TX_COALESCE", "frames"), driver="strategy.tx_coalesce_frames",
+        needs=("irq", TX_IRQS),
     )  # fmt: skip
     tx_coalesce_us: int | None = knob(
         None, int, "TX coalescing timer, apart from RX (IRQ_MODE tx_mode COALESCE), 0 = "
         "none; unset = TX as RX", unit="µs", optional=True, metavar="US",
         **_register("IRQ_TX_COALESCE", "timer_us"), driver="strategy.tx_coalesce_us",
+        needs=("irq", TX_IRQS),
     )  # fmt: skip
     coalesce_timer: str = knob(
         "first", str, "when the coalescing timer (both directions) starts: at the first "
@@ -146,7 +165,7 @@ class Scenario:
         10, int, "period of the polling loop", unit="µs", low=1, high=65535,
         driver="strategy.poll_us",
     )  # fmt: skip
-    budget: int = knob(64, int, "NAPI / poll budget", unit="packets", low=1,
+    budget: int = knob(64, int, "NAPI / poll budget", unit="packets", low=1, high=MAX_RING,
                        driver="strategy.budget")  # fmt: skip
     burst_beats: int = knob(
         16, int, "AXI burst cap of both DMA channels", unit="beats",
@@ -188,7 +207,7 @@ class Scenario:
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
-        "= the CPU file's driver setting", unit="packets", low=0, optional=True,
+        "= the CPU file's driver setting", unit="packets", low=0, high=MAX_RING, optional=True,
         metavar="N", driver="tx_clean_budget", to_driver=lambda budget: budget or None,
     )  # fmt: skip
     irq_min_interval_us: int = knob(
@@ -205,15 +224,16 @@ class Scenario:
         None, int, "stream: segments the sender keeps in flight (none = "
         f"{STREAM_WINDOW_SEGMENTS}); forward: frames the far end keeps in the router (none "
         "= offered at line rate or --rate-mbps)", unit="frames", low=1, high=4096,
-        optional=True,
+        optional=True, needs=("traffic", WINDOWED_TRAFFIC),
     )  # fmt: skip
     irq_core: int = knob(
         0, int, "core of the IRQ handler, NAPI poll, timers and polling loop (IRQ "
-        "affinity), 0..cores-1 of the CPU file", unit="core", low=0, driver="irq_core",
+        "affinity), 0..cores-1 of the CPU file", unit="core", low=0, high=MAX_CORES - 1,
+        driver="irq_core",
     )  # fmt: skip
     app_core: int = knob(
         0, int, "core of the sending/receiving application, 0..cores-1 of the CPU file",
-        unit="core", low=0,
+        unit="core", low=0, high=MAX_CORES - 1,
     )  # fmt: skip
     tx_clean_lock: str = knob(
         "frozen", str, "TX clean: frozen (meets xmit on the ring indices) or queue (holds "
@@ -221,8 +241,8 @@ class Scenario:
     )  # fmt: skip
     rx_per_irq: int | None = knob(
         None, int, "frames handed to the stack per interrupt (per-desc, eop, coalesce); "
-        "unset = the strategy's own RX handling", unit="frames", low=1, optional=True,
-        metavar="N", driver="rx_per_irq",
+        "unset = the strategy's own RX handling", unit="frames", low=1, high=MAX_RING,
+        optional=True, metavar="N", driver="rx_per_irq", needs=("irq", CLEANING_ISR_IRQS),
     )  # fmt: skip
     linearize: bool = knob(
         False,
@@ -249,6 +269,7 @@ class Scenario:
     def __post_init__(self) -> None:
         for name, (declared, _) in knobs_of(type(self)).items():
             declared.check(name, getattr(self, name))
+        check_needs(self)  # a knob set where it does nothing (frags 5 with direction rx)
         object.__setattr__(self, "cpu", checked_cpu(self.cpu))
         if self.frame_size < self.frags + 1:
             raise ValueError(
@@ -269,11 +290,6 @@ class Scenario:
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
             )
-        if self.traffic not in WINDOWED_TRAFFIC and self.window is not None:
-            raise ValueError(
-                f"window {self.window} is only used by traffic stream or forward, "
-                f"not {self.traffic}"
-            )
         from .cpus import load_cpu
 
         cores = load_cpu(self.cpu).cores
@@ -282,19 +298,6 @@ class Scenario:
                 raise ValueError(
                     f"{name} must be 0..{cores - 1} (the CPU {self.cpu} has {cores} "
                     f"core(s)); got {getattr(self, name)}"
-                )
-        if self.rx_per_irq is not None and self.irq not in ("per-desc", "eop", "coalesce"):
-            raise ValueError(
-                f"rx_per_irq {self.rx_per_irq} needs an IRQ strategy whose handler "
-                f"cleans (per-desc, eop, coalesce), not irq {self.irq!r}"
-            )
-        tx_moderation = {"tx_coalesce_frames": self.tx_coalesce_frames,
-                         "tx_coalesce_us": self.tx_coalesce_us}  # fmt: skip
-        for name, value in tx_moderation.items():
-            if value is not None and self.irq == "polling":
-                raise ValueError(
-                    f"{name} {value} needs an IRQ strategy that takes TX interrupts, "
-                    "not irq 'polling'"
                 )
         if self.tx_ring < self.frags + 2:
             raise ValueError(
@@ -1045,7 +1048,11 @@ def run_scenario(
     if result.wave_path is not None:
         metrics["waves"] = str(result.wave_path)
     if scenario.json:
-        Path(scenario.json).write_text(json.dumps(metrics, indent=2))
+        # Checked writable before the run; should it fail now, the results go elsewhere.
+        from .outputs import write_or_rescue
+
+        written = write_or_rescue(scenario.json, json.dumps(metrics, indent=2), "the metrics")
+        metrics["json_written"] = str(written)
     return metrics
 
 

@@ -347,7 +347,7 @@ def reap_children(timeout_s: float = REAP_TIMEOUT_S) -> None:
 def run_soak_command(args: argparse.Namespace) -> int:
     """``macdma soak``: print the seed, run with a progress bar, print the summary."""
     from .progress import RunProgress
-    from .runner import CocotbTestFailure
+    from .runner import CocotbTestFailure, announcing_builds
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     config = soak_config(args.frames, seed, args.faults)
@@ -362,7 +362,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
     failed = interrupted = None
     started = time.monotonic()
     try:
-        with RunProgress(plain=args.verbose) as progress:
+        with RunProgress(plain=args.verbose) as progress, announcing_builds(progress.building):
             report = run_soak(
                 config,
                 sim=args.sim,
@@ -374,9 +374,9 @@ def run_soak_command(args: argparse.Namespace) -> int:
     except CocotbTestFailure as error:
         failed, report = error, getattr(error, "report", None)
     except KeyboardInterrupt:
-        # subprocess.run has killed the simulator but, on Ctrl-C, does not wait for it:
-        # reap it here, so that it never outlives the run, not even as a zombie. Then keep
-        # the segments it finished.
+        # The first Ctrl-C ended the simulator (sim/interrupts.py); reap it here, so that
+        # it never outlives the run, not even as a zombie. Then keep the segments it
+        # finished (a second Ctrl-C meanwhile stops at once).
         reap_children()
         interrupted = True
         report = summarise(config, read_records(record_path), time.monotonic() - started)
@@ -384,8 +384,10 @@ def run_soak_command(args: argparse.Namespace) -> int:
         print()
         print(format_report(report))
         if args.json:
-            args.json.write_text(json.dumps(report, indent=2))
-            print(f"report written to {args.json}")
+            from .outputs import write_or_rescue
+
+            written = write_or_rescue(args.json, json.dumps(report, indent=2), "the report")
+            print(f"report written to {written}")
     print(f"segments: {record_path}")
     if interrupted:
         print("macdma soak: interrupted", file=sys.stderr)

@@ -175,3 +175,27 @@ def test_ctrl_c_during_run_leaves_no_simulator_behind():
     # by init once its parent is gone); nothing may be left running.
     alive = [entry for entry in _processes_in_group(process.pid) if not entry.endswith(" Z")]
     assert alive == [], f"processes of the run outlived it: {alive}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--frames", "x"],
+        ["run", "--frags", "5", "--direction", "rx"],
+        ["regress", "--quick", "--jobs", "0"],
+        ["compare", "a"],
+        ["soak", "--frames", "0"],
+        ["bench", "--frames", "x"],
+        ["demo", "--frames", "1"],
+        ["run", "--no-such-option"],
+    ],
+)
+def test_an_error_is_one_line_and_a_help_hint_not_the_usage(argv, capsys, no_simulation):
+    # issue 42 §4: every `run` error printed the 17-line usage, the message last
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"macdma {argv[0]}: error: "), lines
+    assert lines[1] == f"(`macdma {argv[0]} --help` lists the options)"

@@ -116,7 +116,7 @@ def test_tx_coalescing_knobs_feed_the_strategy_and_unset_leaves_tx_as_rx():
     assert not unset.tx_moderated and unset.tx_coalesce == (4, 20)
     assert unset.tx_irq_mode == unset.irq_mode
     for name, value in (("tx_coalesce_frames", 8), ("tx_coalesce_us", 0)):
-        with pytest.raises(ValueError, match=f"{name} {value} needs an IRQ strategy .*'polling'"):
+        with pytest.raises(ValueError, match=f"{name} {value} has no effect unless irq .*polling"):
             Scenario(irq="polling", **{name: value})
 
 
@@ -130,3 +130,144 @@ def test_a_sweep_with_an_unknown_field_is_named_with_the_known_ones():
     with pytest.raises(ValueError, match=r"exp 'a': unknown scenario field\(s\) burst \(the"):
         scenario_from_values(Scenario, {"burst": 4, "frames": 8}, where="exp 'a'")
     assert scenario_from_values(Scenario, {"frames": 8}).frames == 8
+
+
+# -- numbers no run can use: NaN, infinities, huge and tiny values (issue 42 §8, §9) -----------
+
+NUMERIC = [n for n, (k, _) in KNOBS.items() if k.kind in (int, float) and k.choices is None]
+
+
+def _unusable(declared) -> list:
+    """Values of a knob's kind that must be refused: non-finite floats, and one past each
+    end of the range as the user could type it (1e23 frames)."""
+    beyond = [declared.high * 10**17, declared.low - 1]
+    if declared.kind is float:
+        return [float("nan"), float("inf"), float("-inf"), 1e30, *map(float, beyond)]
+    return [int(v) for v in beyond]
+
+
+@pytest.mark.parametrize("name", NUMERIC)
+def test_nan_infinity_and_huge_values_are_refused_naming_the_knob_and_its_range(name):
+    declared, _ = KNOBS[name]
+    for value in _unusable(declared):
+        with pytest.raises(ValueError) as refused:
+            Scenario(**{name: value})
+        assert str(refused.value).startswith(f"{name} must be {declared.limit_text()}"), value
+
+
+def test_every_number_knob_declares_both_ends_of_its_range():
+    from macdma.sim.knobs import Knob
+
+    for name in NUMERIC:
+        declared, _ = KNOBS[name]
+        assert declared.low is not None and declared.high is not None, name
+    with pytest.raises(ValueError, match="needs a finite high bound"):
+        Knob(int, "frames", low=2)
+    with pytest.raises(ValueError, match="needs a finite low bound"):
+        Knob(float, "rate", low=float("-inf"), high=5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sys-mhz", "nan"], "argument --sys-mhz: must be 1..500 MHz; got nan"),
+        (["--rate-mbps", "inf"], "argument --rate-mbps: must be 0..1000 Mb/s; got inf"),
+        (
+            ["--frames", "99999999999999999999999"],
+            "argument --frames: must be 2..1000000 (a rate needs two frames); "
+            "got 99999999999999999999999",
+        ),
+    ],
+)
+def test_the_command_line_refuses_unusable_numbers_before_simulating(argv, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", *argv])
+    assert stopped.value.code == 2
+    assert f"macdma run: error: {message}" in capsys.readouterr().err
+
+
+def test_a_sweep_file_refuses_nan_naming_the_experiment_and_the_knob():
+    from macdma.sim.regress import expand, parse_sweep
+
+    sweep = parse_sweep(
+        {"experiment": [{"name": "clocks", "fixed": {"frames": 8}, "sweep": {"sys_mhz": [
+            100.0, float("nan")]}}]}
+    )  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"experiment 'clocks': sys_mhz must be 1\.\.500 MHz; got nan"
+    ):
+        expand(sweep, sources="test")
+
+
+# -- knobs that do nothing with another's value are refused, naming both (issue 42 §13) --------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--frags", "5", "--direction", "rx"],
+            "--frags 5 has no effect unless --direction is tx or both (--direction is rx)",
+        ),
+        (
+            ["--coalesce-frames", "8", "--irq", "eop"],
+            "--coalesce-frames 8 has no effect unless --irq is coalesce, napi or dim "
+            "(--irq is eop)",
+        ),
+        (
+            ["--coalesce-us", "50", "--irq", "polling"],
+            "--coalesce-us 50 has no effect unless --irq is coalesce, napi or dim "
+            "(--irq is polling)",
+        ),
+    ],
+)
+def test_an_option_that_does_nothing_is_refused_naming_both_options(argv, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", *argv])
+    assert stopped.value.code == 2
+    assert f"macdma run: error: {message}" in capsys.readouterr().err
+
+
+def test_the_same_options_where_they_act_are_taken():
+    args = build_parser().parse_args(["run", "--frags", "5", "--direction", "tx",
+                                      "--coalesce-frames", "8", "--irq", "coalesce"])  # fmt: skip
+    scenario = scenario_from_args(args)
+    assert (scenario.frags, scenario.coalesce_frames) == (5, 8)
+
+
+def _one_experiment(fixed: dict, sweep: dict):
+    from macdma.sim.regress import parse_sweep
+
+    experiment = {"name": "e", "fixed": {"frames": 8, **fixed}, "sweep": sweep}
+    return parse_sweep({"experiment": [experiment]})
+
+
+def test_a_fixed_knob_acts_at_the_points_of_a_sweep_where_it_can():
+    from macdma.sim.regress import expand
+
+    sweep = _one_experiment({"coalesce_frames": 8}, {"irq": ["eop", "coalesce", "napi"]})
+    frames = {p.scenario.irq: p.scenario.coalesce_frames for p in expand(sweep, "test")}
+    assert frames == {"eop": 1, "coalesce": 8, "napi": 8}
+
+
+@pytest.mark.parametrize(
+    ("fixed", "swept", "message"),
+    [
+        (
+            {"coalesce_frames": 8, "irq": "eop"},
+            {"frame_size": [60, 1514]},
+            r"experiment 'e' fixed: coalesce_frames = 8 has no effect at any point: it needs "
+            r"irq to be one of coalesce, napi, dim",
+        ),
+        (
+            {"direction": "rx"},
+            {"frags": [0, 2]},
+            r"experiment 'e': frags 2 has no effect unless direction is tx or both",
+        ),
+    ],
+)
+def test_a_sweep_knob_that_does_nothing_anywhere_is_refused(fixed, swept, message):
+    from macdma.sim.regress import expand
+
+    with pytest.raises(ValueError, match=message):
+        expand(_one_experiment(fixed, swept), "test")

@@ -136,7 +136,7 @@ def test_memory_latency_and_tx_clean_budget_knobs_are_validated_and_reach_run():
 
     with pytest.raises(ValueError, match="mem_latency_cycles must be 0..1000"):
         Scenario(mem_latency_cycles=1001)
-    with pytest.raises(ValueError, match="tx_clean_budget must be >= 0"):
+    with pytest.raises(ValueError, match="tx_clean_budget must be 0..4096"):
         Scenario(tx_clean_budget=-1)
     args = build_parser().parse_args(
         ["run", "--mem-latency-cycles", "20", "--tx-clean-budget", "0"]

@@ -504,3 +504,42 @@ def test_field_reports_are_listed_report_by_report():
         ("microblaze-frags", "late"),
         ("other-report", "only"),
     ]
+
+
+# -- nothing to compare is not a pass (issue 36 §6) --------------------------------------------
+
+
+def test_a_required_expectation_with_nothing_to_compare_fails_the_run(tmp_path):
+    from macdma.sim.regress.command import _finish
+
+    sweep = parse_sweep(
+        sweep_with(expect=[{"kind": "within", "name": "w", "metric": "throughput_mbps",
+                            "value": 5.0, "tolerance_pct": 10, "at": {"frags": 5}}])
+    )  # fmt: skip
+    results = [r for r in results_for(tmp_path, sweep, rate) if r["scenario"]["frags"] == 0]
+    (check,) = [c for c in check_results(sweep, results) if c.name == "w"]
+    assert (check.status, check.failed) == ("N/A", True)
+    assert "required: it fails the run" in check.detail
+    assert _finish(sweep, results, tmp_path / "out", len(results), 1.0, False) == 1
+
+
+def test_an_optional_expectation_with_nothing_to_compare_is_reported_and_passes(tmp_path):
+    from macdma.sim.regress.command import _finish
+
+    sweep = parse_sweep(
+        sweep_with(expect=[{"kind": "within", "name": "w", "metric": "throughput_mbps",
+                            "value": 5.0, "tolerance_pct": 10, "at": {"frags": 5},
+                            "optional": True}])
+    )  # fmt: skip
+    results = [r for r in results_for(tmp_path, sweep, rate) if r["scenario"]["frags"] == 0]
+    (check,) = [c for c in check_results(sweep, results) if c.name == "w"]
+    assert (check.status, check.failed) == ("N/A", False)
+    assert _finish(sweep, results, tmp_path / "out", len(results), 1.0, False) == 0
+    assert "N/A" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_optional_must_be_true_or_false():
+    with pytest.raises(
+        ValueError, match=r"expect 1 \('lr'\) optional: must be true or false, got 'yes'"
+    ):
+        parse_sweep(sweep_with(expect=[{"kind": "line_rate", "name": "lr", "optional": "yes"}]))

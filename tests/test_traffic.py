@@ -15,7 +15,10 @@ from macdma.sim.scenario import ACK_FRAME_BYTES, Scenario, compute_metrics
         ({"traffic": "tcp"}, "traffic must be one of pktgen, udp, stream, forward, rr; got 'tcp'"),
         ({"traffic": "stream", "direction": "rx"}, "traffic stream moves frames both ways"),
         ({"traffic": "forward", "frags": 1}, "traffic forward sends single-buffer frames"),
-        ({"traffic": "udp", "window": 8}, "window 8 is only used by traffic stream or forward"),
+        (
+            {"traffic": "udp", "window": 8},
+            "window 8 has no effect unless traffic is stream or forward",
+        ),
         ({"rate_mbps": 200, "link_mbps": 100}, "rate_mbps 200 is above the link's 100 Mb/s"),
         ({"rate_mbps": -1.0}, "rate_mbps must be 0..1000 Mb/s"),
         ({"window": 0, "traffic": "stream"}, "window must be 1..4096 frames; got 0"),

@@ -6,10 +6,10 @@ settings that belong with the set-up it stands for. The format is documented in
 docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
 
     description = "66 MHz MicroBlaze, custom MAC/DMA IP"   # optional
-    clock_mhz = 66.0                                       # required, > 0
-    cores = 1                                              # optional, whole >= 1 (1)
+    clock_mhz = 66.0                                       # required, 1..10000
+    cores = 1                                              # optional, whole 1..64 (1)
 
-    [costs]                # required: every CpuCosts field, CPU cycles, >= 0
+    [costs]                # required: every CpuCosts field, CPU cycles, 0..1e6
     irq_entry_exit = 750.0
     ...
 
@@ -18,8 +18,11 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
 
 :func:`load_cpu` takes a shipped name (``microblaze-66``) or a path to a ``.toml`` file.
 Every problem stops the load with :class:`CpuFileError`, whose message names the file, the
-key and the value. Pure Python (tomllib): no cocotb, so a sweep or the command line can
-validate a CPU before any simulator starts.
+key and the value. Each number's range is declared once below (:data:`CLOCK_MHZ`,
+:data:`CORES`, :data:`COST_CYCLES`, :data:`DRIVER_LIMITS`) as a
+:class:`~macdma.sim.knobs.Knob`, whose check refuses NaN, infinities and values out of
+range, as the scenario's knobs do. Pure Python (tomllib): no cocotb, so a sweep or the
+command line can validate a CPU before any simulator starts.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any
 
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig
+
+from ..knobs import Knob
 
 __all__ = [
     "CPU_DIR",
@@ -53,6 +58,19 @@ CPU_SUFFIX = ".toml"
 DRIVER_SETTINGS = ("housekeeping_hz", "tx_clean_budget", "dma_poll_us")
 
 _TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "driver")
+
+#: Most cores a CPU file may give (the scenario's core knobs take the same bound).
+MAX_CORES = 64
+#: The CPU clock: below 1 MHz a run would crawl for hours; above 10 GHz no CPU runs.
+CLOCK_MHZ = Knob(float, "the CPU clock", unit="MHz", low=1, high=10_000)
+CORES = Knob(int, "cores", low=1, high=MAX_CORES)
+#: One cost constant: the shipped files' largest is ~43,000 cycles; a million cycles for
+#: one unit of driver work (a packet, a byte) is no CPU's and would never finish a run.
+COST_CYCLES = Knob(float, "a cost", unit="CPU cycles", low=0, high=1_000_000)
+#: Ranges of the numeric ``[driver]`` settings beyond DriverConfig's own checks (which
+#: take any positive tick rate, infinity included).
+DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="Hz", low=1,
+                                         high=100_000)}  # fmt: skip
 
 
 class CpuFileError(ValueError):
@@ -130,13 +148,8 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
 
     if "clock_mhz" not in document:
         raise CpuFileError(f"{where}: clock_mhz is missing (the CPU clock in MHz, a number > 0)")
-    clock_mhz = document["clock_mhz"]
-    if not _is_number(clock_mhz) or not clock_mhz > 0:
-        raise fail("clock_mhz", clock_mhz, "must be a number > 0 (MHz)")
-
-    cores = document.get("cores", 1)
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
-        raise fail("cores", cores, "must be a whole number >= 1")
+    clock_mhz = _checked(CLOCK_MHZ, "clock_mhz", document["clock_mhz"], fail)
+    cores = _checked(CORES, "cores", document.get("cores", 1), fail)
 
     description = document.get("description", "")
     if not isinstance(description, str):
@@ -158,8 +171,13 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
     )
 
 
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float))
+def _checked(declared: Knob, key: str, value: Any, fail) -> Any:
+    """``value`` if ``declared`` takes it, else the :class:`CpuFileError` naming ``key``."""
+    try:
+        return declared.check(key, value)
+    except ValueError:
+        kind = "a whole number" if declared.kind is int else "a number"
+        raise fail(key, value, f"must be {kind}, {declared.limit_text()}") from None
 
 
 def _costs(table: Any, fail, where: str) -> CpuCosts:
@@ -171,10 +189,7 @@ def _costs(table: Any, fail, where: str) -> CpuCosts:
     for key, value in table.items():
         if key not in names:
             raise fail(f"costs.{key}", value, f"unknown cost (the costs are: {', '.join(names)})")
-        if not _is_number(value):
-            raise fail(f"costs.{key}", value, "must be a number of CPU cycles")
-        if value < 0:
-            raise fail(f"costs.{key}", value, "a cost must be >= 0 CPU cycles")
+        _checked(COST_CYCLES, f"costs.{key}", value, fail)
     missing = [name for name in names if name not in table]
     if missing:
         raise CpuFileError(
@@ -194,6 +209,8 @@ def _driver_settings(table: Any, fail) -> dict[str, Any]:
                 value,
                 f"not a driver setting of a CPU file (those are: {', '.join(DRIVER_SETTINGS)})",
             )
+        if key in DRIVER_LIMITS:
+            _checked(DRIVER_LIMITS[key], f"driver.{key}", value, fail)
         try:
             DriverConfig(**{key: value})  # DriverConfig's own range and type checks
         except ValueError as error:

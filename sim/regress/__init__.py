@@ -26,7 +26,7 @@ them, and Ctrl-C keeps what finished. Every run is recorded in the results datab
 
 from __future__ import annotations
 
-from .command import DEFAULT_OUT, add_regress_parser, run_regress
+from .command import add_regress_parser, default_out, run_regress
 from .expectations import CheckResult, Expectation, check_all_points_intact, check_results
 from .field_reports import Condition, field_report_rows, write_field_reports_json
 from .keys import PACKAGE_ROOT, SCENARIO_FIELDS, UNHASHED_FIELDS, point_key, source_hash
@@ -49,7 +49,6 @@ from .sweep_file import (
 )
 
 __all__ = [
-    "DEFAULT_OUT",
     "DEFAULT_SWEEP",
     "FIELD_REPORTS_SWEEP",
     "METRICS",
@@ -68,6 +67,7 @@ __all__ = [
     "add_regress_parser",
     "check_all_points_intact",
     "check_results",
+    "default_out",
     "expand",
     "field_report_rows",
     "load_sweep",

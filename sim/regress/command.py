@@ -6,26 +6,30 @@ and exit 1 when a point failed or an assertion broke."""
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..outputs import unwritable_reason
 from ..progress import duration_text
+from ..runner import SimulatorBuildError
+from ..verilog import build_dir
 from .expectations import check_results
 from .failures import failure_lines
 from .field_reports import field_report_rows, write_field_reports_json
 from .keys import source_hash
 from .plots import plot_experiment
 from .points import expand, plan
-from .pool import run_points
+from .pool import build_models, run_points
 from .report import write_report
 from .results_csv import write_csv
 from .selection import ok
 from .sweep_file import DEFAULT_SWEEP, QUICK_SWEEP, Sweep, load_sweep
-
-DEFAULT_OUT = Path("build") / "regress"
 
 
 def add_regress_parser(commands) -> None:
@@ -48,7 +52,7 @@ def add_regress_parser(commands) -> None:
     regress.add_argument("--quick", action="store_true", help="the small CI sweep (quick.toml)")
     regress.add_argument("--sim", choices=SIMULATORS, help="override the sweep's simulator")
     regress.add_argument(
-        "--out", type=Path, help=f"output folder (default: {DEFAULT_OUT}/<sweep name>)"
+        "--out", type=Path, help=f"output folder (default: {build_dir() / 'regress'}/<sweep name>)"
     )
     regress.add_argument("--force", action="store_true", help="rerun points already done")
     regress.add_argument(
@@ -74,8 +78,7 @@ def add_regress_parser(commands) -> None:
 
 
 def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ..cluster import ClusterError, DaskPool, LocalPool
-    from ..results_db import ResultsDb, ResultsDbError, load_run, run_set_of
+    from ..results_db import ResultsDb, ResultsDbError, load_run
 
     if args.sweep is not None and args.quick:
         parser.error("give a sweep file or --quick, not both")
@@ -93,9 +96,72 @@ def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         baseline = load_run(args.baseline, args.db) if args.baseline else None
     except ValueError as error:  # ResultsDbError is a ValueError
         parser.error(str(error))
-    out = args.out or DEFAULT_OUT / sweep.name
+    out = args.out or default_out(sweep.name)
+    problem = unwritable_reason(out, folder=True)
+    if problem is not None:
+        parser.error(f"cannot write the results to {out}: {problem}")
+    try:
+        with ResultsDb(args.db) as db:
+            db.check_writable()
+    except ResultsDbError as error:
+        parser.error(str(error))
+    try:
+        with output_lock(out):
+            return _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline)
+    except OutputBusy as busy:
+        parser.error(str(busy))
+
+
+def default_out(sweep_name: str) -> Path:
+    """``regress/<sweep name>`` under the build root (the repository's build/, or
+    MACDMA_BUILD_DIR), whatever folder the command runs from."""
+    return build_dir() / "regress" / sweep_name
+
+
+class OutputBusy(RuntimeError):
+    """Another ``macdma regress`` writes to the same output folder."""
+
+
+LOCK_NAME = ".regress.lock"
+
+
+@contextmanager
+def output_lock(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock for the with-block: two runs into one folder would overwrite
+    each other's points and report. :class:`OutputBusy` names the other run's process."""
     out.mkdir(parents=True, exist_ok=True)
-    todo, done = plan(points, out, force=args.force)
+    lock_path = out / LOCK_NAME
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise OutputBusy(
+                f"another macdma regress ({holder}) is writing to {out}: wait for it to "
+                "finish, or give another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(
+            f"pid {os.getpid()}, started {datetime.now(UTC).isoformat(timespec='seconds')}"
+        )
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline) -> int:
+    """The run of :func:`run_regress` once its outputs are checked and locked."""
+    from ..cluster import ClusterError, DaskPool, LocalPool
+    from ..results_db import ResultsDb, ResultsDbError, run_set_of
+
+    def unusable(path: Path, reason: str) -> None:
+        print(f"note: {path} cannot be used ({reason}): its point runs again", file=sys.stderr)
+
+    todo, done = plan(points, out, force=args.force, on_unusable=unusable)
     started_utc = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.monotonic()
     interrupted = False
@@ -113,6 +179,14 @@ def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         flush=True,
     )
     if todo:
+        if not args.scheduler:  # a cluster's workers build their own models
+            try:
+                build_models([p.scenario for p in todo], out / "logs")
+            except SimulatorBuildError as error:
+                pool.close()
+                print(f"macdma regress failed: {error}\nlog: {error.details_path}",
+                      file=sys.stderr)  # fmt: skip
+                return 1
         interrupted = run_points(todo, done, out, sources, pool)
     wall = time.monotonic() - started
     results = [done[p.key] for p in points if p.key in done]
@@ -135,6 +209,8 @@ def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except ResultsDbError as error:
         print(f"macdma regress: not recorded: {error}", file=sys.stderr)
         code = code or 1
+    if interrupted:
+        print("macdma regress: interrupted", file=sys.stderr)
     return code
 
 
@@ -190,6 +266,6 @@ def _finish(
     )
     if interrupted:
         return 130
-    if failed or any(c.status == "FAIL" for c in checks):
+    if failed or any(c.failed for c in checks):
         return 1
     return 0

@@ -3,7 +3,8 @@ file (``[[experiment.expect]]``, docs/regression.md), the calibration expectatio
 field-report conditions, and the one built-in check every sweep gets
 (:func:`check_all_points_intact`), and the window check of a sweep that sets
 ``min_tx_window_frames`` (:func:`check_tx_windows`). The report lists each with PASS/FAIL/N/A and
-``macdma regress`` exits 1 on a FAIL.
+``macdma regress`` exits 1 on a FAIL, and on an N/A (nothing to compare: the expectation
+proved nothing) unless the sweep file marks the expectation ``optional = true``.
 
 Kinds (``kind = ...``):
 
@@ -33,14 +34,25 @@ from .selection import at_text, check_at, declaration_error, grouped, ok, select
 LINE_RATE_PCT = 99.0
 
 
+#: The detail of a required expectation that had nothing to compare.
+REQUIRED_NOTE = "; required: it fails the run (optional = true in the sweep file if expected)"
+
+
 @dataclass(frozen=True)
 class CheckResult:
-    """One assertion's outcome: ``status`` is PASS, FAIL or N/A (no point it applies to)."""
+    """One assertion's outcome: ``status`` is PASS, FAIL or N/A (no point it applies to);
+    ``optional`` is True when an N/A is allowed (the sweep file's ``optional = true``)."""
 
     name: str
     statement: str
     status: str
     detail: str
+    optional: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """A FAIL, or an N/A of a required check: either fails ``macdma regress``."""
+        return self.status == "FAIL" or (self.status == "N/A" and not self.optional)
 
 
 def _status(compared: bool, bad: list) -> str:
@@ -55,12 +67,14 @@ def _number(value: float) -> str:
 class Expectation:
     """A declared expectation of one experiment: ``name`` (unique in the sweep), ``at``
     (the points it applies to: scenario field -> value; empty = all of them), ``context``
-    (what the statement opens with; default the experiment and ``at``)."""
+    (what the statement opens with; default the experiment and ``at``), ``optional``
+    (an N/A, nothing to compare, does not fail the run)."""
 
     name: str
     experiment: str
     at: dict = field(default_factory=dict)
     context: str = ""
+    optional: bool = False
 
     def statement(self) -> str:  # pragma: no cover - every kind defines it
         raise NotImplementedError
@@ -73,7 +87,10 @@ class Expectation:
 
     def _result(self, compared: bool, bad: list[str], good: str) -> CheckResult:
         detail = "; ".join(bad) if bad else (good if compared else "no finished point applies")
-        return CheckResult(self.name, self.statement(), _status(compared, bad), detail)
+        if not compared and not self.optional:
+            detail += REQUIRED_NOTE
+        return CheckResult(self.name, self.statement(), _status(compared, bad), detail,
+                           self.optional)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -250,7 +267,7 @@ def parse_expectation(
     if not isinstance(name, str) or not name:
         raise declaration_error(f"{where} name", f"must be a non-empty string, got {name!r}")
     where = f"{where} ({name!r})"
-    allowed = {"kind", "name", "at", *KIND_KEYS[kind]}
+    allowed = {"kind", "name", "at", "optional", *KIND_KEYS[kind]}
     extra = sorted(set(table) - allowed)
     if extra:
         raise declaration_error(
@@ -264,7 +281,10 @@ def parse_expectation(
             raise declaration_error(where, f"kind {kind!r} needs {key!r}")
         values[key] = table.get(key, default)
     at = check_at(where, table.get("at", {}), sweep, base)
-    common = {"name": name, "experiment": experiment, "at": at}
+    optional = table.get("optional", False)
+    if not isinstance(optional, bool):
+        raise declaration_error(f"{where} optional", f"must be true or false, got {optional!r}")
+    common = {"name": name, "experiment": experiment, "at": at, "optional": optional}
     if "metric" in values and values["metric"] not in METRICS:
         raise declaration_error(
             f"{where} metric",

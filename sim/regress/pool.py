@@ -69,6 +69,40 @@ def worker_init() -> None:
     signal.signal(signal.SIGINT, lambda signum, frame: None)
 
 
+def build_models(scenarios: list[Scenario], log_folder: Path) -> None:
+    """Build (or find in the cache) every simulator model *scenarios* run on, here, before
+    the pool starts: shown with its progress (sim/progress.py ``showing_build``) on
+    stderr, the compiler's output in ``log_folder/build-<sim>-<top>.log``. Left to the
+    workers, one would build while the others wait on its lock, all in silence.
+    Raises :class:`~macdma.sim.runner.SimulatorBuildError` (its ``details_path`` the log)."""
+    from ..progress import showing_build, stream_copy
+    from ..runner import SimulatorBuildError, announcing_builds, build_model, output_to_log
+    from ..scenario import scenario_top
+
+    models = {}
+    for scenario in scenarios:
+        top, params = scenario_top(scenario)
+        key = (scenario.sim, top, tuple(sorted(params.items())), scenario.waves)
+        models.setdefault(key, (scenario.sim, top, params, scenario.waves))
+    display = stream_copy(sys.stderr)
+    live = display.isatty()
+
+    def listener(sim: str, top: str, estimate: float, rebuild: bool):
+        return showing_build(sim, top, estimate, rebuild, stream=display, live=live)
+
+    try:
+        for sim, top, params, waves in models.values():
+            log_path = log_folder / f"build-{sim}-{top}.log"
+            try:
+                with announcing_builds(listener), output_to_log(log_path):
+                    build_model(sim, top, params=params, waves=waves)
+            except SimulatorBuildError as error:
+                error.details_path = log_path
+                raise
+    finally:
+        display.close()
+
+
 def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> bool:
     """Run ``todo`` on ``pool`` (sim/cluster.py), storing each result as it arrives (and
     the log a remote worker sent back); True when interrupted."""
@@ -79,23 +113,31 @@ def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> 
         log_path = out / "logs" / f"{p.key}.log"
         futures[pool.submit(p.scenario.to_json(), p.key, log_path, expected)] = p
     pending = set(futures)
+
+    def keep(future, point: Point, result: dict) -> None:
+        log = result.pop("log", None)
+        if log is not None:
+            log_path = out / "logs" / f"{point.key}.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.write_text(log)
+        done[point.key] = store(out, point, result, sources)
+        bar.advance(point.scenario.describe(), result["status"] == "ok")
+
     try:
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                point = futures[future]
                 try:
                     result = future.result()
                 except Exception as error:  # a worker died or the task was lost
                     result = {"status": "failed", "error": f"worker: {error!r}"}
-                log = result.pop("log", None)
-                if log is not None:
-                    log_path = out / "logs" / f"{point.key}.log"
-                    log_path.parent.mkdir(parents=True, exist_ok=True)
-                    log_path.write_text(log)
-                done[point.key] = store(out, point, result, sources)
-                bar.advance(point.scenario.describe(), result["status"] == "ok")
+                keep(future, futures[future], result)
     except KeyboardInterrupt:
+        # Ctrl-C ended the workers (sim/interrupts.py). A point that finished before it
+        # and was not collected yet is kept; one the interrupt cut short is not a result.
+        for future in [f for f in pending if f.done() and not f.cancelled()]:
+            if future.exception() is None and future.result().get("status") == "ok":
+                keep(future, futures[future], future.result())
         bar.close()
         print(
             f"\ninterrupted: {bar.done} points finished and kept; re-run to do the rest",
