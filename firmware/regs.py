@@ -436,8 +436,9 @@ RX_FIFO_OVERFLOWS_MASK = 0xFFFFFFFF
 # RX_RESET_DISCARDS (0x1C0)
 # Frames a CTRL.reset discarded after the channel took their first beat from the RX FIFO and
 # before any of their descriptors was written back (the driver never sees them); a frame with a
-# descriptor already written back is left to the driver (an SOP without its EOP). 16-bit
-# counter, wraps; cleared by reset only (CTRL.reset does not clear it).
+# descriptor already written back is left to the driver (an SOP without its EOP), and one
+# already counted as cut short (FIFO_OVERFLOWS, DROPS) is not counted again. 16-bit counter,
+# wraps; cleared by reset only (CTRL.reset does not clear it).
 RX_RESET_DISCARDS = 0x1C0
 RX_RESET_DISCARDS_SHIFT = 0
 RX_RESET_DISCARDS_WIDTH = 16

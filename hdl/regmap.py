@@ -115,7 +115,8 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
         else "Frames a CTRL.reset discarded after the channel took their first beat from the "
         "RX FIFO and before any of their descriptors was written back (the driver never "
         "sees them); a frame with a descriptor already written back is left to the driver "
-        "(an SOP without its EOP)."
+        "(an SOP without its EOP), and one already counted as cut short (FIFO_OVERFLOWS, "
+        "DROPS) is not counted again."
     )
     registers = (
         Register(
