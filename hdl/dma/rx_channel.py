@@ -84,7 +84,10 @@ class RxDmaChannel(DmaChannel):
         ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
         their descriptors had been written back and they had not been dropped (``drops``).
         A frame with a descriptor written back is the driver's to drop (an SOP without its
-        EOP). Wraps; kept across CTRL.reset.
+        EOP); a frame already counted as lost, cut short by the RX FIFO (``overflow`` on
+        its last beat: ``fifo_overflows``) or truncated by the ring (``drops``), is not
+        counted again (a frame partly taken at the reset is decided at its last beat, when
+        it is skipped). Wraps; kept across CTRL.reset.
     regs.fifo_overflows (driven)
         ``fifo_overflows``, passed on.
     sys_clk_mhz : In(IRQ_SYS_CLK_MHZ's width)
