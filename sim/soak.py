@@ -161,10 +161,10 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
         for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
             totals[key] += seg[key]
-        for name, balance in segment_balances(seg).items():
+        for name, (lost, twice) in segment_balances(seg).items():
             # Segment by segment: a loss in one never cancels a double count in another.
-            totals[f"{name}_lost"] += max(balance, 0)
-            totals[f"{name}_counted_twice"] += max(-balance, 0)
+            totals[f"{name}_lost"] += lost
+            totals[f"{name}_counted_twice"] += twice
     coverage = summary["coverage"] if summary else {}
     return {
         "commit": source_commit(),
@@ -184,10 +184,13 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
     }
 
 
-def segment_balances(segment: dict) -> dict[str, int]:
-    """A segment's frames neither delivered nor counted, per direction (the bench's own
-    balance): positive, lost silently; negative, counted twice."""
-    return {"tx": segment["tx_balance"], "rx": segment["rx_balance"]}
+def segment_balances(segment: dict) -> dict[str, tuple[int, int]]:
+    """A segment's frames lost silently and counted twice, per direction, from the bench's
+    own balance (positive: lost; negative: counted twice) and its RX frames delivered more
+    than once."""
+    tx, rx = segment["tx_balance"], segment["rx_balance"]
+    duplicates = segment.get("rx_duplicates", 0)
+    return {"tx": (max(tx, 0), max(-tx, 0)), "rx": (max(rx, 0), max(-rx, 0) + duplicates)}
 
 
 def balance_problems(report: dict) -> list[str]:

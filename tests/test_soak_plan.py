@@ -271,3 +271,12 @@ def test_the_summary_names_the_commit_it_ran_on():
 def test_a_planted_bug_must_be_one_the_bench_knows():
     with pytest.raises(ValueError, match="plant must be one of double-count, lost-frame"):
         SoakConfig(frames=10, plant="gremlin")
+
+
+def test_a_frame_delivered_twice_is_counted_twice_even_when_the_balance_is_even():
+    """The bench's balance counts each RX frame delivered once (so its wait for the
+    segment's frames does not end one early); a second delivery is counted twice on its
+    own."""
+    report = summarise(SoakConfig(frames=1000, seed=4), [_segment_record(0, rx_duplicates=1)], 1.0)
+    assert report["totals"]["rx_counted_twice"] == 1
+    assert balance_problems(report) == ["RX: counted twice: 1"]
