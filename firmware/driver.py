@@ -851,6 +851,11 @@ class MacDmaDriver:
         # Called with the ring slot of the first descriptor of each frame a TX channel
         # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
         self.on_tx_dropped: Callable[[int], None] | None = None
+        # TX_FRAMES and tx_packets when the driver last matched them (open, TX recovery):
+        # TX_FRAMES counts every frame the driver must count sent, those whose write-back
+        # never landed included (_reap_tx_sent_unwritten).
+        self._tx_frames_synced = 0
+        self._tx_packets_synced = 0
         self._phc_ns = 0  # the last PHC reading, to extend 32-bit descriptor times
         self._phc_fresh = False  # read in this poll / clean already
         self.stats = DriverStats()
@@ -943,15 +948,18 @@ class MacDmaDriver:
 
     # -- ndo_open / ndo_stop -----------------------------------------------------------------
 
-    async def open(self) -> None:
+    async def open(self, *, atomic: bool = False) -> None:
         """ndo_open: reset, allocate and program the rings, post RX buffers, enable IRQs,
-        start both channels."""
+        start both channels. ``atomic``: called with the TX locks held in softirq context
+        (the reset task, :meth:`reset_device`), so the wait for the channel resets
+        busy-polls (:meth:`_wait_reset_done`)."""
         cfg = self.config
         # Quiesce: both channels stopped and reset (HEAD = 0), no interrupt, stale causes acked.
         await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
         await self._mmio_write(regs.RX_CTRL, regs.RX_CTRL_RESET_MASK)
-        await self._wait_reset_done(TX_REGS, atomic=False)
-        await self._wait_reset_done(RX_REGS, atomic=False)
+        await self._wait_reset_done(TX_REGS, atomic=atomic)
+        await self._wait_reset_done(RX_REGS, atomic=atomic)
+        await self._sync_tx_frames()
         await self._mmio_write(regs.IRQ_ENABLE, 0)
         await self._mmio_write(regs.IRQ_STATUS, _ALL_CAUSES)
 
@@ -1096,7 +1104,9 @@ class MacDmaDriver:
             await self._rx_poll_locked(None, refill=False)
             if rx.partial is not None:
                 self.stats.rx_dropped += 1
-            await self.open()
+            # With the TX locks held: a sleeping wait for the channel resets would give
+            # the core to an xmit spinning on them, for good.
+            await self.open(atomic=True)
             self._wake_queue()
         finally:
             rx.clean_lock.release()
@@ -1532,6 +1542,7 @@ class MacDmaDriver:
             await self._mmio_write(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
             await self._wait_reset_done(TX_REGS)
             await self._tx_clean_locked(None)
+            await self._reap_tx_sent_unwritten()
             self._drop_tx_queued()
             tx.clear()
             await self._mmio_write(regs.TX_TAIL, 0)
@@ -1540,6 +1551,38 @@ class MacDmaDriver:
         finally:
             tx.clean_lock.release()
             tx.xmit_lock.release()
+
+    async def _sync_tx_frames(self) -> int:
+        """Read TX_FRAMES and note it with ``tx_packets`` (all the frames it counted are
+        reaped at this point); returns how many more it counted than were reaped since the
+        last sync."""
+        frames = await self._mmio_read(regs.TX_FRAMES)
+        counted = (frames - self._tx_frames_synced) % (1 << 32)
+        reaped = self.stats.tx_packets - self._tx_packets_synced
+        self._tx_frames_synced, self._tx_packets_synced = frames, self.stats.tx_packets
+        return counted - reaped
+
+    async def _reap_tx_sent_unwritten(self) -> None:
+        """After a TX channel reset, once the frames written back are reaped: the frames
+        the MAC started whose EOP write-back never landed (it failed, or the reset dropped
+        it) are on the wire, or cut there and counted in TX_DROPS. TX_FRAMES counts them
+        (docs/descriptors.md, "Channel reset"); they are the oldest still queued (frames
+        start and complete in ring order), so reap that many as sent, not dropped."""
+        tx = self._opened_tx()
+        sent = await self._sync_tx_frames()
+        # Never more than are queued: a device whose TX_FRAMES does not follow the contract
+        # leaves the rest to _drop_tx_queued.
+        while sent > 0 and tx.next_to_clean != tx.next_to_use:
+            sent -= 1
+            head = tx.buffers[tx.next_to_clean]
+            assert head.eop_index is not None
+            head.hw_timestamp = False  # its time was in the write-back that never landed
+            await self._charge("tx_clean_per_descriptor", head.descriptors)
+            self.stats.tx_packets += 1
+            self.stats.tx_bytes += head.frame_bytes
+            tx.next_to_clean = tx.next(head.eop_index)
+            head.eop_index = None
+        self._tx_packets_synced = self.stats.tx_packets
 
     def _drop_tx_queued(self) -> None:
         """Drop and count (``tx_dropped``) every frame posted and not reaped."""

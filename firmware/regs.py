@@ -266,7 +266,11 @@ TX_BYTES_WIDTH = 32
 TX_BYTES_MASK = 0xFFFFFFFF
 
 # TX_FRAMES (0x134)
-# Frames completed. 32-bit counter, wraps; cleared by reset only.
+# Frames the driver counts sent: EOP write-backs that landed OKAY (late ones, landing after a
+# CTRL.reset, included) and, once a CTRL.reset is over (STATUS.resetting 0), the frames the MAC
+# started whose EOP write-back never landed (their descriptors keep own: a driver reaps as sent
+# as many of its oldest unreaped frames as FRAMES moved by beyond the frames it reaped). 32-bit
+# counter, wraps; cleared by reset only.
 TX_FRAMES = 0x134
 TX_FRAMES_SHIFT = 0
 TX_FRAMES_WIDTH = 32
@@ -274,9 +278,9 @@ TX_FRAMES_MASK = 0xFFFFFFFF
 
 # TX_DROPS (0x138)
 # TX frames cut short on the wire (an underrun: a CTRL.reset flushed the TX FIFO under the
-# frame, or cut-through data did not arrive in time) whose EOP descriptor was written back (the
-# driver counts them sent), counted when the write-back lands (after the reset for one already
-# on the bus). A cut frame whose write-back never landed keeps own: the driver drops and counts
+# frame, or cut-through data did not arrive in time) that the driver counts sent (written back,
+# or counted in FRAMES), counted when the MAC reports the cut. A frame the channel itself ended
+# with an error beat is not counted: its descriptor keeps own and the driver drops and counts
 # it, so each lost frame counts once. STATS_TX_UNDERRUNS counts every cut on the wire. 32-bit
 # counter, wraps; cleared by reset only.
 TX_DROPS = 0x138
@@ -429,7 +433,7 @@ RX_BYTES_WIDTH = 32
 RX_BYTES_MASK = 0xFFFFFFFF
 
 # RX_FRAMES (0x1B4)
-# Frames completed. 32-bit counter, wraps; cleared by reset only.
+# Frames completed (EOP write-back landed OKAY). 32-bit counter, wraps; cleared by reset only.
 RX_FRAMES = 0x1B4
 RX_FRAMES_SHIFT = 0
 RX_FRAMES_WIDTH = 32
@@ -456,8 +460,9 @@ RX_FIFO_OVERFLOWS_MASK = 0xFFFFFFFF
 # RX_RESET_DISCARDS (0x1C0)
 # Frames a CTRL.reset discarded after the channel took their first beat from the RX FIFO and
 # before any of their descriptors was written back (the driver never sees them); a frame with a
-# descriptor already written back is left to the driver (an SOP without its EOP). 16-bit
-# counter, wraps; cleared by reset only (CTRL.reset does not clear it).
+# descriptor already written back is left to the driver (an SOP without its EOP), and one
+# already counted as cut short (FIFO_OVERFLOWS, DROPS) is not counted again. 16-bit counter,
+# wraps; cleared by reset only (CTRL.reset does not clear it).
 RX_RESET_DISCARDS = 0x1C0
 RX_RESET_DISCARDS_SHIFT = 0
 RX_RESET_DISCARDS_WIDTH = 16

@@ -82,10 +82,10 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
     tx = direction == "TX"
     drops_doc = (
         "TX frames cut short on the wire (an underrun: a CTRL.reset flushed the TX FIFO "
-        "under the frame, or cut-through data did not arrive in time) whose EOP descriptor "
-        "was written back (the driver counts them sent), counted when the write-back lands "
-        "(after the reset for one already on the bus). A cut frame whose write-back never "
-        "landed keeps own: the driver drops and counts it, so each lost frame counts once. "
+        "under the frame, or cut-through data did not arrive in time) that the driver counts "
+        "sent (written back, or counted in FRAMES), counted when the MAC reports the cut. A "
+        "frame the channel itself ended with an error beat is not counted: its descriptor "
+        "keeps own and the driver drops and counts it, so each lost frame counts once. "
         "STATS_TX_UNDERRUNS counts every cut on the wire."
         if tx
         else "RX frames lost because no descriptor was owned by the DMA: dropped whole, or "
@@ -98,6 +98,15 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
         else "RX frames the RX FIFO cut short (delivered with rx_truncated) or lost whole "
         "because it overflowed."
     )
+    frames_doc = (
+        "Frames the driver counts sent: EOP write-backs that landed OKAY (late ones, landing "
+        "after a CTRL.reset, included) and, once a CTRL.reset is over (STATUS.resetting 0), "
+        "the frames the MAC started whose EOP write-back never landed (their descriptors "
+        "keep own: a driver reaps as sent as many of its oldest unreaped frames as FRAMES "
+        "moved by beyond the frames it reaped)."
+        if tx
+        else "Frames completed (EOP write-back landed OKAY)."
+    )
     discards_doc = (
         "Frames a CTRL.reset discarded from the TX FIFO after their EOP descriptor was "
         "written back (the driver counts them sent) and before the MAC took their first "
@@ -106,7 +115,8 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
         else "Frames a CTRL.reset discarded after the channel took their first beat from the "
         "RX FIFO and before any of their descriptors was written back (the driver never "
         "sees them); a frame with a descriptor already written back is left to the driver "
-        "(an SOP without its EOP)."
+        "(an SOP without its EOP), and one already counted as cut short (FIFO_OVERFLOWS, "
+        "DROPS) is not counted again."
     )
     registers = (
         Register(
@@ -144,8 +154,9 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
                     (3, 1),
                     "ro",
                     doc="1 from a CTRL.reset until the channel has finished the AXI "
-                    "transaction in flight and reset its state; post descriptors again only "
-                    "once it reads 0 (a burst still in flight could land in them).",
+                    "transaction in flight and reset its state (TX: and the TX FIFO's flush "
+                    "is over and FRAMES has counted what it left); post descriptors again "
+                    "only once it reads 0 (a burst still in flight could land in them).",
                 ),
                 Field(
                     "error_code",
@@ -226,7 +237,7 @@ def _dma_channel_block(name: str, base: int, direction: str) -> Block:
             f"descriptor fetches and write-backs are not counted. {_COUNTER_DOC}",
         ),
         _whole("BYTES", 0x30, "ro", f"Frame data bytes moved. {_COUNTER_DOC}"),
-        _whole("FRAMES", 0x34, "ro", f"Frames completed. {_COUNTER_DOC}"),
+        _whole("FRAMES", 0x34, "ro", f"{frames_doc} {_COUNTER_DOC}"),
         _whole("DROPS", 0x38, "ro", f"{drops_doc} {_COUNTER_DOC}"),
         _whole("FIFO_OVERFLOWS", 0x3C, "ro", f"{overflow_doc} {_COUNTER_DOC}"),
         _whole(

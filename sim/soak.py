@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -111,6 +112,27 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
+def source_commit() -> str:
+    """The commit the run's RTL and bench come from: ``git rev-parse --short HEAD`` of
+    this checkout, with "-dirty" when tracked files differ from it; "unknown" outside a
+    git checkout (figures in the docs name it)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+        )
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0:
+            return "unknown"
+        dirty = git("diff", "--quiet", "HEAD", "--").returncode != 0
+    except OSError:  # no git on this machine
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
 def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> dict:
     """Totals over the segments the bench recorded, the coverage and the fault table."""
     segments = [r for r in records if r["kind"] == "segment"]
@@ -127,6 +149,8 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         {key: 0 for key in ("tx_frames", "rx_frames", "tx_bytes", "rx_bytes", "tx_on_wire")}
     )
     totals.update({"rx_delivered": 0, "rx_dropped_counted": 0, "tx_dropped_counted": 0})
+    for name in ("tx", "rx"):
+        totals.update({f"{name}_lost": 0, f"{name}_counted_twice": 0})
     for seg in segments:
         for key in ("tx_frames", "rx_frames", "rx_delivered", "rx_dropped_counted"):
             totals[key] += seg[key]
@@ -142,8 +166,13 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         totals["rx_bad_flagged"] += seg.get("rx_bad_flagged", 0)
         for key in ("tx_bytes", "rx_bytes", "problem_count", "sim_ns"):
             totals[key] += seg[key]
+        for name, (lost, twice) in segment_balances(seg).items():
+            # Segment by segment: a loss in one never cancels a double count in another.
+            totals[f"{name}_lost"] += lost
+            totals[f"{name}_counted_twice"] += twice
     coverage = summary["coverage"] if summary else {}
     return {
+        "commit": source_commit(),
         "seed": config.seed,
         "frames_per_direction": config.frames,
         "faults_requested": list(config.faults),
@@ -158,6 +187,45 @@ def summarise(config: SoakConfig, records: list[dict], wall_seconds: float) -> d
         "segments": segments,
         "faults": faults,
     }
+
+
+def segment_balances(segment: dict) -> dict[str, tuple[int, int]]:
+    """A segment's frames lost silently and counted twice, per direction, from the bench's
+    own balance (positive: lost; negative: counted twice) and its RX frames delivered more
+    than once."""
+    tx, rx = segment["tx_balance"], segment["rx_balance"]
+    duplicates = segment.get("rx_duplicates", 0)
+    return {"tx": (max(tx, 0), max(-tx, 0)), "rx": (max(rx, 0), max(-rx, 0) + duplicates)}
+
+
+def balance_problems(report: dict) -> list[str]:
+    """Every balance that is not 0, as "<where>: lost silently: N" and "<where>: counted
+    twice: N", per direction and per fault-table row. A run with any of them has failed,
+    whatever else it passed."""
+    places = [(name.upper(), report["totals"], name) for name in ("tx", "rx")]
+    problems = []
+    for where, totals, name in places:
+        for what, key in (("lost silently", "lost"), ("counted twice", "counted_twice")):
+            if totals.get(f"{name}_{key}"):
+                problems.append(f"{where}: {what}: {totals[f'{name}_{key}']}")
+    for row in report["fault_table"]:
+        where = f"{row['class']}/{row['site']}"
+        if row["frames_lost"]:
+            problems.append(f"{where}: lost silently: {row['frames_lost']}")
+        if row.get("frames_counted_twice"):
+            problems.append(f"{where}: counted twice: {row['frames_counted_twice']}")
+    return problems
+
+
+def lost_cell(row: dict) -> str:
+    """A fault-table row's "lost silently" cell: the frames lost, and a double count as
+    "counted twice: N" (never folded into the loss, never clamped to 0)."""
+    parts = []
+    if row["frames_lost"] or not row.get("frames_counted_twice"):
+        parts.append(str(row["frames_lost"]))
+    if row.get("frames_counted_twice"):
+        parts.append(f"counted twice: {row['frames_counted_twice']}")
+    return "; ".join(parts)
 
 
 def wire_fault_detected(segment: dict) -> bool:
@@ -203,6 +271,7 @@ def fault_table(faults: list[dict]) -> list[dict]:
         row["detected"] += bool(fault["detected"])
         row["recovered"] += bool(fault["recovered"])
         row["frames_lost"] += fault["frames_lost"]
+        row["frames_counted_twice"] += fault.get("frames_counted_twice", 0)
         row["frames_dropped_counted"] += fault["frames_dropped_counted"]
         outcomes[key] = fault["outcome"]
     return [
@@ -215,8 +284,9 @@ def format_report(report: dict) -> str:
     """The summary printed at the end of ``macdma soak``."""
     t = report["totals"]
     lines = [
-        f"seed {report['seed']}: {report['segments_run']} of {report['segments_planned']} "
-        f"segments, {'finished' if report['finished'] else 'NOT finished'}",
+        f"seed {report['seed']} on commit {report.get('commit', 'unknown')}: "
+        f"{report['segments_run']} of {report['segments_planned']} segments, "
+        f"{'finished' if report['finished'] else 'NOT finished'}",
         "",
         f"{'direction':<10}{'frames':>9}{'bytes':>13}{'delivered':>11}{'dropped+counted':>17}"
         f"{'lost':>6}",
@@ -237,7 +307,7 @@ def format_report(report: dict) -> str:
     )
     if report["fault_table"]:
         lines += ["", format_fault_table(report["fault_table"])]
-    for problem in report["problems"][:10]:
+    for problem in balance_problems(report) + report["problems"][:10]:
         lines.append(f"problem: {problem}")
     return "\n".join(lines)
 
@@ -245,8 +315,10 @@ def format_report(report: dict) -> str:
 def _direction_row(name: str, totals: dict, delivered_key: str, counted_key: str) -> str:
     frames, size = totals[f"{name}_frames"], totals[f"{name}_bytes"]
     delivered, counted = totals[delivered_key], totals[counted_key]
-    lost = max(0, frames - delivered - counted)
-    return f"{name:<10}{frames:>9,}{size:>13,}{delivered:>11,}{counted:>17,}{lost:>6}"
+    lost = f"{totals.get(f'{name}_lost', 0):>6}"
+    if totals.get(f"{name}_counted_twice"):
+        lost += f"  counted twice: {totals[f'{name}_counted_twice']}"
+    return f"{name:<10}{frames:>9,}{size:>13,}{delivered:>11,}{counted:>17,}{lost}"
 
 
 def format_fault_table(rows: list[dict]) -> str:
@@ -259,7 +331,7 @@ def format_fault_table(rows: list[dict]) -> str:
     for r in rows:
         out.append(
             f"| {r['class']} | {r['site']} | {r['injected']} | {r['detected']} | "
-            f"{r['recovered']} | {r['frames_dropped_counted']} | {r['frames_lost']} | "
+            f"{r['recovered']} | {r['frames_dropped_counted']} | {lost_cell(r)} | "
             f"{r['outcome']} |"
         )
     return "\n".join(out)
@@ -394,5 +466,9 @@ def run_soak_command(args: argparse.Namespace) -> int:
         return 130
     if failed is not None:
         print(f"macdma soak failed: {failed.summary}\nlog: {log_path}", file=sys.stderr)
+        return 1
+    unbalanced = balance_problems(report) if report is not None else []
+    if unbalanced:  # the bench reports these as problems too: never a pass without it
+        print(f"macdma soak failed: {unbalanced[0]}\nlog: {log_path}", file=sys.stderr)
         return 1
     return 0

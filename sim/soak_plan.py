@@ -71,19 +71,28 @@ FAULT_CLASSES = tuple(FAULT_SITES)
 FAULT_SEGMENT_FRAMES = 200  # shorter segments with faults: one fault per segment
 WIRE_FAULT_FRAMES = 3  # bad frames sent at a wire fault (good ones at short-gap: 8)
 
+#: Bugs the bench can plant in the stack it plays (SoakConfig.plant), to show that its
+#: accounting catches them (docs/reliability.md, "Planted faults"): `double-count` hands
+#: the first RX frame delivered intact to the stack twice, `lost-frame` drops it there
+#: with no counter.
+PLANTS = ("double-count", "lost-frame")
+
 SOAK_ENV = "MACDMA_SOAK"  # the SoakConfig as JSON, for the cocotb bench
 RECORD_ENV = "MACDMA_SOAK_RECORD"  # where the bench appends its JSON lines
 
 
 @dataclass(frozen=True)
 class SoakConfig:
-    """One soak run: *frames* per direction, *seed*, *segment_frames* per segment, and the
-    fault classes to inject (sim/soak.py ``FAULT_CLASSES``; empty for a clean soak)."""
+    """One soak run: *frames* per direction, *seed*, *segment_frames* per segment, the
+    fault classes to inject (sim/soak.py ``FAULT_CLASSES``; empty for a clean soak), and
+    *plant*: "" or one of :data:`PLANTS`, a bug the bench plants in its own stack (a
+    self-test of its accounting: the run must fail)."""
 
     frames: int = 50_000
     seed: int = 1
     segment_frames: int = SEGMENT_FRAMES
     faults: tuple[str, ...] = ()
+    plant: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
@@ -98,6 +107,8 @@ class SoakConfig:
             raise ValueError(
                 f"unknown fault class {', '.join(unknown)}: choose from {', '.join(FAULT_CLASSES)}"
             )
+        if self.plant not in ("", *PLANTS):
+            raise ValueError(f"plant must be one of {', '.join(PLANTS)}, not {self.plant!r}")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -334,11 +334,11 @@ def test_open_programs_registers_from_config_and_posts_rx_buffers():
         assert len(addresses) == 7
         assert not ring_desc(p, regs.RX_RING_BASE, 7).own
         assert driver.stats.mmio_writes == len(writes)
-        # Each channel's STATUS read once after the resets (the reset is over: 0), before
-        # anything else is programmed.
-        assert driver.stats.mmio_reads == 2
+        # Each channel's STATUS read once after the resets (the reset is over: 0), then
+        # TX_FRAMES (what a TX recovery compares with), before anything else is programmed.
+        assert driver.stats.mmio_reads == 3
         log = [(kind, off) for kind, off, _ in p.mmio_log]
-        assert log[2:4] == [("r", regs.TX_STATUS), ("r", regs.RX_STATUS)]
+        assert log[2:5] == [("r", regs.TX_STATUS), ("r", regs.RX_STATUS), ("r", regs.TX_FRAMES)]
 
     run(body())
 

@@ -861,3 +861,60 @@ def test_random_traffic_with_concurrent_reaping(seed):
         assert h.seen["frame_done"] == 30
 
     h.run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("cut", "partly_taken", "discards"),
+    [
+        (False, False, 2),  # two whole frames taken, none written back: both discarded
+        (True, False, 1),  # the second was cut short by the RX FIFO: RX_FIFO_OVERFLOWS's
+        (False, True, 2),  # the second partly taken at the reset, its rest skipped
+        (True, True, 1),  # ... and its last beat says the RX FIFO cut it: not counted again
+    ],
+)
+def test_reset_does_not_count_a_frame_already_counted_as_cut(cut, partly_taken, discards):
+    """Two frames taken from ``i`` on a bus so slow that nothing is written back, then
+    CTRL.reset: RX_RESET_DISCARDS counts the frames it discards, but not one the RX FIFO
+    had already cut short (``overflow`` on its last beat: counted in RX_FIFO_OVERFLOWS),
+    whether the channel had taken it whole or the reset came while it was taking it (its
+    rest skipped afterwards, its last beat deciding). Each lost frame counted once (the
+    soak's fault campaign counted such frames twice at an RX halt; issue 36)."""
+    h = Harness(ring_size=8, prefetch=2, ready_prob=0.03, latency=8, seed=23)
+    for idx, (addr, length) in enumerate(buffers(0x3000, [512] * 4)):
+        h.post(idx, addr, length)
+    h.unpost(4)
+    d = h.dut
+
+    async def scenario(ctx):
+        await h.setup(ctx)
+        await h.doorbell(ctx, 4)
+        await h.send(ctx, frame_bytes(h.rng, 120), model=False)
+        second = h.beats(frame_bytes(h.rng, 120), int(cut), int(cut))
+        taken = second[:10] if partly_taken else second
+        for beat in taken:
+            ctx.set(d.i.payload, beat)
+            ctx.set(d.i.valid, 1)
+            for _ in range(5000):
+                _, _, ready = await ctx.tick().sample(d.i.ready)
+                if ready:
+                    break
+            else:
+                raise AssertionError("i not consumed")
+        ctx.set(d.i.valid, 0)
+        assert ctx.get(d.regs.frames) == 0, "a frame was written back: case missed"
+        before = ctx.get(d.regs.reset_discards)
+        await h.reset(ctx, limit=50000)
+        for beat in second[len(taken) :]:  # the rest of a partly taken frame: skipped
+            ctx.set(d.i.payload, beat)
+            ctx.set(d.i.valid, 1)
+            await ctx.tick()
+        ctx.set(d.i.valid, 0)
+        await ctx.tick()
+        assert ctx.get(d.regs.frames) == 0 and ctx.get(d.regs.drops) == 0
+        counted = ctx.get(d.regs.reset_discards) - before
+        assert counted == discards, (
+            f"RX_RESET_DISCARDS moved by {counted}; {discards} of the two frames are its "
+            f"(the second {'cut short by the RX FIFO' if cut else 'intact'})"
+        )
+
+    h.run(scenario)

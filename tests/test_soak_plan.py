@@ -5,6 +5,8 @@ get a sentence naming the value, and the summary, coverage and fault table add u
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,9 +14,11 @@ from hypothesis import strategies as st
 
 from macdma.sim.cli import main
 from macdma.sim.soak import (
+    balance_problems,
     coverage_summary,
     fault_table,
     format_fault_table,
+    format_report,
     parse_faults,
     soak_config,
     summarise,
@@ -36,6 +40,8 @@ from macdma.sim.soak_plan import (
     plan_segments,
     tx_layouts,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_plan_is_a_function_of_the_seed():
@@ -148,6 +154,8 @@ def _segment_record(index: int, problems: int = 0, **extra) -> dict:
         "problem_count": problems,
         "problems": ["bad"] * problems,
         "sim_ns": 5e6,
+        "tx_balance": 0,
+        "rx_balance": 0,
         **extra,
     }
 
@@ -194,6 +202,7 @@ def test_fault_table_counts_per_class_and_site():
             "detected": 2,
             "recovered": 2,
             "frames_lost": 0,
+            "frames_counted_twice": 0,
             "frames_dropped_counted": 6,
             "outcome": "3 RX flagged bad",
         }
@@ -215,3 +224,59 @@ def test_a_wire_fault_is_detected_only_when_the_mac_counted_every_bad_frame():
     fault.update(recovered=True, frames_lost=0, frames_dropped_counted=3, outcome="flagged")
     report = summarise(SoakConfig(frames=2000, seed=1), [segment, {**fault, "detected": True}], 1)
     assert report["fault_table"][0]["detected"] == 0  # read from the counters, not the bench
+
+
+def test_a_double_count_is_never_hidden_in_the_table_or_the_totals():
+    """A negative balance (more frames delivered or counted than sent) prints as "counted
+    twice: N", in its fault-table row and its direction's totals, and is a problem; a loss
+    in the other direction is not netted against it."""
+    segment = _segment_record(5, tx_balance=-1, rx_balance=2)
+    fault = {"kind": "fault", "class": "axi-slverr", "site": "tx-writeback", "segment": 5}
+    fault.update(injected=1, detected=True, recovered=False, frames_dropped_counted=11)
+    fault.update(frames_lost=2, frames_counted_twice=1, outcome="halt tx WRITEBACK_BUS_ERROR")
+    report = summarise(SoakConfig(frames=600, seed=9, faults=("axi-slverr",)), [segment, fault], 1)
+    [row] = report["fault_table"]
+    assert row["frames_lost"] == 2 and row["frames_counted_twice"] == 1
+    assert "| 11 | 2; counted twice: 1 | halt tx" in format_fault_table(report["fault_table"])
+    totals = report["totals"]
+    assert (totals["tx_lost"], totals["tx_counted_twice"]) == (0, 1)
+    assert (totals["rx_lost"], totals["rx_counted_twice"]) == (2, 0)
+    assert balance_problems(report) == [
+        "TX: counted twice: 1",
+        "RX: lost silently: 2",
+        "axi-slverr/tx-writeback: lost silently: 2",
+        "axi-slverr/tx-writeback: counted twice: 1",
+    ]
+    printed = format_report(report)
+    assert "counted twice: 1" in printed.splitlines()[3]  # the TX totals row
+    assert "problem: axi-slverr/tx-writeback: counted twice: 1" in printed
+
+
+def test_a_balanced_run_has_no_balance_problem():
+    report = summarise(SoakConfig(frames=1000, seed=4), [_segment_record(0)], 1.0)
+    assert balance_problems(report) == []
+
+
+def test_the_summary_names_the_commit_it_ran_on():
+    """Figures in the docs name the commit they were measured on: the report (and so
+    --json) and the printed summary's first line carry it."""
+    report = summarise(SoakConfig(frames=1000, seed=4), [_segment_record(0)], 1.0)
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert report["commit"].split("-")[0] == head
+    assert f"seed 4 on commit {report['commit']}:" in format_report(report).splitlines()[0]
+
+
+def test_a_planted_bug_must_be_one_the_bench_knows():
+    with pytest.raises(ValueError, match="plant must be one of double-count, lost-frame"):
+        SoakConfig(frames=10, plant="gremlin")
+
+
+def test_a_frame_delivered_twice_is_counted_twice_even_when_the_balance_is_even():
+    """The bench's balance counts each RX frame delivered once (so its wait for the
+    segment's frames does not end one early); a second delivery is counted twice on its
+    own."""
+    report = summarise(SoakConfig(frames=1000, seed=4), [_segment_record(0, rx_duplicates=1)], 1.0)
+    assert report["totals"]["rx_counted_twice"] == 1
+    assert balance_problems(report) == ["RX: counted twice: 1"]

@@ -676,3 +676,107 @@ def test_reset_mid_fetch_waits_for_the_read_and_forgets_the_batch():
         bench.check_memory()
 
     bench.run(testbench)
+
+
+FLUSH_CYCLES = 24  # the SoC holds the TX FIFO's reset this long (hold, fifo_flushing)
+
+
+@pytest.mark.parametrize(
+    ("case", "frames_counted", "drops"),
+    [
+        # B's EOP write-back fails after the MAC took B whole: B left the wire intact.
+        ("sent", 2, 0),
+        # ... and the reset cuts B on the wire: the driver counts it sent, TX_DROPS cut.
+        ("cut", 2, 1),
+        # B waits in the TX FIFO and the reset flushes it: the driver's to drop.
+        ("unstarted", 1, 0),
+        # B's data read fails: the channel closes it with an error beat; the MAC sends
+        # (or the reset cuts) it bad. Its descriptor keeps own: the driver's, never the
+        # hardware's, even when it is cut.
+        ("error-frame-cut", 1, 0),
+    ],
+)
+def test_frames_the_mac_started_without_a_writeback_have_one_owner(case, frames_counted, drops):
+    """Frame A lands; frame B's EOP write-back fails (its data read, for the error frame)
+    and halts the channel; the driver resets it (the SoC's TX FIFO flush modelled by
+    ``hold`` and ``fifo_flushing``). Once STATUS.resetting reads 0, TX_FRAMES has counted
+    every frame the driver must count sent: A (written back) and B if the MAC started it
+    whole, whose descriptor still has own. The driver's rule (MacDmaDriver._recover_tx):
+    as many of its oldest unreaped frames as TX_FRAMES moved by beyond those reaped are
+    sent, the rest dropped. So a frame that left the wire is never also dropped, and a
+    cut frame counts once: TX_DROPS if the driver counts it sent, else the driver's."""
+    bench = Bench(ring_size=8, seed=31, latency=3)
+    frames = make_frames(bench, [[90], [70, 44]])
+
+    async def testbench(ctx):
+        dut = bench.dut
+        await bench.setup(ctx, prefetch=1)
+        slot = 0
+        for _, frags in frames:
+            for k, (addr, n) in enumerate(frags):
+                bench.post(slot, addr, n, sop=k == 0, eop=k == len(frags) - 1)
+                slot += 1
+        eop_b = RING_BASE + 16 * 2
+        if case == "error-frame-cut":
+            addr, _ = frames[1][1][1]
+            bench.rd.errors = [(addr + 20, addr + 21, RESP_SLVERR)]
+        else:
+            bench.wr.errors = [(eop_b + 4, eop_b + 16, RESP_SLVERR)]
+        frames_before = ctx.get(dut.regs.frames)
+        drops_before = ctx.get(dut.regs.drops)
+        await bench.doorbell(ctx, slot)
+
+        async def mac(event):
+            ctx.set(event, 1)
+            await bench.tick(ctx)
+            ctx.set(event, 0)
+
+        # The MAC takes each frame once its last beat is in the FIFO (store-and-forward).
+        await bench.wait_for(ctx, lambda: len(bench.frames_out()[0]) >= 1, what="frame A")
+        await mac(dut.frame_started)
+        await bench.wait_for(ctx, lambda: ctx.get(dut.regs.status.halted), what="the halt")
+        await bench.wait_for(ctx, lambda: len(bench.frames_out()[0]) == 2, what="frame B")
+        if case != "unstarted":
+            await mac(dut.frame_started)
+        ctx.set(dut.regs.ctrl.reset, 1)
+        await bench.tick(ctx)
+        ctx.set(dut.regs.ctrl.reset, 0)
+        ctx.set(dut.hold, 1)
+        ctx.set(dut.fifo_flushing, 1)
+        busy_in_flush = []
+        for cycle in range(FLUSH_CYCLES):
+            if cycle == 5 and case in ("cut", "error-frame-cut"):
+                await mac(dut.frame_cut)  # the flush ends B with tx_er
+            else:
+                await bench.tick(ctx)
+            busy_in_flush.append(ctx.get(dut.regs.status.resetting))
+        ctx.set(dut.hold, 0)
+        ctx.set(dut.fifo_flushing, 0)
+        for _ in range(50):
+            if not ctx.get(dut.regs.status.resetting):
+                break
+            await bench.tick(ctx)
+        assert not ctx.get(dut.regs.status.resetting), "STATUS.resetting never cleared"
+        counted = (ctx.get(dut.regs.frames) - frames_before) % (1 << 32)
+        cut_counted = ctx.get(dut.regs.drops) - drops_before
+        # What the driver reaps by own (A), then reaps as sent, then drops.
+        reaped = 0 if bench.mem[RING_BASE + 15] & 0x80 else 1
+        sent_unwritten = counted - reaped
+        dropped = 1 - sent_unwritten
+        assert reaped == 1 and bench.mem[eop_b + 15] & 0x80, "A not written back, or B's own lost"
+        assert (counted, cut_counted) == (frames_counted, drops), (
+            f"{case}: TX_FRAMES moved by {counted}, TX_DROPS by {cut_counted}"
+        )
+        # Frame B once: on the wire intact (the driver counts it sent), or lost and counted
+        # by one owner (TX_DROPS for a cut frame the driver counts sent, else the driver).
+        intact = case == "sent"
+        assert 0 <= dropped <= 1 and intact + dropped + cut_counted == 1, (
+            f"{case}: B intact {intact}, dropped by the driver {dropped}, TX_DROPS {cut_counted}"
+        )
+        # The driver reads TX_FRAMES once STATUS.resetting is 0: it must be final by then.
+        assert all(busy_in_flush), "STATUS.resetting read 0 before the TX FIFO's flush was over"
+        for _ in range(100):  # nothing moves the counters after the reset is over
+            await bench.tick(ctx)
+        assert ctx.get(dut.regs.frames) - frames_before == counted
+
+    bench.run(testbench)

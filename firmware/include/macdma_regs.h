@@ -259,7 +259,11 @@
 #define MACDMA_TX_BYTES_MASK 0xFFFFFFFFu
 
 /* TX_FRAMES (0x134)
- * Frames completed. 32-bit counter, wraps; cleared by reset only. */
+ * Frames the driver counts sent: EOP write-backs that landed OKAY (late ones, landing after a
+ * CTRL.reset, included) and, once a CTRL.reset is over (STATUS.resetting 0), the frames the MAC
+ * started whose EOP write-back never landed (their descriptors keep own: a driver reaps as sent
+ * as many of its oldest unreaped frames as FRAMES moved by beyond the frames it reaped). 32-bit
+ * counter, wraps; cleared by reset only. */
 #define MACDMA_TX_FRAMES 0x134u
 #define MACDMA_TX_FRAMES_SHIFT 0u
 #define MACDMA_TX_FRAMES_WIDTH 32u
@@ -267,9 +271,9 @@
 
 /* TX_DROPS (0x138)
  * TX frames cut short on the wire (an underrun: a CTRL.reset flushed the TX FIFO under the
- * frame, or cut-through data did not arrive in time) whose EOP descriptor was written back (the
- * driver counts them sent), counted when the write-back lands (after the reset for one already
- * on the bus). A cut frame whose write-back never landed keeps own: the driver drops and counts
+ * frame, or cut-through data did not arrive in time) that the driver counts sent (written back,
+ * or counted in FRAMES), counted when the MAC reports the cut. A frame the channel itself ended
+ * with an error beat is not counted: its descriptor keeps own and the driver drops and counts
  * it, so each lost frame counts once. STATS_TX_UNDERRUNS counts every cut on the wire. 32-bit
  * counter, wraps; cleared by reset only. */
 #define MACDMA_TX_DROPS 0x138u
@@ -418,7 +422,7 @@
 #define MACDMA_RX_BYTES_MASK 0xFFFFFFFFu
 
 /* RX_FRAMES (0x1B4)
- * Frames completed. 32-bit counter, wraps; cleared by reset only. */
+ * Frames completed (EOP write-back landed OKAY). 32-bit counter, wraps; cleared by reset only. */
 #define MACDMA_RX_FRAMES 0x1B4u
 #define MACDMA_RX_FRAMES_SHIFT 0u
 #define MACDMA_RX_FRAMES_WIDTH 32u
@@ -445,8 +449,9 @@
 /* RX_RESET_DISCARDS (0x1C0)
  * Frames a CTRL.reset discarded after the channel took their first beat from the RX FIFO and
  * before any of their descriptors was written back (the driver never sees them); a frame with a
- * descriptor already written back is left to the driver (an SOP without its EOP). 16-bit
- * counter, wraps; cleared by reset only (CTRL.reset does not clear it). */
+ * descriptor already written back is left to the driver (an SOP without its EOP), and one
+ * already counted as cut short (FIFO_OVERFLOWS, DROPS) is not counted again. 16-bit counter,
+ * wraps; cleared by reset only (CTRL.reset does not clear it). */
 #define MACDMA_RX_RESET_DISCARDS 0x1C0u
 #define MACDMA_RX_RESET_DISCARDS_SHIFT 0u
 #define MACDMA_RX_RESET_DISCARDS_WIDTH 16u

@@ -95,20 +95,27 @@ class DmaChannel(wiring.Component):
     def channel_members(self) -> dict:
         raise NotImplementedError
 
-    def add_reset(self, m: Module, core: Module, quiet: Value) -> tuple[Value, Signal]:
+    def add_reset(
+        self, m: Module, core: Module, quiet: Value, *, winding: Value | int = 0
+    ) -> tuple[Value, Signal]:
         """CTRL.reset, the same for both channels: the strobe sets STATUS.resetting and
         holds the channel (``hold``, returned: start no new command or frame); once
         ``quiet`` (no AXI transaction of the channel in flight, so none can land later)
         the whole state in ``core`` (added to ``m`` as ``core``, behind a ResetInserter) is
-        reset in one cycle (``clear``, returned) and STATUS.resetting returns to 0. What
-        ``m`` drives itself (the counters) is kept. Returns ``(hold, clear)``."""
+        reset in one cycle (``clear``, returned) and STATUS.resetting returns to 0, or
+        later, while ``winding`` is 1 (TX: until the TX FIFO's flush is over and the
+        counters have taken the frames it left). What ``m`` drives itself (the counters)
+        is kept. Returns ``(hold, clear)``."""
         resetting = Signal()
         clear = Signal()
         with m.If(self.regs.ctrl.reset):
             m.d.sync += resetting.eq(1)
         with m.Elif(resetting & quiet):
             m.d.sync += resetting.eq(0)
-        m.d.comb += [clear.eq(resetting & quiet), self.regs.status.resetting.eq(resetting)]
+        m.d.comb += [
+            clear.eq(resetting & quiet),
+            self.regs.status.resetting.eq(resetting | winding),
+        ]
         m.submodules.core = ResetInserter({"sync": clear})(core)
         return self.regs.ctrl.reset | resetting, clear
 

@@ -84,7 +84,10 @@ class RxDmaChannel(DmaChannel):
         ``count = 0`` marker is not a frame) and, when the channel state was reset, none of
         their descriptors had been written back and they had not been dropped (``drops``).
         A frame with a descriptor written back is the driver's to drop (an SOP without its
-        EOP). Wraps; kept across CTRL.reset.
+        EOP); a frame already counted as lost, cut short by the RX FIFO (``overflow`` on
+        its last beat: ``fifo_overflows``) or truncated by the ring (``drops``), is not
+        counted again (a frame partly taken at the reset is decided at its last beat, when
+        it is skipped). Wraps; kept across CTRL.reset.
     regs.fifo_overflows (driven)
         ``fifo_overflows``, passed on.
     sys_clk_mhz : In(IRQ_SYS_CLK_MHZ's width)
@@ -240,10 +243,27 @@ class RxDmaChannel(DmaChannel):
         m.d.comb += frame_taken.eq(
             in_valid & in_ready & ~i_mid & ~(self.i.p.last & (self.i.p.count == 0))
         )
+        # Of those, the ones already counted as lost (cut short by the RX FIFO: its
+        # overflow flag; truncated by the ring: RX_DROPS) are not counted again: each
+        # lost frame once (docs/descriptors.md). unseen_counted (below) says how many; the
+        # frame partly taken at the reset is decided at its last beat, when it is skipped.
+        unseen_counted = Signal(range(2 * CMD_QUEUE_DEPTH + 2))
+        open_counted = Signal()  # the frame being taken is unseen and counted, or deferred
+        deferred = Signal()  # the frame being skipped after a reset is unseen: decide at its end
         with m.If(chan_rst):
-            m.d.sync += [regs.reset_discards.eq(regs.reset_discards + unseen), unseen.eq(0)]
+            m.d.sync += [
+                regs.reset_discards.eq(
+                    regs.reset_discards + unseen - unseen_counted - open_counted
+                ),
+                unseen.eq(0),
+            ]
         with m.Else():
             m.d.sync += unseen.eq(unseen + frame_taken - first_wb_done - dropped_whole)
+        with m.If(deferred & skip & self.i.valid & self.i.p.last):
+            m.d.sync += [
+                regs.reset_discards.eq(regs.reset_discards + ~self.i.p.overflow),
+                deferred.eq(0),
+            ]
 
         # ---- core --------------------------------------------------------------------------
         reader, writer = self.add_movers(core)
@@ -381,6 +401,8 @@ class RxDmaChannel(DmaChannel):
         frame_ts = Signal(32)
         frame_ts_valid = Signal()
         forced_trunc = Signal()
+        closed = Signal()  # the frame's EOP write-back queued, or its discarded rest taken
+        closed_counted = Signal()  # ... and it is counted lost: cut short, or truncated
         wb_eop = Signal()
 
         acc = Signal(16 * W)
@@ -447,6 +469,7 @@ class RxDmaChannel(DmaChannel):
 
         in_p = self.i.p
         with core.FSM(name="data"):
+            # A frame's end, for the reset's count (closed, or closed_counted: counted lost).
             with core.State("Idle"):
                 core.d.sync += [
                     acc_bytes.eq(0),
@@ -494,7 +517,7 @@ class RxDmaChannel(DmaChannel):
                 with core.If(active):
                     core.d.comb += in_ready.eq(1)
                     with core.If(in_valid & in_p.last):
-                        core.d.comb += inc_drop.eq(~in_p.overflow)
+                        core.d.comb += [inc_drop.eq(~in_p.overflow), closed_counted.eq(1)]
                         core.next = "Idle"
             with core.State("Fill"):
                 chunk_room = chunk_bytes - chunk_n
@@ -609,13 +632,90 @@ class RxDmaChannel(DmaChannel):
                         with core.Elif(forced_trunc & ~frame_ended):
                             core.next = "Discard"
                         with core.Elif(forced_trunc):
-                            core.d.comb += inc_drop.eq(~frame_overflow)  # truncated, all taken
+                            core.d.comb += [
+                                inc_drop.eq(~frame_overflow),  # truncated, all taken
+                                closed_counted.eq(1),
+                            ]
                             core.next = "Idle"
                         with core.Else():
+                            core.d.comb += [closed.eq(1), closed_counted.eq(frame_overflow)]
                             core.next = "Idle"
             with core.State("Load"):
                 with core.If(active):
                     load_buffer()
                     core.next = "Fill"
 
+        self._count_unseen_frames(
+            m,
+            chan_rst=chan_rst,
+            i_mid=i_mid,
+            skip_next=chan_rst & i_mid,
+            frame_taken=frame_taken,
+            dropped_whole=dropped_whole,
+            sop_landed=first_wb_done,
+            closed=closed | closed_counted,
+            counted=closed_counted,
+            frame_overflow=frame_overflow,
+            unseen_counted=unseen_counted,
+            open_counted=open_counted,
+            deferred=deferred,
+        )
         return m
+
+    @staticmethod
+    def _count_unseen_frames(
+        m,
+        *,
+        chan_rst,
+        i_mid,
+        skip_next,
+        frame_taken,
+        dropped_whole,
+        sop_landed,
+        closed,
+        counted,
+        frame_overflow,
+        unseen_counted,
+        open_counted,
+        deferred,
+    ):
+        """Which of the frames taken and not yet seen by the driver (no SOP write-back
+        landed) are already counted as lost, so that a reset does not count them again in
+        RX_RESET_DISCARDS. Frames are taken, end and have their SOP land in ring order: a
+        1-bit queue holds, per frame ended and not landed, whether it was counted
+        (``unseen_counted`` is how many are); a landing pops the oldest, or, with none
+        queued, is the open frame's own (it lands before it ends: a multi-buffer frame).
+        At the reset, the open frame, if unseen, is counted lost if it was cut short, or,
+        partly taken (``i_mid``), is decided at its last beat (``deferred``): either way
+        it is left out of the reset's count (``open_counted``)."""
+        depth = 2 * CMD_QUEUE_DEPTH + 2
+        flags = ResetInserter(chan_rst)(fifo.SyncFIFO(width=1, depth=depth))
+        m.submodules.unseen_flags = flags
+        open_frame = Signal()  # a frame taken that has not ended (nor been dropped whole)
+        open_landed = Signal()  # ... whose SOP write-back has landed already
+        landed_open = sop_landed & ~flags.r_rdy  # a landing with none queued: the open frame's
+        push = closed & ~(open_landed | landed_open)
+        popped_counted = sop_landed & flags.r_rdy & flags.r_data
+        m.d.comb += [
+            flags.w_en.eq(push),
+            flags.w_data.eq(counted),
+            flags.r_en.eq(sop_landed),
+        ]
+        with m.If(chan_rst):
+            m.d.sync += [
+                open_frame.eq(0),
+                open_landed.eq(0),
+                unseen_counted.eq(0),
+                deferred.eq(skip_next & open_frame & ~open_landed),
+            ]
+        with m.Else():
+            m.d.sync += unseen_counted.eq(unseen_counted + (push & counted) - popped_counted)
+            with m.If(frame_taken):
+                m.d.sync += [open_frame.eq(1), open_landed.eq(0)]
+            with m.Elif(closed | dropped_whole):
+                m.d.sync += [open_frame.eq(0), open_landed.eq(0)]
+            with m.Elif(landed_open):
+                m.d.sync += open_landed.eq(1)
+        # At the reset the open frame, unseen, is not in unseen_counted: leave it out of
+        # the count if it was cut short (its last beat taken), or if its end is deferred.
+        m.d.comb += open_counted.eq(open_frame & ~open_landed & (i_mid | frame_overflow))

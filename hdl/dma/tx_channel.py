@@ -66,9 +66,10 @@ class TxDmaChannel(DmaChannel):
         ``bytes``, ``frames``, ``drops`` and ``reset_discards`` (below), and
         ``fifo_overflows`` (always 0 on TX). ``status.resetting`` is 1 from the cycle after a
         ``ctrl.reset`` strobe until the channel has wound down (a fragment read drained, a
-        write-back already on the bus landed). A driver re-posts descriptors only once it
-        reads 0: before, that late write-back could overwrite a descriptor posted again at
-        its slot.
+        write-back already on the bus landed, the TX FIFO's flush over and the frames it
+        left counted in ``frames`` and ``reset_discards``). A driver re-posts descriptors
+        and reads ``frames`` only once it reads 0: before, that late write-back could
+        overwrite a descriptor posted again at its slot.
     sys_clk_mhz : In(IRQ_SYS_CLK_MHZ's width)
         IRQ_SYS_CLK_MHZ (the IRQ block's), the poll timer's µs prescaler (0 acts as 1).
     hold : In(1)
@@ -94,15 +95,21 @@ class TxDmaChannel(DmaChannel):
     frame_cut : In(1)
         Strobe: the MAC cut a frame short (an underrun: a reset flushed the TX FIFO under
         it, or cut-through data came too late). The cut frame is the last one it started.
+    ``regs.frames``
+        TX_FRAMES: the frames the driver counts sent. Each EOP write-back that lands OKAY
+        (on time, or late: on the bus at a reset and landing after it), and, once a reset
+        has wound down (``status.resetting`` back to 0), every frame the MAC started whose
+        EOP write-back can no longer land (it failed, or the reset dropped it before it
+        reached the bus), unless the channel closed it with an error beat. Those keep
+        ``own``: a driver reaps as sent, after the reset, as many of its oldest unreaped
+        frames as TX_FRAMES moved by beyond the frames it reaped (frames start and land in
+        ring order). So a frame that left the wire intact is never also dropped by the
+        driver. Wraps; kept across ``reset``.
     ``regs.drops``
-        TX_DROPS: frames the MAC cut short whose EOP write-back landed OKAY (the driver
-        reaps them as sent), counted when the cut is reported or, for a write-back already
-        on the bus at a reset, when it lands after it. A cut frame whose write-back never
-        lands (it failed, or a reset dropped it before it reached the bus) keeps ``own``,
-        so the driver drops and counts it, and it is not counted here: each lost frame is
-        counted once. Started and landed frames are matched in ring order, counted from
-        the end of the last reset's wind-down (FIFO flushed, ``resetting`` over). Wraps;
-        kept across ``reset``.
+        TX_DROPS: frames the MAC cut short that TX_FRAMES counts (the driver counts them
+        sent), counted when the cut is reported: every cut but that of a frame the channel
+        closed with an error beat, which is the driver's to drop and count (its descriptor
+        keeps ``own``). Each lost frame is counted once. Wraps; kept across ``reset``.
 
     PTP timestamps
     --------------
@@ -203,7 +210,8 @@ class TxDmaChannel(DmaChannel):
 
         # ---- CTRL.reset: the core is reset once its movers are quiet --------------------------
         quiet = Signal()
-        hold, _clear = self.add_reset(m, core, quiet)
+        winding = Signal()  # a reset's flush, or what it counts after the flush, is not over
+        hold, _clear = self.add_reset(m, core, quiet, winding=winding)
         halt = self.add_halt(core)
         halted = halt.halted
 
@@ -220,11 +228,7 @@ class TxDmaChannel(DmaChannel):
         data_beat = Signal()  # a fragment beat (not the error beat) handed to `o`
         m.d.sync += regs.bytes.eq(regs.bytes + Mux(data_beat, self.o.p.count, 0))
         desc_read = Signal()  # the walker read a descriptor
-        frame_landed = Signal()  # an EOP write-back landed OKAY
-        m.d.sync += [
-            regs.desc_fetched.eq(regs.desc_fetched + desc_read),
-            regs.frames.eq(regs.frames + frame_landed),
-        ]
+        m.d.sync += regs.desc_fetched.eq(regs.desc_fetched + desc_read)
 
         # ---- events: registered strobes, 0 unless set below ---------------------------------
         ev_done = Signal()
@@ -359,7 +363,7 @@ class TxDmaChannel(DmaChannel):
                         halt.code.eq(ERROR_CODES["WRITEBACK_BUS_ERROR"]),
                     ]
                 with core.Else():
-                    core.d.comb += [wb_ok.eq(1), ev_done.eq(1), frame_landed.eq(wb_eop)]
+                    core.d.comb += [wb_ok.eq(1), ev_done.eq(1)]
                     core.d.sync += regs.head.eq(wrap_increment(regs.head, regs.ring_size))
         core.d.comb += [ev_ioc.eq(wb_ioc), ev_eop.eq(wb_eop)]
 
@@ -392,46 +396,62 @@ class TxDmaChannel(DmaChannel):
                 late_started.eq(0),
             ]
 
-        # ---- TX_DROPS: frames the MAC cut whose write-back landed ---------------------------
-        # unlanded: frames the MAC started minus EOP write-backs landed (on time or late),
-        # since the last reset wound down. Both happen in ring order, so the last frame
-        # started (the one a cut ends) has landed iff unlanded <= 0; if not, its write-back
-        # is the unlanded-th landing from now, if it ever lands (cut_wait counts them down).
+        # ---- TX_FRAMES and TX_DROPS: each frame the MAC started has one owner -------------
+        # The driver counts a frame sent when its EOP write-back lands (on time, or late: on
+        # the bus at a reset, landing after it) and, after a reset, for each frame TX_FRAMES
+        # moved by beyond those it reaped: frames the MAC started whose write-back can no
+        # longer land (it failed, or the reset dropped it), counted here once the reset has
+        # wound down. So every frame the channel closed whole and the MAC started is the
+        # hardware's: sent, or cut on the wire (TX_DROPS). A frame the channel closed with an
+        # error beat (a data-read error, a halt mid-frame) is never counted: its descriptor
+        # keeps own and the driver drops and counts it, whatever the wire saw of it.
+        # unlanded: frames started minus landings; queued: frames closed on `o` minus frames
+        # started; both since the last reset wound down. Frames close, start and land in ring
+        # order, and nothing closes after an error beat until the reset, so the error frame
+        # has started (and is the last one started) once queued is back to 0.
         landing = landed | wb_late
+        closed = self.o.valid & self.o.ready & self.o.p.last
+        closed_error = closed & self.o.p.error
         unlanded = Signal(signed(12))
         unlanded_next = Signal(signed(12))
-        m.d.comb += unlanded_next.eq(unlanded + self.frame_started - landing)
-        cut_wait = Signal(12)  # landings due until the cut frame's own (0: no cut waits)
-        winding = Signal()  # a reset's flush, late write-back or cut may still come
-        skip_cut = Signal()  # a reset left a started frame unlanded: its cut is the driver's
-        wound_down = winding & ~reset & ~self.fifo_flushing & ~flushing_q & ~status.resetting
-        cut_counts = Signal()
-        wait_over = Signal()
+        queued = Signal(signed(12))
+        queued_next = Signal(signed(12))
+        error_closed = Signal()  # the channel closed a frame with an error beat
+        error_started = Signal()  # ... and the MAC has started it
+        skip_cut = Signal()  # the last frame started is the error frame: its cut is the driver's
+        wound_down = winding & ~hold & ~self.fifo_flushing & ~flushing_q
         m.d.comb += [
-            cut_counts.eq(self.frame_cut & ~skip_cut & (unlanded_next <= 0)),
-            wait_over.eq(landing & (cut_wait == 1)),
+            unlanded_next.eq(unlanded + self.frame_started - landing),
+            queued_next.eq(queued + closed - self.frame_started),
+            error_started.eq((error_closed | closed_error) & (queued_next <= 0)),
         ]
+        sent_unlanded = Mux(
+            wound_down & (unlanded_next > error_started), (unlanded_next - error_started)[:12], 0
+        )
+        cut_counts = self.frame_cut & ~skip_cut & ~(closed_error & error_started)
         m.d.sync += [
-            regs.drops.eq(regs.drops + cut_counts + wait_over),
+            regs.frames.eq(regs.frames + landing + sent_unlanded),
+            regs.drops.eq(regs.drops + cut_counts),
             unlanded.eq(unlanded_next),
+            queued.eq(queued_next),
         ]
-        with m.If(landing & (cut_wait != 0)):
-            m.d.sync += cut_wait.eq(cut_wait - 1)
-        with m.If(self.frame_cut & ~skip_cut & (unlanded_next > 0)):
-            m.d.sync += cut_wait.eq(unlanded_next[:12])
-        with m.If(self.frame_cut | self.frame_started):
+        with m.If(closed_error):
+            m.d.sync += error_closed.eq(1)
+        with m.If(self.frame_cut):
             m.d.sync += skip_cut.eq(0)
+        with m.Elif(self.frame_started | closed_error):
+            m.d.sync += skip_cut.eq(error_started)
         with m.If(reset):
             m.d.sync += winding.eq(1)
         with m.Elif(wound_down):
-            # No write-back of the old frames can land any more: a cut frame still waiting
-            # for one is the driver's (its descriptor kept own), and so is a cut that
-            # arrives later for a started frame left unlanded (slow PHY clocks).
+            # No write-back of the old frames can land any more, and the flush has taken
+            # the frames that never started. A cut reported later (slow PHY clocks) is of
+            # the last frame started: skip_cut still says whose it is.
             m.d.sync += [
                 winding.eq(0),
                 unlanded.eq(0),
-                cut_wait.eq(0),
-                skip_cut.eq((unlanded_next > 0) & (cut_wait == 0)),
+                queued.eq(0),
+                error_closed.eq(0),
             ]
 
         # ---- main FSM: one descriptor at a time, from the walker ----------------------------

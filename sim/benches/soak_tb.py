@@ -374,6 +374,9 @@ class SegmentRun:
         self.flagged_error = 0
         self.last_rx_seq = self.rx_first - 1
         self.rx_delivered_seqs: list[int] = []
+        # Deliveries of a frame already delivered: each one is a frame counted twice, kept
+        # apart so that the wait for the segment's frames does not end one frame early.
+        self.rx_duplicates = 0
         # A `driver` RX fault: when it took effect (its halt reached the driver, or its
         # doorbell landed; sim steps, as the frames' wire times). RX traffic has resumed
         # once a frame on the wire after it is delivered.
@@ -465,8 +468,15 @@ class SegmentRun:
         if index is None or not 0 <= index < len(self.rx_sizes):
             self.problems.append(f"RX frame of {len(data)} bytes with a foreign sequence {seq}")
             return
+        plant, self.soak.plant = self.soak.plant, ""
+        if plant == "lost-frame":
+            return  # the planted bug: the stack loses the frame, nothing counts it
+        if plant == "double-count":
+            self.on_receive(data, ok, meta)  # the planted bug: the frame handed over twice
         if seq <= self.last_rx_seq:
             self.problems.append(f"RX frame {seq} after {self.last_rx_seq}: duplicated or late")
+        if seq in self.rx_delivered_seqs:
+            self.rx_duplicates += 1
         self.rx_delivered_seqs.append(seq)
         self.last_rx_seq = max(self.last_rx_seq, seq)
         if data != make_frame(RX_TAG, seq, self.rx_sizes[index]):
@@ -596,7 +606,7 @@ class SegmentRun:
         the counter of whoever cut it (RX_FIFO_OVERFLOWS for the RX FIFO, RX_DROPS for the
         ring) has it, once (docs/descriptors.md). Negative: counted twice."""
         sent = self.segment.rx_frames + self.bad_sent
-        delivered = self.delivered + self.flagged_error
+        delivered = self.delivered - self.rx_duplicates + self.flagged_error
         return sent - delivered - dropped - self.driver.stats.rx_dropped - self.rx_reset_lost
 
     async def rx_dropped_counted(self) -> int:
@@ -1048,6 +1058,11 @@ class SegmentRun:
             "rx_reset_discards": stats["RX_RESET_DISCARDS"],
             "rx_delivered": self.delivered,
             "rx_dropped_counted": dropped + self.driver.stats.rx_dropped,
+            # Frames neither delivered nor counted; negative: counted twice. And RX frames
+            # delivered more than once (counted twice too).
+            "tx_balance": self.tx_lost(),
+            "rx_balance": self.rx_lost,
+            "rx_duplicates": self.rx_duplicates,
             "rx_truncated_delivered": self.flagged_truncated,
             "rx_bad_sent": self.bad_sent + self.no_sfd_sent,
             "rx_bad_flagged": self.flagged_error,
@@ -1068,7 +1083,11 @@ class SegmentRun:
     def fault_record(self, record: dict, drained: bool) -> dict:
         """The fault table's row for this segment's fault."""
         s, fault = self.segment, self.fault or {"injected": 0}
-        lost = max(0, self.tx_lost()) + max(0, self.rx_lost)
+        # Each direction's balance on its own: a loss in one never hides a double count in
+        # the other, and neither is clamped away.
+        balances = (self.tx_lost(), self.rx_lost)
+        lost = sum(b for b in balances if b > 0)
+        counted_twice = -sum(b for b in balances if b < 0) + self.rx_duplicates
         recovered = drained and fault.get("injected", 0) > 0 and not self.problems
         outcome = []
         if record["dma_errors"]:
@@ -1107,6 +1126,7 @@ class SegmentRun:
             "detected": bool(fault.get("detected", False)),
             "recovered": recovered,
             "frames_lost": lost,
+            "frames_counted_twice": counted_twice,
             "frames_dropped_counted": record["tx_dropped_counted"]
             + record["tx_reset_discards"]
             + record["tx_drops"]
@@ -1268,6 +1288,9 @@ class Soak:
         self.poison = random.Random(f"soak-poison-{config.seed}").randbytes(MAX_RX_BUF_BYTES)
         self.tx_sent = self.rx_sent = 0
         self.record_path = os.environ.get(RECORD_ENV)
+        # The planted bug (SoakConfig.plant, soak_plan.PLANTS), one-shot: the first RX frame
+        # delivered intact meets it.
+        self.plant = config.plant
 
     async def start(self) -> None:
         await self.bench.start()

@@ -74,7 +74,6 @@ async def test_tx_reset_discards_written_back_frames(dut):
     )
     await bench.write_reg(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
     await Timer(40, "us")  # the wire drains whatever the MAC still had
-    written_back = sum(not ring.read(index).own for index in eop_index)
     good, cut = [], 0
     while not bench.tx_sink.empty():
         frame = bench.tx_sink.recv_nowait()
@@ -85,13 +84,17 @@ async def test_tx_reset_discards_written_back_frames(dut):
     after = await bench.read_regs("TX_RESET_DISCARDS", "TX_DROPS", "TX_FRAMES")
     discards = after["TX_RESET_DISCARDS"] - before["TX_RESET_DISCARDS"]
     drops = after["TX_DROPS"] - before["TX_DROPS"]
+    # The frames the driver counts sent: written back, and the others TX_FRAMES counts.
+    sent = after["TX_FRAMES"] - before["TX_FRAMES"]
+    written_back = sum(not ring.read(index).own for index in eop_index)
+    assert written_back <= sent, f"TX_FRAMES moved by {sent}, {written_back} written back"
     assert good == frames[: len(good)], "the frames on the wire are not the first ones, intact"
     assert drops == cut, f"TX_DROPS moved by {drops}, {cut} frames left the wire cut"
-    assert written_back == len(good) + cut + discards, (
-        f"{written_back} frames written back: {len(good)} on the wire, {cut} cut, "
+    assert sent == len(good) + cut + discards, (
+        f"the driver counts {sent} frames sent: {len(good)} on the wire, {cut} cut, "
         f"TX_RESET_DISCARDS moved by {discards}"
     )
-    assert len(good) + cut < written_back, (
+    assert len(good) + cut < sent, (
         "the reset discarded no written-back frame: the test did not reach its case"
     )
 
@@ -124,7 +127,13 @@ async def send_one_and_reset(dut, *, fail_writeback: bool, hold_b: bool) -> dict
     data = payload(7, CUT_FRAME_BYTES)
     bench.memory.write(TX_DATA + 1, data)
     index = ring.post(Descriptor.tx(TX_DATA + 1, len(data), sop=True, eop=True))
-    names = ("TX_DROPS", "TX_RESET_DISCARDS", "STATS_TX_FRAMES_BAD", "STATS_TX_UNDERRUNS")
+    names = (
+        "TX_DROPS",
+        "TX_RESET_DISCARDS",
+        "STATS_TX_FRAMES_BAD",
+        "STATS_TX_UNDERRUNS",
+        "TX_FRAMES",
+    )
     before = await bench.read_regs(*names)
     if fail_writeback:
         desc = ring.address(index)
@@ -161,13 +170,26 @@ async def send_one_and_reset(dut, *, fail_writeback: bool, hold_b: bool) -> dict
     while not bench.tx_sink.empty():
         frames.append(bench.tx_sink.recv_nowait())
     after = await bench.read_regs(*names)
+    moved = {name: after[name] - before[name] for name in names}
     return {
         "frames": frames,
-        # The driver's rule (MacDmaDriver._recover_tx): a frame whose EOP descriptor still
-        # has own after the reset is dropped and counted by the driver.
-        "driver_dropped": int(ring.read(index).own),
-        **{name: after[name] - before[name] for name in names},
+        "driver_dropped": driver_drops(moved["TX_FRAMES"], [ring.read(index).own]),
+        **moved,
     }
+
+
+def driver_drops(frames_counted: int, eop_owned: list[bool]) -> int:
+    """The driver's rule after a TX channel reset (MacDmaDriver._recover_tx), for frames
+    queued in ring order with their EOP descriptors' own bits: frames written back are
+    sent; so are as many more of the oldest unreaped as TX_FRAMES moved by beyond those
+    (frames the MAC started whose write-back never landed); the rest it drops and counts."""
+    written_back = sum(not own for own in eop_owned)
+    sent_unwritten = frames_counted - written_back
+    assert 0 <= sent_unwritten <= len(eop_owned) - written_back, (
+        f"TX_FRAMES moved by {frames_counted} with {written_back} of {len(eop_owned)} "
+        "frames written back"
+    )
+    return len(eop_owned) - written_back - sent_unwritten
 
 
 def check_cut_counted_once(result: dict) -> None:
@@ -187,11 +209,72 @@ def check_cut_counted_once(result: dict) -> None:
 @cocotb.test()
 async def test_tx_cut_frame_writeback_failed(dut):
     """The frame's EOP write-back fails (SLVERR) while the MAC sends it: the reset cuts it
-    on the wire (STATS_TX_FRAMES_BAD, STATS_TX_UNDERRUNS), its descriptor keeps own, so
-    the driver drops and counts it, and TX_DROPS does not: counted once."""
+    on the wire (STATS_TX_FRAMES_BAD, STATS_TX_UNDERRUNS). Its descriptor keeps own, but
+    the MAC had started it, so TX_FRAMES counts it once the reset is over: the driver
+    counts it sent, and TX_DROPS counts the cut: once."""
     result = await send_one_and_reset(dut, fail_writeback=True, hold_b=False)
     check_cut_counted_once(result)
-    assert result["driver_dropped"] == 1 and result["TX_DROPS"] == 0, result
+    assert result["driver_dropped"] == 0 and result["TX_DROPS"] == 1, result
+    assert result["TX_FRAMES"] == 1, result
+
+
+SHORT_FRAME_BYTES = 100  # about 1 µs on the wire: over before its write-back's B response
+
+
+@cocotb.test()
+async def test_tx_frame_sent_before_its_writeback_failed_counts_once(dut):
+    """A short frame leaves the wire intact while its EOP write-back's B response is held;
+    then host memory answers it SLVERR, the channel halts, and the driver resets it. The
+    frame was sent: TX_FRAMES counts it once the reset is over (its descriptor keeps
+    own), so the driver counts it sent and drops nothing; nothing in TX_DROPS or
+    TX_RESET_DISCARDS. (The soak's fault campaign found it counted twice: on the wire
+    and dropped by the driver.)"""
+    bench = await started(dut)
+    ring = await bench.open_ring("TX", TX_RING, 16)
+    data = payload(11, SHORT_FRAME_BYTES)
+    bench.memory.write(TX_DATA + 3, data)
+    index = ring.post(Descriptor.tx(TX_DATA + 3, len(data), sop=True, eop=True))
+    names = ("TX_FRAMES", "TX_DROPS", "TX_RESET_DISCARDS", "STATS_TX_FRAMES_GOOD")
+    before = await bench.read_regs(*names)
+    desc = ring.address(index)
+    bench.memory.error_windows.append((desc, desc + 16, "w"))
+    b_channel = bench.memory.write_if.b_channel
+    b_channel.pause = True
+    await ring.doorbell()
+    frame = await with_timeout(bench.tx_sink.recv(), 50, "us")
+    assert frame.check_fcs() and bytes(frame.get_payload()) == data, "not on the wire intact"
+    status = await bench.read_reg(regs.TX_STATUS)
+    assert not status & regs.TX_STATUS_HALTED_MASK, "halted before the frame left: case missed"
+    b_channel.pause = False
+    await wait_until(
+        lambda: bench.read_reg(regs.TX_STATUS),
+        lambda v: v & regs.TX_STATUS_HALTED_MASK,
+        "the channel halted on the write-back error",
+    )
+    bench.memory.error_windows.clear()
+    await bench.write_reg(regs.TX_CTRL, regs.TX_CTRL_RESET_MASK)
+    await wait_until(
+        lambda: bench.read_reg(regs.TX_STATUS),
+        lambda v: not v & RESET_BUSY,
+        "TX reset done",
+    )
+    after = await bench.read_regs(*names)  # read as a driver does, once the reset is over
+    moved = {name: after[name] - before[name] for name in names}
+    assert ring.read(index).own, "the failed write-back cleared own"
+    dropped = driver_drops(moved["TX_FRAMES"], [True])
+    assert moved["STATS_TX_FRAMES_GOOD"] == 1, moved
+    assert dropped == 0, (
+        f"the frame on the wire intact was also dropped by the driver (counted twice): {moved}"
+    )
+    assert moved == {
+        "TX_FRAMES": 1,
+        "TX_DROPS": 0,
+        "TX_RESET_DISCARDS": 0,
+        "STATS_TX_FRAMES_GOOD": 1,
+    }, moved
+    await Timer(5, "us")
+    assert await bench.read_reg(regs.TX_FRAMES) == after["TX_FRAMES"], "TX_FRAMES moved later"
+    assert bench.tx_sink.empty(), "a frame on the wire after the reset"
 
 
 @cocotb.test()
@@ -214,11 +297,12 @@ async def test_tx_cut_frame_writeback_lands_late(dut):
 
 
 @cocotb.test()
-async def test_tx_cut_through_underrun_counts_once_its_writeback_lands(dut):
+async def test_tx_cut_through_underrun_counts_once(dut):
     """No reset: a frame larger than the TX FIFO goes cut-through, and host memory
     answers each burst 10 µs late, slower than the wire, so the frame underruns (cut with
-    tx_er) before its last fragment is even read. Its EOP write-back lands after the cut:
-    TX_DROPS counts it then, once, and the driver reaps it as sent."""
+    tx_er) before its last fragment is even read. TX_DROPS counts the cut when the MAC
+    reports it, before the write-back; the write-back lands after it, the driver reaps
+    the frame as sent, and nothing counts it again."""
     bench = await started(dut)
     features = await bench.read_reg(regs.ID_FEATURES)
     fifo_bytes = 1 << ((features & regs.ID_FEATURES_TX_FIFO_LOG2_MASK) >> 8)
@@ -237,6 +321,7 @@ async def test_tx_cut_through_underrun_counts_once_its_writeback_lands(dut):
     await ring.doorbell()
     frame = await with_timeout(bench.tx_sink.recv(), 3000, "us")
     assert frame.error is not None or not frame.check_fcs(), "the frame did not underrun"
+    await Timer(2, "us")  # the MAC's status of the cut has reached the counters
     cut = await bench.read_regs(*names)
     assert cut["TX_FRAMES"] == before["TX_FRAMES"], "written back before the cut: case missed"
     await wait_until(
@@ -251,7 +336,10 @@ async def test_tx_cut_through_underrun_counts_once_its_writeback_lands(dut):
     moved = {name: after[name] - before[name] for name in names}
     assert moved == {"TX_DROPS": 1, "STATS_TX_UNDERRUNS": 1, "STATS_TX_FRAMES_BAD": 1,
                      "TX_FRAMES": 1}, moved  # fmt: skip
-    assert cut["TX_DROPS"] == before["TX_DROPS"], "TX_DROPS counted before the write-back"
+    # The MAC started the frame: the driver counts it sent whatever becomes of its
+    # write-back (it landed: reaped; or it failed: TX_FRAMES after the reset), so the cut
+    # is TX_DROPS's as soon as it is reported.
+    assert cut["TX_DROPS"] == before["TX_DROPS"] + 1, "TX_DROPS did not count the cut"
     assert not ring.read(eop).own, "the driver would not reap the frame as sent"
 
 
