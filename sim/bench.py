@@ -32,7 +32,7 @@ from typing import TextIO
 
 from .progress import PointsProgress, showing_build, stdout_copy
 from .runner import CocotbTestFailure, announcing_builds, build_model, output_to_log, run_cocotb
-from .scenario import MEMORY_MODELS, Scenario, run_scenario, scenario_top
+from .scenario import MEMORY_MODELS, Scenario, frame_count_type, run_scenario, scenario_top
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
 from .verilog import ROOT, build_dir
 
@@ -468,16 +468,6 @@ def run_bench(
     return record
 
 
-def _frames(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 4:
-        raise argparse.ArgumentTypeError(f"must be >= 4 frames, got {value}")
-    return value
-
-
 def add_bench_parser(commands) -> None:
     """The ``bench`` subcommand's options."""
     bench = commands.add_parser(
@@ -490,7 +480,7 @@ def add_bench_parser(commands) -> None:
     bench.add_argument("--sim", choices=(*SIMULATORS, "both"), default="both", help="default: both")
     bench.add_argument(
         "--frames",
-        type=_frames,
+        type=frame_count_type(4),
         default=DEFAULT_FRAMES,
         help=f"frames per workload ({DEFAULT_FRAMES}; microblaze-66 runs half)",
     )

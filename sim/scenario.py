@@ -9,6 +9,7 @@ the arithmetic is unit-tested without a simulator (tests/test_scenario_metrics.p
 
 from __future__ import annotations
 
+import argparse
 import bisect
 import json
 import math
@@ -65,6 +66,24 @@ MAX_EXTRA_FRAGMENTS = 16
 #: Most frames per direction of one run: a million full frames is hours of simulation
 #: (docs/performance.md); the simulator's counters would overflow long before 1e23.
 MAX_FRAMES = 1_000_000
+
+
+def frame_count_type(least: int = 1) -> Callable[[str], int]:
+    """An argparse type for a frame count of ``least``..:data:`MAX_FRAMES` (``soak`` and
+    ``bench``: their ``--frames`` takes the same bound as ``run``'s)."""
+
+    def frame_count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not least <= value <= MAX_FRAMES:
+            raise argparse.ArgumentTypeError(f"must be {least}..{MAX_FRAMES:,} frames, got {value}")
+        return value
+
+    return frame_count
+
+
 #: The largest IRQ_MIN_INTERVAL (µs) the hardware accepts, from the register map.
 IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
 #: The largest ring: no budget can take more packets in one call than a ring holds.

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from .scenario import frame_count_type
 from .soak_plan import (
     FAULT_CLASSES,
     FAULT_SEGMENT_FRAMES,
@@ -35,16 +36,6 @@ from .soak_plan import (
 SOAK_TOP = "macdma_soc"
 SOAK_MODULE = "macdma.sim.benches.soak_tb"
 DEFAULT_FRAMES = 50_000
-
-
-def _frames(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"needs at least 1 frame per direction, got {value}")
-    return value
 
 
 def _seed(text: str) -> int:
@@ -85,7 +76,12 @@ def add_soak_parser(commands) -> None:
         "'--frames' replays a run exactly (docs/reliability.md).",
     )
     add = soak.add_argument
-    add("--frames", type=_frames, default=DEFAULT_FRAMES, help="frames per direction (50000)")
+    add(
+        "--frames",
+        type=frame_count_type(),
+        default=DEFAULT_FRAMES,
+        help="frames per direction (50000)",
+    )
     add("--seed", type=_seed, default=None, help="replay this seed (default: a random one)")
     add("--sim", choices=SIMULATORS, default="verilator", help="default: verilator")
     add("--json", type=Path, help="write the segments, totals, coverage and faults here")

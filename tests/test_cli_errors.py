@@ -14,7 +14,7 @@ import pytest
 from ctrl_c import python_with_default_sigint
 from test_runner import BENCH, TOP, SmokeCounter
 
-from macdma.sim import cli, scenario
+from macdma.sim import bench, cli, runner, scenario
 from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
 from macdma.sim.verilog import ROOT
 
@@ -28,6 +28,9 @@ def no_simulation(monkeypatch):
 
     monkeypatch.setattr(scenario, "run_scenario", simulate)
     monkeypatch.setattr(cli, "run_cocotb", simulate)
+    monkeypatch.setattr(runner, "run_cocotb", simulate)  # soak imports it when it starts
+    monkeypatch.setattr(bench, "run_cocotb", simulate)
+    monkeypatch.setattr(bench, "build_model", simulate)
 
 
 @pytest.mark.parametrize(
@@ -199,3 +202,21 @@ def test_an_error_is_one_line_and_a_help_hint_not_the_usage(argv, capsys, no_sim
     assert len(lines) == 2, lines
     assert lines[0].startswith(f"macdma {argv[0]}: error: "), lines
     assert lines[1] == f"(`macdma {argv[0]} --help` lists the options)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "bound"),
+    [
+        (["soak", "--frames", "99999999999999999999999"], "1..1,000,000 frames"),
+        (["soak", "--frames", "1000001"], "1..1,000,000 frames"),
+        (["bench", "--frames", "99999999999999999999999"], "4..1,000,000 frames"),
+        (["bench", "--frames", "3"], "4..1,000,000 frames"),
+    ],
+)
+def test_soak_and_bench_take_runs_frame_bound(argv, bound, capsys, no_simulation):
+    # issue 42 §9: a frame count beyond what a run accepts is refused before anything runs,
+    # with the same bound as `run --frames` (scenario.MAX_FRAMES)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2
+    assert f"--frames: must be {bound}, got {argv[-1]}" in capsys.readouterr().err
