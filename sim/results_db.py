@@ -450,12 +450,18 @@ def load_folder(folder: Path) -> RunSet:
         for row in csv.DictReader(handle):
             path = folder / "points" / f"{row.get('key')}.json"
             try:
-                results.append(json.loads(path.read_text()))
+                point = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError) as error:
                 raise ResultsDbError(
                     f"{folder}: results.csv lists point {row.get('key')} but {path} cannot be "
                     f"read ({error})"
                 ) from None
+            if not isinstance(point, dict) or not {"key", "scenario"} <= point.keys():
+                raise ResultsDbError(
+                    f"{folder}: {path} is not a stored point (no key or scenario in it); "
+                    "re-run the sweep to write it again"
+                )
+            results.append(point)
     return run_set_of(str(folder), results)
 
 

@@ -78,3 +78,16 @@ def test_floating_point_noise_below_the_printed_resolution_is_not_a_change(tmp_p
     assert [(c.metric, c.before, c.after) for c in changes] == [
         ("throughput_ci_mbps", 1.7e-13, 0.01)
     ]
+
+
+def test_a_stored_point_without_its_scenario_is_a_message_not_a_traceback(tmp_path, capsys):
+    # issue 42 §10: a point JSON with empty metrics gave `KeyError: 'scenario'`
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_run(a, SIZES[:2])
+    stored = write_run(b, SIZES[:2])
+    (b / "points" / f"{stored[0]['key']}.json").write_text("{}")
+    code = main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "is not a stored point (no key or scenario in it)" in err
+    assert "Traceback" not in err
