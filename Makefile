@@ -44,8 +44,8 @@ $(INSTALLED): pyproject.toml setup.py
 
 # Listed first by every target that runs a simulator: in a serial make it runs before
 # the venv install, so a machine that cannot install Icarus stops at once.
-deps: ## install the system packages the simulators and the report check (chromium) need
-	@$(SYSTEM_DEPS) venv sim chromium
+deps: ## install the system packages: simulators, report check (chromium), firmware compiler (riscv)
+	@$(SYSTEM_DEPS) venv sim chromium riscv
 
 venv: $(INSTALLED) ## create .venv and install the project (done on demand by the others)
 
