@@ -7,6 +7,9 @@
 
 #include "soc_cpu_map.h"
 
+/* Storage the start-up code leaves as it is (link.ld's .noinit): written before read. */
+#define __noinit __attribute__((section(".noinit")))
+
 #define csr_read(csr) ({ uint32_t v_; __asm__ volatile("csrr %0, " #csr : "=r"(v_)); v_; })
 #define csr_write(csr, v) __asm__ volatile("csrw " #csr ", %0" ::"r"((uint32_t)(v)))
 #define csr_set(csr, v) __asm__ volatile("csrs " #csr ", %0" ::"r"((uint32_t)(v)))

@@ -43,9 +43,9 @@ static const struct channel_regs RX_REGS = {
     MACDMA_RX_STATUS_ERROR_CODE_SHIFT,
 };
 
-static struct macdma_tx_buffer tx_buffers[MACDMA_MAX_TX_RING];
+static __noinit struct macdma_tx_buffer tx_buffers[MACDMA_MAX_TX_RING];
 /* The frame being assembled from RX buffers, word-aligned, with room for one more word. */
-static uint32_t rx_frame[MACDMA_MAX_FRAME_BYTES / 4 + 1];
+static __noinit uint32_t rx_frame[MACDMA_MAX_FRAME_BYTES / 4 + 1];
 
 static inline uint32_t reg_read(uint32_t offset) { return mmio_read(CPU_CSR_BASE + offset); }
 static inline void reg_write(uint32_t offset, uint32_t value)

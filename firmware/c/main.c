@@ -19,7 +19,7 @@ struct macdma_dev app_dev;
 /* In .data, not .bss: the bench writes it before the core leaves reset. */
 __attribute__((section(".data.fw_config"))) volatile struct fw_config fw_config;
 struct fw_results fw_results;
-struct fw_rx_log_entry fw_rx_log[FW_RX_LOG_ENTRIES];
+__noinit struct fw_rx_log_entry fw_rx_log[FW_RX_LOG_ENTRIES];
 volatile uint32_t app_irq_cycles;
 static uint32_t app_xmit_cycles;
 
@@ -63,7 +63,7 @@ static void rx_sink(void)
 
 /* The frame template, built once a byte at a time (abi.pktgen_frame), then copied a
  * word at a time into each pool buffer. */
-static uint32_t pktgen_template[MACDMA_MAX_FRAME_BYTES / 4];
+static __noinit uint32_t pktgen_template[MACDMA_MAX_FRAME_BYTES / 4];
 static uint32_t pktgen_pool_dma, pktgen_stride, pktgen_pool;
 
 static void pktgen_build_template(uint32_t frame_bytes)

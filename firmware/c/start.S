@@ -1,7 +1,7 @@
 /* Start-up and trap entry of the soft core's firmware (VexRiscv_Full, RV32IM).
  *
  * _start: global and stack pointers, the trap vector, zeroed .bss, then main(); its return
- * value is the exit code (firmware_exit). trap_entry: saves the registers a C function may
+ * value is the exit code (firmware_exit). .noinit (link.ld) is left as it is. trap_entry: saves the registers a C function may
  * clobber, calls trap_handler() (trap.c) and returns with mret. Interrupts stay disabled
  * in the handler (mstatus.MIE is cleared on entry), so traps never nest. */
 
