@@ -24,6 +24,7 @@ __all__ = [
     "RESULTS_MAGIC",
     "RX_LOG_ENTRIES",
     "RX_LOG_FIELDS",
+    "TX_LOG_ENTRIES",
     "STRATEGIES",
     "Field",
     "c_header",
@@ -37,8 +38,10 @@ CONFIG_MAGIC = 0xC0F16000
 RESULTS_MAGIC = 0x5E5017ED
 #: No planted fault (``fault_zero_length_frame``).
 NO_FAULT = 0xFFFFFFFF
-#: Entries of the RX sink's log (frames beyond it are counted, not logged).
+#: Entries of the RX sink's log and of pktgen's TX log (frames beyond them are counted,
+#: not logged).
 RX_LOG_ENTRIES = 1024
+TX_LOG_ENTRIES = 1024
 
 #: ``mode``: what the firmware runs.
 MODES = {"tx_pktgen": 1, "rx_sink": 2}
@@ -156,12 +159,17 @@ RESULT_FIELDS = (
     Field("mcause", "the unexpected trap's mcause (exit code exception)"),
     Field("mepc", "... its mepc"),
     Field("mtval", "... its mtval"),
+    Field("start_cycle_lo", "mcycle (from the core's reset) when the run started, low word"),
+    Field("rx_fifo_overflows", "RX_FIFO_OVERFLOWS at the end (also in rx_dropped_hw)"),
 )
 
 RX_LOG_FIELDS = (
     Field("length", "frame length (no FCS)"),
+    Field("cycle", "mcycle when the sink got it, low word"),
     Field("hash", "frame_hash of its bytes"),
     Field("status", "bit 0: delivered ok; bits 8..: buffers it spanned"),
+    Field("word3", "the frame's bytes 12..15 (a 32-bit word, little-endian): where a"),
+    Field("word4", "... bench's sequence number may be (with bytes 16..19)"),
 )
 
 
@@ -209,6 +217,7 @@ def c_header() -> str:
         f"#define FW_RESULTS_MAGIC 0x{RESULTS_MAGIC:08X}u",
         f"#define FW_NO_FAULT 0x{NO_FAULT:08X}u",
         f"#define FW_RX_LOG_ENTRIES {RX_LOG_ENTRIES}u",
+        f"#define FW_TX_LOG_ENTRIES {TX_LOG_ENTRIES}u",
         f"#define FW_PKTGEN_SEQ_OFFSET {PKTGEN_SEQ_OFFSET}u",
         f"#define FW_PKTGEN_ETHERTYPE 0x{PKTGEN_ETHERTYPE:04X}u",
         "#define FW_PKTGEN_DST {" + ", ".join(f"0x{b:02X}" for b in PKTGEN_DST) + "}",

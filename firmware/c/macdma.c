@@ -257,6 +257,11 @@ uint32_t macdma_hw_rx_dropped(void)
     return reg_read(MACDMA_RX_DROPS) + reg_read(MACDMA_RX_FIFO_OVERFLOWS);
 }
 
+uint32_t macdma_hw_rx_fifo_overflows(void)
+{
+    return reg_read(MACDMA_RX_FIFO_OVERFLOWS);
+}
+
 uint32_t macdma_hw_tx_reset_discards(void)
 {
     return reg_read(MACDMA_TX_RESET_DISCARDS);

@@ -114,5 +114,6 @@ uint32_t macdma_napi_poll(struct macdma_dev *dev, uint32_t budget);
 void macdma_timer(struct macdma_dev *dev);
 uint32_t macdma_hw_rx_dropped(void);
 uint32_t macdma_hw_tx_reset_discards(void);
+uint32_t macdma_hw_rx_fifo_overflows(void);
 
 #endif /* MACDMA_H */

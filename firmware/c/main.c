@@ -20,38 +20,71 @@ struct macdma_dev app_dev;
 __attribute__((section(".data.fw_config"))) volatile struct fw_config fw_config;
 struct fw_results fw_results;
 __noinit struct fw_rx_log_entry fw_rx_log[FW_RX_LOG_ENTRIES];
+__noinit uint32_t fw_tx_log[FW_TX_LOG_ENTRIES];
 volatile uint32_t app_irq_cycles;
+volatile uint32_t app_idle_cycles;
+volatile uint32_t app_ext_irqs;
+volatile uint32_t app_timer_irqs;
 static uint32_t app_xmit_cycles;
 
 #define barrier() __asm__ volatile("" ::: "memory")
 
 static inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
+/* Idle time for the bench: the cycles since the last mark, less the trap handler's. */
+struct idle_mark {
+    uint64_t cycles;
+    uint32_t irq_cycles;
+};
+
+static void idle_begin(struct idle_mark *mark)
+{
+    mark->irq_cycles = app_irq_cycles;
+    mark->cycles = cpu_cycles();
+}
+
+static void idle_account(struct idle_mark *mark)
+{
+    uint32_t irq_cycles = app_irq_cycles;
+    uint64_t now = cpu_cycles();
+    app_idle_cycles += (uint32_t)(now - mark->cycles) - (irq_cycles - mark->irq_cycles);
+    mark->cycles = now;
+    mark->irq_cycles = irq_cycles;
+}
+
 /* -- RX sink ------------------------------------------------------------------------ */
 
 static void sink_receive(const uint32_t *frame, uint32_t length, int ok, uint32_t buffers)
 {
-    if (!fw_config.rx_record)
-        return;
-    /* FNV-1a over the frame's words (abi.frame_hash), the last one zero-padded. */
-    uint32_t hash = 0x811C9DC5u, words = length / 4;
-    for (uint32_t i = 0; i < words; i++)
-        hash = (hash ^ frame[i]) * 0x01000193u;
-    if (length % 4)
-        hash = (hash ^ (frame[words] & ((1u << (8 * (length % 4))) - 1))) * 0x01000193u;
+    uint32_t hash = 0;
+    if (fw_config.rx_record) {
+        /* FNV-1a over the frame's words (abi.frame_hash), the last one zero-padded. */
+        uint32_t words = length / 4;
+        hash = 0x811C9DC5u;
+        for (uint32_t i = 0; i < words; i++)
+            hash = (hash ^ frame[i]) * 0x01000193u;
+        if (length % 4)
+            hash = (hash ^ (frame[words] & ((1u << (8 * (length % 4))) - 1))) * 0x01000193u;
+    }
     uint32_t n = fw_results.rx_logged;
     if (n < FW_RX_LOG_ENTRIES) {
         fw_rx_log[n].length = length;
+        fw_rx_log[n].cycle = csr_read(mcycle);
         fw_rx_log[n].hash = hash;
         fw_rx_log[n].status = (ok ? 1u : 0u) | (buffers << 8);
+        fw_rx_log[n].word3 = length >= 16 ? frame[3] : 0;
+        fw_rx_log[n].word4 = length >= 20 ? frame[4] : 0;
         fw_results.rx_logged = n + 1;
     }
 }
 
 static void rx_sink(void)
 {
+    struct idle_mark mark;
+    idle_begin(&mark);
     for (;;) {
-        barrier();
+        idle_account(&mark);
+        barrier(); /* the ISR moves the counts */
         if (app_dev.stats.rx_packets + app_dev.stats.rx_errors >= fw_config.frames)
             break;
         if (mmio_read(CPU_FIRMWARE_PORT_BASE + CPU_FIRMWARE_PORT_COMMAND) == FW_COMMAND_STOP)
@@ -111,6 +144,8 @@ static void pktgen(void)
             frags[k].dma = dma + k * piece;
             frags[k].len = k == count - 1 ? frame_bytes - k * piece : piece;
         }
+        if (seq < FW_TX_LOG_ENTRIES)
+            fw_tx_log[seq] = csr_read(mcycle);
         for (;;) {
             uint64_t started = cpu_cycles();
             int rc = macdma_xmit(&app_dev, frags, count);
@@ -119,13 +154,20 @@ static void pktgen(void)
                 break;
             if (rc == MACDMA_TX_INVALID)
                 firmware_exit(FW_EXIT_BAD_CONFIG);
+            /* NETDEV_TX_BUSY: pktgen spins until the queue wakes (idle time). */
+            struct idle_mark mark;
+            idle_begin(&mark);
             while (app_dev.queue_stopped)
-                ; /* NETDEV_TX_BUSY: pktgen spins until the queue wakes */
+                idle_account(&mark);
+            idle_account(&mark);
         }
     }
-    /* Every frame reaped (or dropped by a recovery). */
+    /* Every frame reaped (or dropped by a recovery): waiting is idle time. */
+    struct idle_mark mark;
+    idle_begin(&mark);
     for (;;) {
-        barrier();
+        idle_account(&mark);
+        barrier(); /* the ISR moves the ring */
         if (macdma_tx_in_flight(&app_dev) == 0)
             break;
     }
@@ -190,6 +232,7 @@ int main(void)
     console_puts("ready\n");
     uint64_t started = cpu_cycles();
     uint32_t instret = csr_read(minstret);
+    fw_results.start_cycle_lo = (uint32_t)started;
     csr_set(mstatus, MSTATUS_MIE);
     if (fw_config.mode == FW_MODE_TX_PKTGEN)
         pktgen();
@@ -217,6 +260,7 @@ int main(void)
     fw_results.rx_errors = stats->rx_errors;
     fw_results.rx_dropped = stats->rx_dropped;
     fw_results.rx_dropped_hw = macdma_hw_rx_dropped();
+    fw_results.rx_fifo_overflows = macdma_hw_rx_fifo_overflows();
     fw_results.dma_errors = stats->dma_errors;
     fw_results.last_error_channel = stats->last_error_channel;
     fw_results.last_error_code = stats->last_error_code;

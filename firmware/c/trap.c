@@ -16,12 +16,14 @@ void trap_handler(void)
     uint64_t entered = cpu_cycles();
     uint32_t cause = csr_read(mcause);
     if (cause == (MCAUSE_INTERRUPT | MCAUSE_MACHINE_EXTERNAL)) {
+        app_ext_irqs++;
         if (csr_read(0xFC0) & (1u << CPU_EXTERNAL_IRQ_SOC)) {
             macdma_isr(&app_dev);
             while (app_dev.napi_scheduled)
                 macdma_napi_poll(&app_dev, app_dev.cfg.budget);
         }
     } else if (cause == (MCAUSE_INTERRUPT | MCAUSE_MACHINE_TIMER)) {
+        app_timer_irqs++;
         macdma_timer(&app_dev);
     } else {
         fw_results.mcause = cause;
