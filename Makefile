@@ -27,7 +27,7 @@ SYNTH_ARGS ?=
 export SIM WAVES
 
 .DEFAULT_GOAL := help
-.PHONY: help deps venv regress test test-all sim verilog firmware lint format demo bench soak formal clean
+.PHONY: help deps venv regress test test-all sim verilog lint format demo bench soak formal clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -79,6 +79,7 @@ verilog: $(INSTALLED) ## write build/verilog/<top>.v for every registered top
 
 # The cross compiler comes from sim/system-deps.sh's riscv group; the image is cached by
 # the hash of its sources under build/firmware/ (firmware/c/build.py).
+.PHONY: firmware
 firmware: $(INSTALLED) ## build the soft core's C driver image (firmware/c/) -> build/firmware/
 	@$(SYSTEM_DEPS) riscv
 	$(PY) -m macdma.firmware.c.build
