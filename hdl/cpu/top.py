@@ -61,7 +61,7 @@ class CpuSocTop(wiring.Component):
     ports, as on ``macdma_soc_hostmem``) and ``fw_*`` (the firmware's bench port).
     """
 
-    def __init__(self, memory_bytes: int = 1 << 20, ram_bytes: int = 65536, **params):
+    def __init__(self, memory_bytes: int = 1 << 22, ram_bytes: int = 65536, **params):
         soc_params = SocParams(**params)
         if soc_params.data_width != 32:
             raise ValueError(

@@ -83,7 +83,9 @@ class CpuSocBench:
         *,
         sys_clk_ns: float = 10.0,
         ifg: int = 12,
-        memory_bytes: int = 1 << 20,
+        # The top's default: what `macdma run --cpu vexriscv-rtl` builds for its default
+        # rings (sim/scenario.py memory_bytes_for), so the tests and it share one build.
+        memory_bytes: int = 1 << 22,
     ):
         self.dut = dut
         self.mode = mode
