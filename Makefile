@@ -44,8 +44,8 @@ $(INSTALLED): pyproject.toml setup.py
 
 # Listed first by every target that runs a simulator: in a serial make it runs before
 # the venv install, so a machine that cannot install Icarus stops at once.
-deps: ## install the system packages the simulators and the report check (chromium) need
-	@$(SYSTEM_DEPS) venv sim chromium
+deps: ## install the system packages: simulators, report check (chromium), firmware compiler (riscv)
+	@$(SYSTEM_DEPS) venv sim chromium riscv
 
 venv: $(INSTALLED) ## create .venv and install the project (done on demand by the others)
 
@@ -80,6 +80,13 @@ formal: $(INSTALLED) ## prove the formal properties with SymbiYosys (docs/formal
 
 verilog: $(INSTALLED) ## write build/verilog/<top>.v for every registered top
 	$(PY) -m macdma.sim.verilog --out build/verilog
+
+# The cross compiler comes from sim/system-deps.sh's riscv group; the image is cached by
+# the hash of its sources under build/firmware/ (firmware/c/build.py).
+.PHONY: firmware
+firmware: $(INSTALLED) ## build the soft core's C driver image (firmware/c/) -> build/firmware/
+	@$(SYSTEM_DEPS) riscv
+	$(PY) -m macdma.firmware.c.build
 
 lint: $(INSTALLED) ## ruff check + format check
 	$(RUFF) check $(LINT_PATHS)

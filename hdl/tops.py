@@ -1,6 +1,7 @@
 """Every design exported to Verilog, by module name. ``make verilog`` writes each one."""
 
 from .boards.sim_top import BoardSimTop
+from .cpu.top import CpuSocTop
 from .hostmem_top import HostMemSocTop
 from .mac.top import EthMacTop
 from .soc import SocTop
@@ -11,4 +12,5 @@ TOPS = {
     "macdma_soc": SocTop,
     "macdma_soc_hostmem": HostMemSocTop,
     "macdma_board": BoardSimTop,
+    "macdma_soc_cpu": CpuSocTop,
 }

