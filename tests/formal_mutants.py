@@ -317,6 +317,37 @@ class TxChannelIgnoresOwn(TxDmaChannel):
             return super().elaborate(platform)
 
 
+class _ResetOverBeforeItsWrite:
+    """Mixin of a channel whose STATUS.resetting reads 1 only while a read of the channel is
+    still on the bus: the wind-down forgets the write in flight, so the driver sees the
+    reset over and re-posts while a burst issued before the reset (buffer data, or a
+    write-back) is still to land. The channel's own wind-down is unchanged."""
+
+    def add_reset(self, m, core, quiet):
+        self._reset_hold, clear = super().add_reset(m, core, quiet)
+        return self._reset_hold, clear
+
+    def add_movers(self, m):
+        self._movers = super().add_movers(m)
+        return self._movers
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        reader, _writer = self._movers
+        m.d.comb += self.regs.status.resetting.eq(self._reset_hold & ~reader.cmd.ready)
+        return m
+
+
+class RxChannelResetForgetsWrite(_ResetOverBeforeItsWrite, RxDmaChannel):
+    """The RX channel reports its reset over while a buffer write or write-back issued
+    before it is still on the bus."""
+
+
+class TxChannelResetForgetsWrite(_ResetOverBeforeItsWrite, TxDmaChannel):
+    """The TX channel reports its reset over while a write-back issued before it is still
+    on the bus."""
+
+
 class RxChannelAcceptsSmallBuffers(RxDmaChannel):
     """The RX channel takes buffers of any length: its halt on one below 64 bytes is gone."""
 
@@ -411,6 +442,18 @@ MUTANTS = [
         "ownership_properties.py",
     ),
     (
+        "rx_ownership",
+        RxChannelResetForgetsWrite,
+        "a buffer write issued before a reset lands after the driver saw the reset over",
+        "ownership_properties.py",
+    ),
+    (
+        "rx_reset_winddown",
+        RxChannelResetForgetsWrite,
+        "a reset over while a write of the channel is still on the bus",
+        "channel_proofs.py",
+    ),
+    (
         "rx_halts",
         RxChannelAcceptsSmallBuffers,
         "a buffer below 64 bytes used, no halt",
@@ -427,6 +470,18 @@ MUTANTS = [
         TxChannelWritesBackPreviousEntry,
         "a write-back written into the ring entry before",
         "ownership_properties.py",
+    ),
+    (
+        "tx_writeback",
+        TxChannelResetForgetsWrite,
+        "a write-back issued before a reset lands after the driver saw the reset over",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_reset_winddown",
+        TxChannelResetForgetsWrite,
+        "a reset over while a write-back of the channel is still on the bus",
+        "channel_proofs.py",
     ),
     (
         "tx_halts",

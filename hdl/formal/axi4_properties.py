@@ -29,7 +29,9 @@ from .queue import RecordQueue
 
 __all__ = ["Axi4ReadProperties", "Axi4WriteProperties", "clamped_burst_cap"]
 
-ROLES = ("master", "slave")
+#: ``proven``: whose rules are asserted; "neither" assumes both sides' (a proof of something
+#: else that relies on the master's rules proven elsewhere).
+ROLES = ("master", "slave", "neither")
 
 
 class _Rules:
@@ -37,7 +39,7 @@ class _Rules:
 
     def __init__(self, proven: str):
         if proven not in ROLES:
-            raise ValueError(f"proven must be 'master' or 'slave', not {proven!r}")
+            raise ValueError(f"proven must be 'master', 'slave' or 'neither', not {proven!r}")
         self._proven = proven
 
     def master(self, expr):

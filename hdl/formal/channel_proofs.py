@@ -17,7 +17,8 @@ from ..dma.tx_channel import TxDmaChannel
 from ..mac.frame import RxError
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .harness import Harness, drive_free
-from .internal import elaborated, in_state, internal_signal
+from .internal import elaborated, in_state, internal_signal, subfragment
+from .mover_invariants import reader_count_invariants, writer_count_invariants
 from .ownership_properties import RingOwnershipProperties
 from .streams import free_stream_source
 
@@ -28,6 +29,8 @@ __all__ = [
     "TxWritebackHarness",
     "RxHaltHarness",
     "TxHaltHarness",
+    "RxResetWindDownHarness",
+    "TxResetWindDownHarness",
     "CHANNEL_ADDR_WIDTH",
     "MAX_RING",
 ]
@@ -46,13 +49,26 @@ class _ChannelHarness(Harness):
     channel running with polling off; free doorbells; free AXI4 slaves within the protocol,
     with the AXI4 master properties on both of the channel's interfaces."""
 
-    def __init__(self, make_dut: Callable):
+    #: Whose rules the write side's AXI4 checker asserts (see
+    #: :class:`~.axi4_properties.Axi4WriteProperties`): the channel's, as a master.
+    WRITE_RULES = "master"
+    #: The same for the read side.
+    READ_RULES = "master"
+    #: Whether the harness puts :class:`~.ownership_properties.RingOwnershipProperties` on
+    #: the channel.
+    CHECK_OWNERSHIP = True
+
+    def __init__(self, make_dut: Callable, *, resets: bool = False):
         super().__init__()
         self._make_dut = make_dut
+        self._resets = resets
 
     def ring(self, m, dut):
         """Set ``dut`` up as above; returns ``(ring_base, ring_size, read_props,
-        write_props)``."""
+        write_props)``.
+
+        With ``resets``, CTRL.run and the CTRL.reset strobe are free in every cycle (see
+        :meth:`released`): the driver may stop, start and reset the channel at any time."""
         ring_base = self.any_const(CHANNEL_ADDR_WIDTH, "ring_base")
         ring_size = self.any_const(len(dut.regs.ring_size), "ring_size")
         burst_beats = self.any_const(len(dut.regs.burst_beats), "burst_beats")
@@ -63,8 +79,8 @@ class _ChannelHarness(Harness):
             dut.regs.ring_base.eq(ring_base),
             dut.regs.ring_size.eq(ring_size),
             dut.regs.burst_beats.eq(burst_beats),
-            dut.regs.ctrl.run.eq(1),
-            dut.regs.ctrl.reset.eq(0),
+            dut.regs.ctrl.run.eq(self.any_seq(1, "ctrl_run") if self._resets else 1),
+            dut.regs.ctrl.reset.eq(self.any_seq(1, "ctrl_reset") if self._resets else 0),
             dut.regs.poll_us.eq(0),
             dut.sys_clk_mhz.eq(1),
             dut.regs.tail.eq(self.any_seq(len(dut.regs.tail), "tail")),
@@ -73,19 +89,43 @@ class _ChannelHarness(Harness):
         read_names = ["arready", "rid", "rdata", "rresp", "rlast", "rvalid"]
         drive_free(self, m, dut.axi_read, read_names)
         drive_free(self, m, dut.axi_write, ["awready", "wready", "bid", "bresp", "bvalid"])
-        m.submodules.read_props = read_props = Axi4ReadProperties(
+        read_props = Axi4ReadProperties(
             dut.axi_read,
             started=self.started,
             burst_beats=burst_beats,
             max_outstanding=CHANNEL_MAX_OUTSTANDING,
+            proven=self.READ_RULES,
         )
-        m.submodules.write_props = write_props = Axi4WriteProperties(
+        write_props = Axi4WriteProperties(
             dut.axi_write,
             started=self.started,
             burst_beats=burst_beats,
             max_outstanding=CHANNEL_MAX_OUTSTANDING,
+            proven=self.WRITE_RULES,
         )
+        # Elaborated here, so that linking invariants can find the checkers' records.
+        m.submodules.read_props = self.read_props_fragment = elaborated(read_props)
+        m.submodules.write_props = self.write_props_fragment = elaborated(write_props)
+        self.write_props = write_props
         return ring_base, ring_size, read_props, write_props
+
+    def released(self, m, dut):
+        """For the ownership checker: high in the cycle a channel reset is over as the driver
+        sees it, the first cycle after its CTRL.reset strobe in which STATUS.resetting reads
+        0 (no new strobe in it). From then on the driver owns every descriptor and buffer
+        again and may re-post them (docs/descriptors.md, "When the reset is over"). ``None``
+        without ``resets``."""
+        if not self._resets:
+            return None
+        regs = dut.regs
+        self.reset_waiting = waiting = Signal(name="reset_waiting")  # STATUS.resetting not 0 yet
+        released = Signal(name="reset_released")
+        m.d.comb += released.eq(waiting & ~regs.status.resetting & ~regs.ctrl.reset)
+        with m.If(regs.ctrl.reset):
+            m.d.sync += waiting.eq(1)
+        with m.Elif(released):
+            m.d.sync += waiting.eq(0)
+        return released
 
 
 class RxOwnershipHarness(_ChannelHarness):
@@ -93,6 +133,8 @@ class RxOwnershipHarness(_ChannelHarness):
     one unless told) with any frames on ``i`` and ``wait_for_buffers`` free in every cycle
     (a frame that finds no buffer may wait for one or be dropped, and the choice may change
     while it waits): it writes only into owned buffers and their write-back words.
+    With ``resets`` (the default) CTRL.run and CTRL.reset are free in every cycle, and a
+    reset the driver has seen over returns every entry to it (:meth:`released`).
 
     ``min_buffer_bytes`` lifts the channel's minimum buffer (64 bytes, below which it halts)
     to a smaller one for this build only, with the checker's ``min_length`` equal to it:
@@ -110,12 +152,13 @@ class RxOwnershipHarness(_ChannelHarness):
         *,
         min_buffer_bytes: int | None = None,
         prefetch: int = 1,
+        resets: bool = True,
     ):
         if min_buffer_bytes is not None and not 1 <= min_buffer_bytes <= MIN_RX_BUFFER_BYTES:
             raise ValueError(
                 f"min_buffer_bytes must be in 1..{MIN_RX_BUFFER_BYTES}, not {min_buffer_bytes!r}"
             )
-        super().__init__(make_dut)
+        super().__init__(make_dut, resets=resets)
         self._min_buffer_bytes = min_buffer_bytes
         self._prefetch = prefetch
 
@@ -147,6 +190,8 @@ class RxOwnershipHarness(_ChannelHarness):
             dut.i_ts_valid.eq(self.any_seq(1, "i_ts_valid")),
         ]
         free_stream_source(self, m, dut.i, "i")
+        if not self.CHECK_OWNERSHIP:
+            return dut, None, read_props
         m.submodules.ownership = ownership = RingOwnershipProperties(
             read_props=read_props,
             write_props=write_props,
@@ -158,6 +203,7 @@ class RxOwnershipHarness(_ChannelHarness):
             max_ring=MAX_RING,
             writeback_writes=writeback,
             timestamp_word0=True,
+            released=self.released(m, dut),
         )
         self.covers(m, dut, ownership, write_props)
         return dut, ownership, read_props
@@ -185,10 +231,12 @@ class TxOwnershipHarness(_ChannelHarness):
     """:class:`~macdma.hdl.dma.tx_channel.TxDmaChannel` (two descriptors prefetched, any
     PREFETCH) with the TX FIFO side taking data at any pace. The channel's reader serves
     descriptor fetches and fragment reads; the channel's own ``reading_fragment`` register
-    tells the checker which one an AR or R beat is."""
+    tells the checker which one an AR or R beat is. With ``resets`` (the default) CTRL.run,
+    CTRL.reset and ``hold`` (the SoC's, while it resets the TX FIFO) are free in every
+    cycle, as for RX."""
 
-    def __init__(self, make_dut: Callable = TxDmaChannel):
-        super().__init__(make_dut)
+    def __init__(self, make_dut: Callable = TxDmaChannel, *, resets: bool = True):
+        super().__init__(make_dut, resets=resets)
 
     def build(self, m):
         dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=2)
@@ -201,7 +249,13 @@ class TxOwnershipHarness(_ChannelHarness):
             dut.ts_valid.eq(self.any_seq(1, "ts_valid")),
             dut.ts_id.eq(self.any_seq(len(dut.ts_id), "ts_id")),
         ]
+        if self._resets:
+            # The SoC holds the channel while it resets the TX FIFO after a CTRL.reset: any
+            # hold, in any cycle.
+            m.d.comb += dut.hold.eq(self.any_seq(1, "hold"))
         reading_fragment = internal_signal(fragment, "reading_fragment", within="core")
+        if not self.CHECK_OWNERSHIP:
+            return dut, None, read_props
         m.submodules.ownership = ownership = RingOwnershipProperties(
             read_props=read_props,
             write_props=write_props,
@@ -214,6 +268,7 @@ class TxOwnershipHarness(_ChannelHarness):
             fragment_reads=reading_fragment,
             buffer_writes=False,
             timestamp_word0=True,
+            released=self.released(m, dut),
         )
         self.covers(m, ownership, read_props, reading_fragment)
         return dut, ownership, read_props
@@ -240,8 +295,10 @@ class RxMultiBufferHarness(RxOwnershipHarness):
     buffers. Cover: the EOP write-back of a frame that began in another buffer, answered
     OKAY, after two hand-backs (the first buffer's and this one's)."""
 
-    def __init__(self, make_dut: Callable = RxDmaChannel):
-        super().__init__(make_dut, min_buffer_bytes=4, prefetch=2)
+    def __init__(self, make_dut: Callable = RxDmaChannel, *, resets: bool = False):
+        # Without channel resets by default: with them free, the 36-step cover of a frame
+        # written back whole took over 13 minutes (6 before); rx_ownership has them.
+        super().__init__(make_dut, min_buffer_bytes=4, prefetch=2, resets=resets)
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)
@@ -299,6 +356,10 @@ class RxHaltHarness(RxOwnershipHarness):
     #: halt (tight: 2 fails).
     BOUND = 3
 
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        # Running, never reset: the halt is what is proven, and only a reset ends it.
+        super().__init__(make_dut, resets=False)
+
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
         fetching_word3, word3 = _descriptor_word3(dut, read_props)
@@ -338,6 +399,10 @@ class TxHaltHarness(TxOwnershipHarness):
     #: Cycles with no read in flight, from the fetch of a zero-length descriptor to the halt
     #: (tight: 2 fails).
     BOUND = 3
+
+    def __init__(self, make_dut: Callable = TxDmaChannel):
+        # Running, never reset: the halt is what is proven, and only a reset ends it.
+        super().__init__(make_dut, resets=False)
 
     def build(self, m):
         dut, _ownership, read_props = super().build(m)
@@ -409,3 +474,79 @@ def _descriptor_word3(dut, read_props, fetching=None):
     if fetching is not None:
         on_bus &= fetching
     return on_bus, Descriptor(Cat(Const(0, 96), dut.axi_read.rdata))
+
+
+class _ResetWindDown:
+    """Mixin of an ownership harness (resets free, every other input as free as there) that
+    proves, for ever, that a channel reset leaves nothing of the channel on the bus: in the
+    cycle the driver sees the reset over (:meth:`_ChannelHarness.released`) no AR waits and
+    no R beat is owed, no AW waits, no W beat and no B is owed. So no burst issued before a
+    reset lands after it, in a buffer or descriptor the driver has re-posted.
+
+    Proven by k-induction, with linking invariants: the reset's own state (a driver still
+    waiting sees STATUS.resetting, or the core was reset in the cycle before); a core just
+    reset holds nothing in its movers; the reader's invariants
+    (:func:`~.mover_invariants.reader_linking_invariants`) and the writer's counts
+    (:func:`~.mover_invariants.writer_count_invariants`). The writer's AXI4 master rules are
+    assumed here (proven on the writer itself, ``axi4_write_master``), the reader's asserted.
+    Cover: a reset is over after a write that was on the bus when it was asked for."""
+
+    WRITE_RULES = "neither"
+    READ_RULES = "neither"
+    CHECK_OWNERSHIP = False
+
+    def build(self, m):
+        dut, _none, read_props = super().build(m)
+        channel = m.submodules.dut
+        released = self.released(m, dut)
+        reader = subfragment(channel, "core.reader")
+        writer = subfragment(channel, "core.writer")
+        reader_count_invariants(m, reader, read_props, dut.axi_read)
+        writer_count_invariants(m, writer, self.write_props_fragment, dut.axi_write)
+        (read_bursts,) = read_props.bursts
+        aw_open = internal_signal(self.write_props_fragment, "aw_open0")
+        w_waiting = internal_signal(self.write_props_fragment, "w_bursts_level")
+        w_done_open = internal_signal(self.write_props_fragment, "w_done_open0")
+        # The channel's reset (DmaChannel.add_reset): its `resetting` register and the cycle
+        # its core is reset (`clear`).
+        resetting = internal_signal(channel, "resetting", domain="sync")
+        clear = internal_signal(channel, "clear", domain="comb")
+        cleared = self.past(clear, "clear")
+        reader_in_flight = internal_signal(reader, "in_flight")
+        writer_in_flight = internal_signal(writer, "in_flight")
+        writer_state = internal_signal(writer, "writer_state")
+        m.d.comb += Assert(~self.reset_waiting | resetting | cleared)
+        with m.If(cleared):
+            m.d.comb += [
+                Assert(reader_in_flight == 0),
+                Assert(writer_in_flight == 0),
+                Assert(in_state(writer_state, "Idle")),
+            ]
+        with m.If(released):
+            m.d.comb += [
+                Assert((read_bursts.level == 0) & ~dut.axi_read.arvalid),
+                Assert((aw_open == 0) & ~dut.axi_write.awvalid),
+                Assert((w_waiting == 0) & (w_done_open == 0) & ~dut.axi_write.wvalid),
+            ]
+        # A write on the bus when the reset was asked for, and the reset over after it.
+        write_at_strobe = Signal()
+        with m.If(dut.regs.ctrl.reset & (aw_open != 0)):
+            m.d.sync += write_at_strobe.eq(1)
+        m.d.comb += Cover(released & write_at_strobe)
+
+    def covers(self, *args):
+        """The cover is :meth:`build`'s."""
+
+
+class RxResetWindDownHarness(_ResetWindDown, RxOwnershipHarness):
+    """:class:`_ResetWindDown` on :class:`RxOwnershipHarness` (resets free)."""
+
+    def __init__(self, make_dut: Callable = RxDmaChannel):
+        super().__init__(make_dut, resets=True)
+
+
+class TxResetWindDownHarness(_ResetWindDown, TxOwnershipHarness):
+    """:class:`_ResetWindDown` on :class:`TxOwnershipHarness` (resets free)."""
+
+    def __init__(self, make_dut: Callable = TxDmaChannel):
+        super().__init__(make_dut, resets=True)

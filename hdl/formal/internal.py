@@ -9,7 +9,7 @@ proven). The HDL stays untouched: the register is found by name in the elaborate
 
 from amaranth.hdl import Fragment, Signal
 
-__all__ = ["elaborated", "internal_signal", "in_state"]
+__all__ = ["elaborated", "internal_signal", "in_state", "subfragment"]
 
 
 def elaborated(component):
@@ -34,11 +34,8 @@ def internal_signal(
     domain (``"comb"`` or a clock domain's name), for a name used twice. Raises
     ``LookupError`` naming ``name`` if there is none or more than one, so a renamed
     register breaks the proof loudly instead of silently weakening it."""
-    for step in within.split(".") if within is not None else ():
-        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == step]
-        if len(subs) != 1:
-            raise LookupError(f"Expected one submodule named {step!r}, found {len(subs)}")
-        fragment = subs[0]
+    if within is not None:
+        fragment = subfragment(fragment, within)
     found = {
         id(s): s for s in _signals(fragment, domain) if isinstance(s, Signal) and s.name == name
     }
@@ -47,6 +44,17 @@ def internal_signal(
             f"Expected one internal signal named {name!r} in the component, found {len(found)}"
         )
     return next(iter(found.values()))
+
+
+def subfragment(fragment, path: str):
+    """The submodule of ``fragment`` at the dotted ``path`` (``"core.writer"``). Raises
+    ``LookupError`` naming the step that has not exactly one such submodule."""
+    for step in path.split("."):
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == step]
+        if len(subs) != 1:
+            raise LookupError(f"Expected one submodule named {step!r}, found {len(subs)}")
+        fragment = subs[0]
+    return fragment
 
 
 def in_state(fsm_state: Signal, name: str):

@@ -40,6 +40,11 @@ class RingOwnershipProperties(Elaboratable):
                    ``None``: every write is a write-back (TX).
         timestamp_word0: the channel may also write word 0 of an entry it owns (the PTP
                    timestamp of a timestamped EOP write-back, 16 bytes at offset 0).
+        released:  high in the cycle a channel reset is over (STATUS.resetting read 0 again
+                   after 1): from that cycle on the driver owns every entry again and may
+                   re-post it (docs/descriptors.md, "When the reset is over"), so the checker
+                   forgets every entry it had learnt, for that cycle's W beats already.
+                   ``None``: the channel is never reset.
 
     Asserted: every descriptor fetch (AR) lies inside the ring ``[ring_base, ring_base +
     16 * ring_size)``, every buffer read (AR) inside the beats of an owned entry's buffer;
@@ -64,6 +69,7 @@ class RingOwnershipProperties(Elaboratable):
         buffer_writes: bool = True,
         writeback_writes=None,
         timestamp_word0: bool = False,
+        released=None,
     ):
         self._first_writeback_byte = 0 if timestamp_word0 else 4 * WRITEBACK_FIRST_WORD
         self._read_props = read_props
@@ -79,7 +85,8 @@ class RingOwnershipProperties(Elaboratable):
         if buffer_writes and writeback_writes is None:
             raise ValueError("a channel that writes buffers needs writeback_writes")
         self._writeback_writes = writeback_writes
-        #: Per ring entry: the DMA owns it (for covers).
+        self._released = C(0, 1) if released is None else released
+        #: Per ring entry: the DMA owns it (for covers and linking invariants).
         self.owned = Signal(max_ring)
         #: A W beat writes the last word (OWN) of a ring entry: its write-back ends.
         self.handed_back = Signal()
@@ -106,7 +113,13 @@ class RingOwnershipProperties(Elaboratable):
         good_beat = good_beat & ~fragment
         # 32-bit beats: word 0 (buffer address) and word 3 (length, OWN) arrive separately.
         assert beat_bytes == 4, "the ownership checker reads descriptors as 32-bit beats"
+        # What the checker learnt, and what it allows this cycle: nothing learnt before the
+        # cycle a reset is over.
+        learnt = Signal(self._max_ring)
         owned = self.owned
+        m.d.comb += owned.eq(Mux(self._released, 0, learnt))
+        with m.If(self._released):
+            m.d.sync += learnt.eq(0)
         with m.If(good_beat & (r_entry < self._max_ring)):
             with m.If(r_word == 0):
                 m.d.sync += buf_addr[r_entry].eq(rd.rdata)
@@ -116,7 +129,7 @@ class RingOwnershipProperties(Elaboratable):
                 m.d.sync += buf_length[r_entry].eq(length)
                 for i in entries:
                     with m.If(r_entry == i):
-                        m.d.sync += owned[i].eq(own & (length >= self._min_length))
+                        m.d.sync += learnt[i].eq(own & (length >= self._min_length))
 
         # ---- reads only inside the ring, or inside an owned buffer's beats ----------------
         ar_bytes = (rd.arlen + 1) * beat_bytes
@@ -164,5 +177,5 @@ class RingOwnershipProperties(Elaboratable):
         with m.If(self.handed_back):
             for i in entries:
                 with m.If(w_offset[4:] == i):
-                    m.d.sync += owned[i].eq(0)
+                    m.d.sync += learnt[i].eq(0)
         return m
