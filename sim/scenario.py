@@ -72,6 +72,9 @@ RECORD_ENV = "MACDMA_SCENARIO_RECORD"  # where the cocotb module writes its raw 
 #: cocotbext-axi's AxiRam on its AXI4 master, or the SoC with the RAM inside the top.
 SCENARIO_TOPS = {"python": "macdma_soc", "hdl": "macdma_soc_hostmem"}
 MEMORY_MODELS = tuple(SCENARIO_TOPS)
+#: The GMII/MII wire models (the ``wire`` knob): the frame wire inside the simulated top
+#: (its top is the memory's with ``_wire`` appended), or cocotbext-eth's per-byte models.
+WIRES = ("frames", "cocotbext")
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
@@ -185,6 +188,11 @@ class Scenario:
         "hdl", str, "host memory model: hdl = an AXI4 RAM inside the simulated top with "
         "AxiRam's timing, faster; python = cocotbext-axi's AxiRam (docs/performance.md)",
         choices=MEMORY_MODELS,
+    )  # fmt: skip
+    wire: str = knob(
+        "frames", str, "GMII/MII wire: frames = a frame player and recorder inside the "
+        "simulated top, Python wakes once per frame; cocotbext = cocotbext-eth's per-byte "
+        "models (same frames and stamps, slower; docs/performance.md)", choices=WIRES,
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
@@ -1021,7 +1029,7 @@ def memory_bytes_for(scenario: Scenario) -> int:
 
 def scenario_top(scenario: Scenario) -> tuple[str, dict]:
     """The simulated top ``scenario`` runs on and its design parameters."""
-    top = SCENARIO_TOPS[scenario.memory]
+    top = SCENARIO_TOPS[scenario.memory] + ("_wire" if scenario.wire == "frames" else "")
     return top, ({"memory_bytes": memory_bytes_for(scenario)} if scenario.memory == "hdl" else {})
 
 

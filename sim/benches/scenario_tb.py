@@ -166,6 +166,7 @@ async def test_scenario(dut):
         sys_clk_ns=sys_clk_ps / 1000,
         memory_bytes=memory_bytes_for(scenario),
         memory=scenario.memory,
+        wire=scenario.wire,
     )
     await bench.start()
     bench.memory.latency_cycles = scenario.mem_latency_cycles
