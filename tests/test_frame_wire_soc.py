@@ -38,6 +38,13 @@ SCENARIOS = {
 }
 # What may differ between two runs of one scenario: the wire itself and the host's time.
 _NOT_COMPARED = {"wall_seconds"}
+# On Icarus also the simulated time the bench ends at, after the traffic and its last
+# register reads: the frame wire hands the last TX frame over once the time step has
+# settled (Icarus may call back before the recorder's other ports are set), GmiiSink on
+# the clock edge itself, and when a system clock edge falls in that step the closing
+# register reads start one system clock apart (10 ns in 2 of the 5 scenarios here).
+# Every frame, stamp, delivery time and counter is still compared.
+_NOT_COMPARED_ON = {"icarus": {"sim_ns"}}
 
 
 def _record(scenario: Scenario, tmp_path, wire: str) -> dict:
@@ -54,7 +61,8 @@ def _record(scenario: Scenario, tmp_path, wire: str) -> dict:
     )
     record = json.loads(path.read_text())
     record["scenario"].pop("wire")
-    return {key: value for key, value in record.items() if key not in _NOT_COMPARED}
+    ignored = _NOT_COMPARED | _NOT_COMPARED_ON.get(scenario.sim, set())
+    return {key: value for key, value in record.items() if key not in ignored}
 
 
 def _differences(ours, theirs, where="record") -> list[str]:

@@ -243,10 +243,11 @@ class FrameSource:
             handle.value = Immediate(value) if at_once else value
 
     async def _follow(self) -> None:
-        done, idle = self.dut.play_done, self.dut.play_idle
+        done = self.dut.play_done
         await self._clock.calibrated.wait()
+        cocotb.start_soon(self._follow_idle())
         while True:
-            await First(ValueChange(done), ValueChange(idle))
+            await ValueChange(done)
             # The stamps change in the same edge as the count, but a simulator may call
             # back before it applied them (Icarus does): read once the step has settled,
             # while writes still go into this step.
@@ -254,7 +255,16 @@ class FrameSource:
             count = _int(done) & 0xFFFF
             if count != self._done & 0xFFFF:
                 self._finished(count)
-            if self._playing is None and not self._pending and _int(idle):
+
+    async def _follow_idle(self) -> None:
+        # Woken on the change itself, not once the step has settled: GmiiSource wakes its
+        # waiters on the clock edge, and what they do next (a register access on the
+        # system clock, whose edge may fall in the same step) must start in the same
+        # place of the step.
+        idle = self.dut.play_idle
+        while True:
+            await ValueChange(idle)
+            if str(idle.value) == "1" and self._playing is None and not self._pending:
                 self._idle.set()
 
     def _finished(self, count: int) -> None:
