@@ -9,8 +9,10 @@ link modes) on a top built with the wire (``macdma_soc_wire``,
 :class:`GmiiFrame` objects with ``sim_time_start``, ``sim_time_sfd``, ``sim_time_end`` (ps)
 and ``error``, and ``tx_complete`` called when a frame has left. The HDL does per clock
 what those models do per clock (hdl/sim_wire/player.py, recorder.py say exactly what),
-so the frames, their stamps and everything the SoC does with them are the same; the test
-of that is tests/test_frame_wire.py.
+so the frames, their stamps and everything the SoC does with them are the same; the tests
+of that are tests/test_frame_wire.py (the wire beside cocotbext-eth's models) and
+tests/test_frame_wire_soc.py (a whole scenario's record on either wire). One difference
+remains, on Icarus only: see :meth:`FrameSource._load`.
 
 The wire moves one frame at a time each way: the source writes a frame into the
 player's memory when the one before has left (in the time step of its last symbol, so
@@ -24,7 +26,6 @@ import logging
 from collections import deque
 
 import cocotb
-from cocotb.handle import Immediate
 from cocotb.queue import Queue
 from cocotb.triggers import Event, First, ReadOnly, ReadWrite, RisingEdge, Timer, ValueChange
 from cocotb.utils import get_sim_time
@@ -84,25 +85,12 @@ class _Clock:
         self.origin_ps = edge_ps - (int(self.counter.value) - 1) * self.period_ps
         self.calibrated.set()
 
-    def at_edge(self) -> bool:
-        """Whether now is the time of one of the clock's rising edges."""
-        if self.origin_ps is None:
-            return False
-        return (round(get_sim_time("ps")) - self.origin_ps) % self.period_ps == 0
-
     def time_ps(self, cycle: int) -> int:
         """When the rising edge numbered ``cycle`` came (the counter read ``cycle`` before
         it stepped there)."""
         if self.origin_ps is None:
             raise RuntimeError("frame wire: a stamp before the clock was calibrated")
         return self.origin_ps + cycle * self.period_ps
-
-
-# Verilator runs every callback of a time step (timers, clocks, value changes) before it
-# evaluates the design, so a write made at once in any of them is seen by that step's
-# edges; Icarus interleaves them with its evaluation.
-def _writes_before_edges() -> bool:
-    return getattr(cocotb, "SIM_NAME", "").lower().startswith("verilator")
 
 
 def _int(handle) -> int:
@@ -138,7 +126,6 @@ class FrameSource:
         self._idle.set()
         self._started = False
         self.frames_sent = 0
-        self.late_starts = 0  # frames started one clock after GmiiSource's (Icarus only)
 
     @property
     def mii_mode(self) -> bool:
@@ -218,29 +205,16 @@ class FrameSource:
         dut = self.dut
         self._queued += 1
         count_mask = (1 << len(dut.play_queued)) - 1
-        # GmiiSource, woken by a send, takes the frame on the next rising edge of its
-        # clock: this time step's edge when the clock has not risen yet, else the next.
-        # The player is told at once when it must see the frame on this step's edge or
-        # when no edge is due in this step; else as cocotb writes, once the design has
-        # taken this step's edge (written at once, the new count would race it).
-        at_once = str(dut.rx_clk.value) == "0"
-        if at_once and self._clock.at_edge() and not _writes_before_edges():
-            # Icarus evaluates an edge and a write made in the same step in no fixed
-            # order: the frame goes out one clock after GmiiSource's would. Counted.
-            at_once = False
-            self.late_starts += 1
-            if self.late_starts == 1:
-                self.log.warning(
-                    "frame wire: a frame sent in the time step of a receive clock edge "
-                    "starts one clock later than GmiiSource's (counted in late_starts)"
-                )
-        for handle, value in (
-            (dut.play_frame_bytes, len(data)),
-            (dut.play_frame_gap, max(self.ifg, 1)),
-            (dut.play_frame_errors, int(flagged)),
-            (dut.play_queued, self._queued & count_mask),
-        ):
-            handle.value = Immediate(value) if at_once else value
+        # Written as cocotb writes, once the design has taken this time step's edges: the
+        # player takes the frame on the next enabled rising edge, as GmiiSource, woken by
+        # a send, does. (Written at once, the new count would race an edge of this step.)
+        # One exception, on Icarus only: a send from a timer in the very time step of an
+        # enabled edge, which Icarus runs before that edge, so GmiiSource still takes it;
+        # the frame wire takes the next one (tests/cocotb/frame_wire_tb.py measures it).
+        dut.play_frame_bytes.value = len(data)
+        dut.play_frame_gap.value = max(self.ifg, 1)
+        dut.play_frame_errors.value = int(flagged)
+        dut.play_queued.value = self._queued & count_mask
 
     async def _follow(self) -> None:
         done = self.dut.play_done

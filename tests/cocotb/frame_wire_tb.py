@@ -92,6 +92,8 @@ class Sides:
         for reset in (dut.tx_rst, dut.rx_rst):
             reset.value = 0
         await ClockCycles(dut.rx_clk, 2 * self.mode.enable_every)
+        # The top's comparison runs from time 0 through every test of the module.
+        self.mismatches_before = int(dut.rx_mismatches.value)
 
     def set_ifg(self, symbols: int):
         self.ref_source.ifg = self.mac_source.ifg = self.wire.rx_source.ifg = symbols
@@ -161,9 +163,11 @@ def check_rx(sides: Sides, ours, theirs, waited, frames):
     for index, (mine, ref) in enumerate(zip(ours, theirs, strict=True)):
         assert mine == ref, f"RX frame {index}: wire {mine} != cocotbext {ref}"
     assert waited["wire"] == waited["cocotbext"], f"wait() returned at {waited}"
-    mismatches = int(sides.dut.rx_mismatches.value)
+    mismatches = int(sides.dut.rx_mismatches.value) - sides.mismatches_before
     first = int(sides.dut.rx_first_mismatch.value)
-    assert mismatches == 0, f"receive pins differ on {mismatches} clocks, first at edge {first}"
+    assert mismatches == 0, (
+        f"receive pins differ on {mismatches} clocks (first of the run: {first})"
+    )
 
 
 def check_tx(ours, theirs):
@@ -200,17 +204,21 @@ async def test_rx(dut):
         sides.set_ifg(symbols(mode, gap) if gap > 1 else gap)
         check_rx(sides, *(await send_rx(sides, frames)), frames)
     period_ps = mode.clock_period_ns * 1000
-    # Sends on a receive clock edge's time step (the first, after wait() came back on an
-    # edge) only where the wire matches GmiiSource there: Verilator; Icarus evaluates an
-    # edge and a write of the same step in no fixed order (FrameSource.late_starts).
-    first = period_ps * 7 + (
-        0 if cocotb.SIM_NAME.lower().startswith("verilator") else period_ps // 4
-    )
+    # A send from a timer in the time step of a receive clock edge (the first, 7 clocks
+    # after wait() came back on an edge): on Verilator the wire takes the next edge as
+    # GmiiSource does. Icarus runs that timer before the edge, so GmiiSource still takes
+    # it and the wire the next one: kept out of the equality there, and measured below.
+    on_icarus = not cocotb.SIM_NAME.lower().startswith("verilator")
+    first = period_ps * 7 + (period_ps // 4 if on_icarus else 0)
     spaced = [first, period_ps * 3 + 1, 0, period_ps * 50 + period_ps // 2, 1000]
     short = frames[:4] + frames[-8:]
     check_rx(sides, *(await send_rx(sides, short, spaced_ps=spaced)), short)
     assert sides.wire.rx_source.frames_sent == 3 * len(frames) + len(short)
-    assert sides.wire.rx_source.late_starts == 0
+    if on_icarus and mode.enable_every == 1:
+        ours, theirs, _ = await send_rx(sides, frames[:1], spaced_ps=[period_ps * 7])
+        (_, _, our_stamps), (_, _, their_stamps) = ours[0], theirs[0]
+        late = [ours - theirs for ours, theirs in zip(our_stamps, their_stamps, strict=True)]
+        assert late == [period_ps] * 3, f"the wire's frame is {late} ps after GmiiSource's"
 
 
 @cocotb.test()
