@@ -29,8 +29,9 @@ class Point:
     experiments: list[str] = field(default_factory=list)
 
 
-def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
-    """Every point of ``sweep`` in file order (``sim`` overrides the simulator);
+def expand(sweep, sources: str, sim: str | None = None, wire: str | None = None) -> list[Point]:
+    """Every point of ``sweep`` in file order (``sim`` and ``wire`` override the simulator
+    and the GMII wire);
     ValueError naming the experiment when a combination is not a valid Scenario."""
     points: dict[str, Point] = {}
     for experiment in sweep.experiments:
@@ -43,6 +44,8 @@ def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
             }
             if sim is not None:
                 values["sim"] = sim
+            if wire is not None:
+                values["wire"] = wire
             try:
                 scenario = scenario_from_values(Scenario, values)
             except (TypeError, ValueError) as error:
