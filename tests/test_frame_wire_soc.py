@@ -3,8 +3,9 @@
 ``wire="frames"`` (the frame wire inside ``macdma_soc_hostmem_wire``) must write the same
 raw record: every TX and RX frame's wire stamps, delivery times, the sampled counters
 (CPU, IRQs, polls, AXI beats), the driver's statistics and the SoC's own counters. Full
-duplex at 1000 Mb/s, 100 Mb/s MII, 10 Mb/s MII with clock enables, jumbo frames, and RX
-offered below line rate (frames sent from timers between edges)."""
+duplex at 1000 Mb/s, 100 Mb/s MII, 10 Mb/s MII with clock enables, jumbo frames, RX
+offered below line rate (frames sent from timers between edges), and RX held by the
+SoC's PAUSE frames."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ SCENARIOS = {
         irq="polling",
     ),  # fmt: skip
     "gmii-rx-paced": Scenario(direction="rx", frames=10, frame_size=200, rate_mbps=333.3),
+    # A slow CPU overloaded at line rate: the SoC sends PAUSE frames, the far end
+    # (PausingPeer) holds its frames on the wire's tx_complete and recorded frames.
+    "gmii-rx-pause": Scenario(
+        direction="rx",
+        frames=48,
+        frame_size=256,
+        cpu="armv7-noncoherent",
+        rx_ring=32,
+        irq="napi",
+        flow_control="on",
+    ),  # fmt: skip
 }
 # What may differ between two runs of one scenario: the wire itself and the host's time.
 _NOT_COMPARED = {"wall_seconds"}
@@ -87,5 +99,7 @@ def test_scenario_record_same_on_both_wires(sim, tmp_path, name):
     for direction in ("tx", "rx"):
         if direction in frames:
             assert frames[direction]["wire"], f"no {direction} frame on the wire"
+    if scenario.flow_control == "on":
+        assert frames["peer"]["pauses"], "the SoC sent no PAUSE frame: nothing was held"
     differences = _differences(frames, cocotbext)
     assert not differences, f"{len(differences)} differences, first: " + "; ".join(differences[:5])
