@@ -32,7 +32,7 @@ from typing import TextIO
 
 from .progress import PointsProgress, stdout_copy
 from .runner import CocotbTestFailure, build_model, run_cocotb
-from .scenario import MEMORY_MODELS, WIRES, Scenario, run_scenario, scenario_top
+from .scenario import MEMORY_MODELS, WIRES, Scenario, run_scenario, scenario_top, wire_of
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
 from .verilog import ROOT, build_dir
 
@@ -198,7 +198,7 @@ def measure(
         build_seconds=build.recorded_seconds,
         build_cached=build.cached,
         cpu_seconds=_children_cpu_seconds() - cpu_before,
-        wire="" if scenario is None else scenario.wire,
+        wire="" if scenario is None else wire_of(scenario),
     )
     return row
 
@@ -220,7 +220,7 @@ def with_ratios(rows: list[BenchRow]) -> list[BenchRow]:
 def goals(rows: list[BenchRow]) -> list[dict]:
     """The issue's speed goals, evaluated on *rows* (only those both rows of exist)."""
     # With both wires measured, the goals are read on the default one.
-    rows = [row for row in rows if row.wire in ("", Scenario().wire)] or rows
+    rows = [row for row in rows if not row.wire or row.wire == wire_of(Scenario(sim=row.sim))]
     speed = {(row.sim, row.workload): row.sim_ns_per_wall_second for row in rows}
     per_cpu = {(row.sim, row.workload): row.sim_ns_per_cpu_second for row in rows}
     found = []
@@ -458,7 +458,7 @@ def run_bench(
         **env,
         "frames": frames,
         "memory": memory or Scenario().memory,
-        "wires": [wire or Scenario().wire for wire in wires],
+        "wires": [wire or Scenario().wire for wire in wires],  # "auto": see AUTO_WIRE
         "load_average": {"before": load_before, "after": _load()},
         "rows": [row.as_dict() for row in rows],
         "goals": goals(rows),
@@ -518,7 +518,8 @@ def add_bench_parser(commands) -> None:
         "--wire",
         choices=(*WIRES, "both"),
         default=None,
-        help=f"the SoC workloads' GMII wire (default: {Scenario().wire}, as macdma run); "
+        help=f"the SoC workloads' GMII wire (default: {Scenario().wire}, as macdma run: "
+        "frames on Verilator, cocotbext on Icarus); "
         "both: each SoC workload on each wire, one after the other",
     )
     bench.add_argument(

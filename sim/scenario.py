@@ -75,6 +75,12 @@ MEMORY_MODELS = tuple(SCENARIO_TOPS)
 #: The GMII/MII wire models (the ``wire`` knob): the frame wire inside the simulated top
 #: (its top is the memory's with ``_wire`` appended), or cocotbext-eth's per-byte models.
 WIRES = ("frames", "cocotbext")
+#: What ``wire = "auto"`` means per simulator: the frame wire where it gives exactly what
+#: cocotbext-eth's models give (Verilator). On Icarus a frame sent from a timer in the time
+#: step of a receive clock edge goes out one clock later on the frame wire (Icarus runs
+#: that timer before the edge; the far end's PAUSE timer does that), and the frame wire
+#: buys Icarus little (docs/performance.md).
+AUTO_WIRE = {"verilator": "frames", "icarus": "cocotbext"}
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 
 
@@ -190,9 +196,10 @@ class Scenario:
         choices=MEMORY_MODELS,
     )  # fmt: skip
     wire: str = knob(
-        "frames", str, "GMII/MII wire: frames = a frame player and recorder inside the "
+        "auto", str, "GMII/MII wire: frames = a frame player and recorder inside the "
         "simulated top, Python wakes once per frame; cocotbext = cocotbext-eth's per-byte "
-        "models (same frames and stamps, slower; docs/performance.md)", choices=WIRES,
+        "models; auto = frames on Verilator, cocotbext on Icarus (docs/performance.md)",
+        choices=("auto", *WIRES),
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
@@ -1027,9 +1034,14 @@ def memory_bytes_for(scenario: Scenario) -> int:
     return 1 << (need - 1).bit_length()
 
 
+def wire_of(scenario: Scenario) -> str:
+    """The GMII wire ``scenario`` runs on (``auto`` resolved for its simulator)."""
+    return AUTO_WIRE[scenario.sim] if scenario.wire == "auto" else scenario.wire
+
+
 def scenario_top(scenario: Scenario) -> tuple[str, dict]:
     """The simulated top ``scenario`` runs on and its design parameters."""
-    top = SCENARIO_TOPS[scenario.memory] + ("_wire" if scenario.wire == "frames" else "")
+    top = SCENARIO_TOPS[scenario.memory] + ("_wire" if wire_of(scenario) == "frames" else "")
     return top, ({"memory_bytes": memory_bytes_for(scenario)} if scenario.memory == "hdl" else {})
 
 

@@ -4,8 +4,8 @@
 raw record: every TX and RX frame's wire stamps, delivery times, the sampled counters
 (CPU, IRQs, polls, AXI beats), the driver's statistics and the SoC's own counters. Full
 duplex at 1000 Mb/s, 100 Mb/s MII, 10 Mb/s MII with clock enables, jumbo frames, RX
-offered below line rate (frames sent from timers between edges), and RX held by the
-SoC's PAUSE frames."""
+offered below line rate (frames sent from timers between edges), and (on Verilator) RX
+held by the SoC's PAUSE frames."""
 
 from __future__ import annotations
 
@@ -36,17 +36,6 @@ SCENARIOS = {
         irq="polling",
     ),  # fmt: skip
     "gmii-rx-paced": Scenario(direction="rx", frames=10, frame_size=200, rate_mbps=333.3),
-    # A slow CPU overloaded at line rate: the SoC sends PAUSE frames, the far end
-    # (PausingPeer) holds its frames on the wire's tx_complete and recorded frames.
-    "gmii-rx-pause": Scenario(
-        direction="rx",
-        frames=48,
-        frame_size=256,
-        cpu="armv7-noncoherent",
-        rx_ring=32,
-        irq="napi",
-        flow_control="on",
-    ),  # fmt: skip
 }
 # What may differ between two runs of one scenario: the wire itself and the host's time.
 _NOT_COMPARED = {"wall_seconds"}
@@ -91,9 +80,28 @@ def _differences(ours, theirs, where="record") -> list[str]:
     return [] if ours == theirs else [f"{where}: frames {ours!r} != cocotbext {theirs!r}"]
 
 
+# A slow CPU overloaded at line rate: the SoC sends PAUSE frames and the far end
+# (PausingPeer) holds its frames, on the wire's tx_complete and recorded frames, until a
+# timer at the pause's end, which falls on a receive clock edge. Compared on Verilator
+# only: there Icarus runs such a timer before the edge, GmiiSource still takes that edge
+# and the frame wire the next one (tests/cocotb/frame_wire_tb.py measures it), which is
+# why ``wire = "auto"`` is cocotbext on Icarus (sim/scenario.py, AUTO_WIRE).
+PAUSED_RX = Scenario(
+    sim="verilator", direction="rx", frames=48, frame_size=256, cpu="armv7-noncoherent",
+    rx_ring=32, irq="napi", flow_control="on",
+)  # fmt: skip
+
+
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_scenario_record_same_on_both_wires(sim, tmp_path, name):
-    scenario = dataclasses.replace(SCENARIOS[name], sim=sim)
+    check_same_records(dataclasses.replace(SCENARIOS[name], sim=sim), tmp_path)
+
+
+def test_paused_rx_record_same_on_both_wires_on_verilator(tmp_path):
+    check_same_records(PAUSED_RX, tmp_path)
+
+
+def check_same_records(scenario: Scenario, tmp_path) -> None:
     frames = _record(scenario, tmp_path, "frames")
     cocotbext = _record(scenario, tmp_path, "cocotbext")
     for direction in ("tx", "rx"):

@@ -48,7 +48,7 @@ def add_regress_parser(commands) -> None:
     regress.add_argument("--quick", action="store_true", help="the small CI sweep (quick.toml)")
     regress.add_argument("--sim", choices=SIMULATORS, help="override the sweep's simulator")
     regress.add_argument(
-        "--wire", choices=WIRES, help="override the sweep's GMII wire (Scenario.wire)"
+        "--wire", choices=("auto", *WIRES), help="override the sweep's GMII wire (Scenario.wire)"
     )
     regress.add_argument(
         "--out", type=Path, help=f"output folder (default: {DEFAULT_OUT}/<sweep name>)"
