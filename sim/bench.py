@@ -32,7 +32,15 @@ from typing import TextIO
 
 from .progress import PointsProgress, showing_build, stdout_copy
 from .runner import CocotbTestFailure, announcing_builds, build_model, output_to_log, run_cocotb
-from .scenario import MEMORY_MODELS, Scenario, frame_count_type, run_scenario, scenario_top
+from .scenario import (
+    MEMORY_MODELS,
+    WIRES,
+    Scenario,
+    frame_count_type,
+    run_scenario,
+    scenario_top,
+    wire_of,
+)
 from .simulators import SIMULATORS, SimulatorNotFound, prepare
 from .verilog import ROOT, build_dir
 
@@ -105,6 +113,7 @@ class BenchRow:
     build_cached: bool
     cpu_seconds: float = 0.0  # CPU time of the simulator process, start-up included
     ratio_to_loopback: float | None = None
+    wire: str = ""  # the SoC workloads' GMII wire (Scenario.wire); "" for the loopback
 
     @property
     def sim_ns_per_wall_second(self) -> float:
@@ -165,16 +174,19 @@ def measure(
     log=print,
     log_path: Path | None = None,
     memory: str | None = None,
+    wire: str | None = None,
 ) -> BenchRow:
     """Build (cached) and run *workload* on *sim* with *frames* frames; return its row.
     With *log_path*, the simulator's output goes to that file instead of stdout; *memory*
-    overrides the scenario's host memory model (``Scenario.memory``)."""
+    and *wire* override the scenario's host memory model and GMII wire (``Scenario``)."""
     count = workload.frames(frames)
     scenario = None
     if workload.scenario is not None:
         scenario = dataclasses.replace(workload.scenario, sim=sim, frames=count)
         if memory is not None:
             scenario = dataclasses.replace(scenario, memory=memory)
+        if wire is not None:
+            scenario = dataclasses.replace(scenario, wire=wire)
     if log_path is None:
         build = _build(sim, scenario)
     else:  # the compiler's output beside the run's log, not over the progress display
@@ -198,6 +210,7 @@ def measure(
         build_seconds=build.recorded_seconds,
         build_cached=build.cached,
         cpu_seconds=_children_cpu_seconds() - cpu_before,
+        wire="" if scenario is None else wire_of(scenario),
     )
     return row
 
@@ -218,6 +231,8 @@ def with_ratios(rows: list[BenchRow]) -> list[BenchRow]:
 
 def goals(rows: list[BenchRow]) -> list[dict]:
     """The issue's speed goals, evaluated on *rows* (only those both rows of exist)."""
+    # With both wires measured, the goals are read on the default one.
+    rows = [row for row in rows if not row.wire or row.wire == wire_of(Scenario(sim=row.sim))]
     speed = {(row.sim, row.workload): row.sim_ns_per_wall_second for row in rows}
     per_cpu = {(row.sim, row.workload): row.sim_ns_per_cpu_second for row in rows}
     found = []
@@ -246,16 +261,17 @@ def goals(rows: list[BenchRow]) -> list[dict]:
 def format_table(rows: list[BenchRow]) -> str:
     """The printed table (also the one the README and docs/performance.md carry)."""
     lines = [
-        f"{'simulator':<9} {'workload':<18} {'frames':>6} {'sim ns':>11} {'wall s':>7} "
+        f"{'simulator':<9} {'workload':<18} {'wire':<9} {'frames':>6} {'sim ns':>11} {'wall s':>7} "
         f"{'sim ns/s':>10} {'ratio':>6} {'cpu s':>6} {'ns/cpu s':>10} {'build s':>8}"
     ]
     for row in rows:
         ratio = "-" if row.ratio_to_loopback is None else f"{row.ratio_to_loopback:.2f}"
         build = f"{row.build_seconds:.1f}" + ("*" if row.build_cached else "")
         lines.append(
-            f"{row.sim:<9} {row.workload:<18} {row.frames:>6} {row.sim_ns:>11,.0f} "
-            f"{row.wall_seconds:>7.1f} {row.sim_ns_per_wall_second:>10,.0f} {ratio:>6} "
-            f"{row.cpu_seconds:>6.1f} {row.sim_ns_per_cpu_second:>10,.0f} {build:>8}"
+            f"{row.sim:<9} {row.workload:<18} {row.wire or '-':<9} {row.frames:>6} "
+            f"{row.sim_ns:>11,.0f} {row.wall_seconds:>7.1f} "
+            f"{row.sim_ns_per_wall_second:>10,.0f} {ratio:>6} {row.cpu_seconds:>6.1f} "
+            f"{row.sim_ns_per_cpu_second:>10,.0f} {build:>8}"
         )
     lines.append(
         "sim ns/s: per wall second of the simulation alone; ratio: that over the loopback's on "
@@ -419,11 +435,13 @@ def run_bench(
     out: Path,
     stream: TextIO | None = None,
     memory: str | None = None,
+    wires: tuple[str | None, ...] = (None,),
 ) -> dict:
     """Measure *names* on *sims*; write and return the bench record. Each run's simulator
     output goes to ``logs/<sim>-<workload>.log`` next to *out*; progress to *stream*
     (default stdout): a rich bar on a terminal, a line per workload else. *memory*
-    overrides the scenarios' host memory model."""
+    overrides the scenarios' host memory model; each SoC workload runs once per wire of
+    *wires* (None: the scenario's), one after the other."""
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     env = environment(sims)
     load_before = _load()
@@ -436,17 +454,20 @@ def run_bench(
                              write=progress.note)  # fmt: skip
 
     try:
-        with (
-            PointsProgress(len(sims) * len(chosen), display) as progress,
-            announcing_builds(show_build),
-        ):
-            for sim in sims:
-                for workload in chosen:
-                    log_path = out.parent / "logs" / f"{sim}-{workload.name}.log"
-                    row = measure(sim, workload, frames, progress.note, log_path, memory)
-                    rows.append(row)
-                    speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
-                    progress.advance(f"{workload.name} on {sim}: {speed}", ok=True)
+        runs = [
+            (sim, workload, wire)
+            for sim in sims
+            for workload in chosen
+            for wire in (wires if workload.scenario is not None else (None,))
+        ]
+        with PointsProgress(len(runs), display) as progress, announcing_builds(show_build):
+            for sim, workload, wire in runs:
+                name = workload.name + (f"-{wire}" if wire else "")
+                log_path = out.parent / "logs" / f"{sim}-{name}.log"
+                row = measure(sim, workload, frames, progress.note, log_path, memory, wire)
+                rows.append(row)
+                speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
+                progress.advance(f"{name} on {sim}: {speed}", ok=True)
     finally:
         if stream is None:
             display.close()
@@ -455,6 +476,7 @@ def run_bench(
         **env,
         "frames": frames,
         "memory": memory or Scenario().memory,
+        "wires": [wire or Scenario().wire for wire in wires],  # "auto": see AUTO_WIRE
         "load_average": {"before": load_before, "after": _load()},
         "rows": [row.as_dict() for row in rows],
         "goals": goals(rows),
@@ -503,6 +525,14 @@ def add_bench_parser(commands) -> None:
         help=f"the SoC workloads' host memory model (default: {Scenario().memory}, as macdma run)",
     )
     bench.add_argument(
+        "--wire",
+        choices=(*WIRES, "both"),
+        default=None,
+        help=f"the SoC workloads' GMII wire (default: {Scenario().wire}, as macdma run: "
+        "frames on Verilator, cocotbext on Icarus); "
+        "both: each SoC workload on each wire, one after the other",
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -537,7 +567,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
         return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames, args.memory)
     print(f"macdma bench: {', '.join(names)} on {', '.join(sims)}", flush=True)
     try:
-        record = run_bench(sims, names, args.frames, out, memory=args.memory)
+        wires = tuple(WIRES) if args.wire == "both" else (args.wire,)
+        record = run_bench(sims, names, args.frames, out, memory=args.memory, wires=wires)
     except (CocotbTestFailure, SimulatorNotFound) as error:
         from .cli import failure_message
 

@@ -102,6 +102,15 @@ RECORD_ENV = "MACDMA_SCENARIO_RECORD"  # where the cocotb module writes its raw 
 #: cocotbext-axi's AxiRam on its AXI4 master, or the SoC with the RAM inside the top.
 SCENARIO_TOPS = {"python": "macdma_soc", "hdl": "macdma_soc_hostmem"}
 MEMORY_MODELS = tuple(SCENARIO_TOPS)
+#: The GMII/MII wire models (the ``wire`` knob): the frame wire inside the simulated top
+#: (its top is the memory's with ``_wire`` appended), or cocotbext-eth's per-byte models.
+WIRES = ("frames", "cocotbext")
+#: What ``wire = "auto"`` means per simulator: the frame wire where it gives exactly what
+#: cocotbext-eth's models give (Verilator). On Icarus a frame sent from a timer in the time
+#: step of a receive clock edge goes out one clock later on the frame wire (Icarus runs
+#: that timer before the edge; the far end's PAUSE timer does that), and the frame wire
+#: buys Icarus little (docs/performance.md).
+AUTO_WIRE = {"verilator": "frames", "icarus": "cocotbext"}
 SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
 #: ``--cpu vexriscv-rtl``: no cost table but the real core, running the C driver
 #: (firmware/c/) on ``macdma_soc_cpu`` (docs/soft-core.md).
@@ -229,6 +238,12 @@ class Scenario:
         "hdl", str, "host memory model: hdl = an AXI4 RAM inside the simulated top with "
         "AxiRam's timing, faster; python = cocotbext-axi's AxiRam (docs/performance.md)",
         choices=MEMORY_MODELS,
+    )  # fmt: skip
+    wire: str = knob(
+        "auto", str, "GMII/MII wire: frames = a frame player and recorder inside the "
+        "simulated top, Python wakes once per frame; cocotbext = cocotbext-eth's per-byte "
+        "models; auto = frames on Verilator, cocotbext on Icarus (docs/performance.md)",
+        choices=("auto", *WIRES),
     )  # fmt: skip
     tx_clean_budget: int | None = knob(
         None, int, "packets per TX clean (ISR and housekeeping tick), 0 = unlimited; unset "
@@ -1090,11 +1105,16 @@ def memory_bytes_for(scenario: Scenario) -> int:
     return 1 << (need - 1).bit_length()
 
 
+def wire_of(scenario: Scenario) -> str:
+    """The GMII wire ``scenario`` runs on (``auto`` resolved for its simulator)."""
+    return AUTO_WIRE[scenario.sim] if scenario.wire == "auto" else scenario.wire
+
+
 def scenario_top(scenario: Scenario) -> tuple[str, dict]:
     """The simulated top ``scenario`` runs on and its design parameters."""
     if scenario.cpu == RTL_CPU:
         return RTL_CPU_TOP, {"memory_bytes": memory_bytes_for(scenario)}
-    top = SCENARIO_TOPS[scenario.memory]
+    top = SCENARIO_TOPS[scenario.memory] + ("_wire" if wire_of(scenario) == "frames" else "")
     return top, ({"memory_bytes": memory_bytes_for(scenario)} if scenario.memory == "hdl" else {})
 
 

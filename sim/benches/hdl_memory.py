@@ -41,7 +41,9 @@ class HdlHostMemory:
     """
 
     def __init__(self, dut, size: int):
-        depth = len(dut.host_ram.array.words)
+        # macdma_soc_hostmem_wire (hdl/sim_wire/tops.py) holds macdma_soc_hostmem as ``soc``.
+        ram = dut.host_ram if hasattr(dut, "host_ram") else dut.soc.host_ram
+        depth = len(ram.array.words)
         if depth * WORD_BYTES != size:
             raise ValueError(
                 f"the simulated top holds {depth * WORD_BYTES} bytes of host memory, "
@@ -56,7 +58,7 @@ class HdlHostMemory:
         # a fifth of the wall time of a full-duplex run. The raw object reads the word's
         # bits as a string (X or Z still refused) and writes it as an integer.
         # Measured in docs/performance.md ("The backdoor's words").
-        self._words = dut.host_ram.array.words._handle
+        self._words = ram.array.words._handle
         self._handles: dict[int, object] = {}
         self.bursts: list[BurstRecord] = []
         # Bursts recorded per direction (write?) since start(), and the RAM's count then.

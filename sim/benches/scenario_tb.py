@@ -31,7 +31,13 @@ from macdma.sim.benches.traffic import make_traffic
 from macdma.sim.cpu import CpuModel
 from macdma.sim.cpus import load_cpu
 from macdma.sim.platform_cocotb import CocotbPlatform
-from macdma.sim.scenario import RECORD_ENV, Scenario, memory_bytes_for, scenario_from_env
+from macdma.sim.scenario import (
+    RECORD_ENV,
+    Scenario,
+    memory_bytes_for,
+    scenario_from_env,
+    wire_of,
+)
 
 LINK_MODES = {10: MII_10, 100: MII_100, 1000: GMII_1000}
 
@@ -166,6 +172,7 @@ async def test_scenario(dut):
         sys_clk_ns=sys_clk_ps / 1000,
         memory_bytes=memory_bytes_for(scenario),
         memory=scenario.memory,
+        wire=wire_of(scenario),
     )
     await bench.start()
     bench.memory.latency_cycles = scenario.mem_latency_cycles

@@ -156,9 +156,20 @@ def _host_memory(model: str, dut, size: int):
     raise ValueError(f"unknown host memory model {model!r}; choose one of {MEMORY_MODELS}")
 
 
+def _phy(wire: str, dut, mode: LinkMode, ifg: int):
+    if wire == "cocotbext":
+        return GmiiPhy(dut, mode, ifg)
+    if wire == "frames":
+        from .frame_wire import FramePhy
+
+        return FramePhy(dut, mode, ifg)
+    raise ValueError(f"unknown wire {wire!r}; choose frames or cocotbext")
+
+
 class SocBench:
     """Everything around one ``macdma_soc`` (or ``macdma_soc_hostmem`` with
-    ``memory="hdl"``: see :data:`MEMORY_MODELS`)."""
+    ``memory="hdl"``: see :data:`MEMORY_MODELS`; with ``wire="frames"`` the same top with
+    the frame wire, sim/benches/frame_wire.py, instead of cocotbext-eth's GMII models)."""
 
     def __init__(
         self,
@@ -169,12 +180,13 @@ class SocBench:
         ifg: int = 12,
         memory_bytes: int = 1 << 20,
         memory: str = "python",
+        wire: str = "cocotbext",
     ):
         self.dut = dut
         self.mode = mode
         self.sys_clk_ns = sys_clk_ns
         self.ifg = ifg
-        self.phy = GmiiPhy(dut, mode, ifg)
+        self.phy = _phy(wire, dut, mode, ifg)
         self.tx_sink = self.phy.tx_sink
         self.rx_source = self.phy.rx_source
         self.csr = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)

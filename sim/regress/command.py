@@ -35,6 +35,7 @@ from .sweep_file import DEFAULT_SWEEP, QUICK_SWEEP, Sweep, load_sweep
 def add_regress_parser(commands) -> None:
     from ..cluster import parse_scheduler
     from ..results_db import add_db_argument
+    from ..scenario import WIRES
     from ..simulators import SIMULATORS
 
     regress = commands.add_parser(
@@ -51,6 +52,9 @@ def add_regress_parser(commands) -> None:
     )
     regress.add_argument("--quick", action="store_true", help="the small CI sweep (quick.toml)")
     regress.add_argument("--sim", choices=SIMULATORS, help="override the sweep's simulator")
+    regress.add_argument(
+        "--wire", choices=("auto", *WIRES), help="override the sweep's GMII wire (Scenario.wire)"
+    )
     regress.add_argument(
         "--out", type=Path, help=f"output folder (default: {build_dir() / 'regress'}/<sweep name>)"
     )
@@ -91,7 +95,7 @@ def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     try:
         sweep = load_sweep(sweep_path)
         sources = source_hash()
-        points = expand(sweep, sources, sim=args.sim)
+        points = expand(sweep, sources, sim=args.sim, wire=args.wire)
         # Read the baseline before this run overwrites anything (it may be --out itself).
         baseline = load_run(args.baseline, args.db) if args.baseline else None
     except ValueError as error:  # ResultsDbError is a ValueError

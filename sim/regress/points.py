@@ -43,10 +43,10 @@ def _without_unneeded(values: dict, swept: list[str], where: str) -> tuple[dict,
     return {k: v for k, v in values.items() if k not in dropped}, dropped
 
 
-def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
-    """Every point of ``sweep`` in file order (``sim`` overrides the simulator);
-    ValueError naming the experiment when a combination is not a valid Scenario, or when
-    a ``fixed`` knob does nothing at any of its points."""
+def expand(sweep, sources: str, sim: str | None = None, wire: str | None = None) -> list[Point]:
+    """Every point of ``sweep`` in file order (``sim`` and ``wire`` override the simulator
+    and the GMII wire); ValueError naming the experiment when a combination is not a valid
+    Scenario, or when a ``fixed`` knob does nothing at any of its points."""
     points: dict[str, Point] = {}
     for experiment in sweep.experiments:
         where = f"experiment {experiment.name!r}"
@@ -60,6 +60,8 @@ def expand(sweep, sources: str, sim: str | None = None) -> list[Point]:
             }
             if sim is not None:
                 values["sim"] = sim
+            if wire is not None:
+                values["wire"] = wire
             values, dropped = _without_unneeded(values, keys, where)
             unused &= dropped
             try:
