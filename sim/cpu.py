@@ -3,7 +3,7 @@ per core, a scheduler that behaves like a kernel's on one CPU.
 
 Every context runs on one core (IRQ affinity, the application's CPU: the caller names
 it). On one core the rules below serialise the contexts; contexts on different cores run
-in parallel and meet only in the driver's spinlocks (firmware/driver.py), where a
+in parallel and meet only in the driver's spinlocks (firmware/locks.py), where a
 context that finds a lock held spins with its core busy (``lock_spin``).
 
 Every piece of driver work runs inside a *context* of one of three levels, highest

@@ -21,7 +21,15 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
-from macdma.firmware.driver import COALESCE_TIMERS
+from macdma.firmware.driver import (
+    COALESCE_TIMERS,
+    IRQ_STRATEGIES,
+    TX_CHECKSUM_MODES,
+    TX_CLEAN_LOCKS,
+    DriverConfig,
+    IrqStrategy,
+    IrqStrategyName,
+)
 
 from .cpus import MAX_CORES
 from .knobs import check_needs, driver_settings, knob, knobs_of, register_range
@@ -45,8 +53,6 @@ __all__ = [
 from .simulators import SIMULATORS
 
 DIRECTIONS = ("tx", "rx", "both")
-IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
-TX_CLEAN_LOCKS = ("queue", "frozen")
 LINK_SPEEDS = (10, 100, 1000)
 #: flow_control: 802.3x PAUSE off, or on both ways (DriverConfig.flow_control).
 FLOW_CONTROL_SETTINGS = ("off", "on")
@@ -88,11 +94,12 @@ def frame_count_type(least: int = 1) -> Callable[[str], int]:
 IRQ_MIN_INTERVAL_MAX_US = register_range("IRQ_MIN_INTERVAL")[1]
 #: The largest ring: no budget can take more packets in one call than a ring holds.
 MAX_RING = register_range("RX_RING_SIZE", skip_zero=True)[1]
-#: The IRQ strategies that program coalescing (coalesce_frames / coalesce_us); every one
-#: but polling takes TX interrupts (tx_coalesce_*); those whose ISR cleans (rx_per_irq).
-COALESCING_IRQS = ("coalesce", "napi", "dim")
-TX_IRQS = tuple(s for s in IRQ_STRATEGIES if s != "polling")
-CLEANING_ISR_IRQS = ("per-desc", "eop", "coalesce")
+#: The IRQ strategies (the driver's IrqStrategyName) that program coalescing
+#: (coalesce_frames / coalesce_us); that take TX interrupts (tx_coalesce_*); whose ISR
+#: cleans (rx_per_irq).
+COALESCING_IRQS = tuple(name.value for name in IrqStrategyName if name.coalesces)
+TX_IRQS = tuple(name.value for name in IrqStrategyName if name.takes_done_irqs)
+CLEANING_ISR_IRQS = tuple(name.value for name in IrqStrategyName if name.isr_cleans)
 # On the wire per frame beyond frame_size: preamble+SFD 8, FCS 4; then the gap.
 PREAMBLE_SFD_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 
@@ -298,7 +305,7 @@ class Scenario:
     tx_checksum: str = knob(
         "none", str, "who computes the TX UDP checksum: none (pktgen's default), hw "
         "(descriptor request, CHECKSUM_PARTIAL) or sw (the stack, per_byte_csum)",
-        choices=("none", "hw", "sw"), driver="tx_checksum",
+        choices=TX_CHECKSUM_MODES, driver="tx_checksum",
     )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
@@ -349,8 +356,6 @@ class Scenario:
         """The DriverConfig of this scenario, derived from its knobs' declarations
         (:func:`macdma.sim.knobs.driver_settings`) over the CPU file's driver settings
         ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
-        from macdma.firmware.driver import DriverConfig, IrqStrategy
-
         settings, strategy = driver_settings(self)
         merged = {**(cpu_driver or {}), **settings}
         return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)

@@ -13,6 +13,8 @@ import json
 import random
 from dataclasses import asdict, dataclass, field, replace
 
+from macdma.firmware.driver import IRQ_STRATEGIES, IrqStrategyName
+
 #: Frame sizes without FCS: the smallest untagged frame to the largest.
 MIN_FRAME_BYTES, MAX_FRAME_BYTES = 60, 1514
 MAX_FRAGMENTS = 16
@@ -28,7 +30,10 @@ BURST_CAPS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 RX_BUF_CLASSES = ((64, 127), (128, 255), (256, 511), (512, 1023), (1024, 1535), (1536, 2048))
 COALESCE_FRAME_CLASSES = ((1, 1), (2, 7), (8, 31), (32, 255))
 COALESCE_US_CLASSES = ((1, 9), (10, 99), (100, 200))
-IRQ_STRATEGY_NAMES = ("per-desc", "eop", "coalesce", "polling", "napi")
+#: The IRQ strategies the segments cycle through: the driver's, but for dim, which the
+#: soak predates; adding it would reshuffle every seed's plan (the CI profiles' and the
+#: recorded runs' segments), so it stays out until the soak is re-baselined with it.
+IRQ_STRATEGY_NAMES = tuple(name for name in IRQ_STRATEGIES if name != IrqStrategyName.DIM)
 #: The five AXI channels of host memory (the DMA's one master port).
 AXI_CHANNELS = ("aw", "w", "b", "ar", "r")
 

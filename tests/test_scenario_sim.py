@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from macdma.sim.scenario import COALESCING_IRQS, Scenario, run_scenario
+from macdma.sim.scenario import COALESCING_IRQS, IRQ_STRATEGIES, Scenario, run_scenario
 
 # A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
 pytestmark = pytest.mark.long_on_icarus
@@ -134,7 +134,7 @@ def test_microblaze_rx_goodput_is_what_the_cpu_delivers_and_overflow_is_counted(
 # -- (d) every IRQ strategy under line-rate RX with ring exhaustion -----------------------
 
 
-@pytest.mark.parametrize("irq", ["per-desc", "eop", "coalesce", "polling", "napi", "dim"])
+@pytest.mark.parametrize("irq", IRQ_STRATEGIES)
 def test_every_irq_strategy_survives_rx_ring_exhaustion(sim, irq):
     frames = 24
     metrics = run_scenario(

@@ -701,7 +701,7 @@ def test_frames_the_mac_started_without_a_writeback_have_one_owner(case, frames_
     and halts the channel; the driver resets it (the SoC's TX FIFO flush modelled by
     ``hold`` and ``fifo_flushing``). Once STATUS.resetting reads 0, TX_FRAMES has counted
     every frame the driver must count sent: A (written back) and B if the MAC started it
-    whole, whose descriptor still has own. The driver's rule (MacDmaDriver._recover_tx):
+    whole, whose descriptor still has own. The driver's rule (TxQueue.recover):
     as many of its oldest unreaped frames as TX_FRAMES moved by beyond those reaped are
     sent, the rest dropped. So a frame that left the wire is never also dropped, and a
     cut frame counts once: TX_DROPS if the driver counts it sent, else the driver's."""

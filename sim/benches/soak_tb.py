@@ -37,7 +37,13 @@ from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
-from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver, RxRing, TxRing
+from macdma.firmware.driver import (
+    DriverConfig,
+    DriverHooks,
+    IrqStrategy,
+    MacDmaDriver,
+    QueueHooks,
+)
 from macdma.sim.benches.coverage import SoakCoverage
 from macdma.sim.benches.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.benches.gmii import GMII_1000
@@ -120,7 +126,8 @@ class SoakPlatform(CocotbPlatform):
         # the TAIL value written, the slot posted twice).
         self.tail_fault = ""
         self.tail_fired: tuple[float, int, int] | None = None
-        self.rings: dict[int, SoakTxRing | SoakRxRing] = {}  # doorbell offset -> its ring
+        # doorbell offset -> the driver's queue and the bench's hooks on it
+        self.rings: dict[int, tuple] = {}
 
     async def mmio_write(self, offset: int, value: int) -> None:
         """The driver's MMIO writes, with the armed doorbell fault: `*-tail-beyond-ring`
@@ -128,7 +135,7 @@ class SoakPlatform(CocotbPlatform):
         the descriptor the doorbell just handed over (still the DMA's) to the ring's post
         again, with the same words."""
         site = self.tail_fault if offset == DOORBELLS.get(self.tail_fault[:2]) else ""
-        ring = self.rings.get(offset)
+        ring, hooks = self.rings.get(offset, (None, None))
         if site.endswith("tail-beyond-ring") and ring is not None:
             value += ring.size
             self.tail_fault = ""
@@ -137,10 +144,10 @@ class SoakPlatform(CocotbPlatform):
             self.tail_fired = (get_sim_time("ns"), value, -1)  # once the write has landed
         if site.endswith("own-twice") and ring is not None:
             slot = (value - 1) % ring.size
-            if value != 0 and ring.handed_over(slot) and slot in ring.posted:
+            if value != 0 and ring.handed_over(slot) and slot in hooks.posted:
                 self.tail_fault = ""
                 self.tail_fired = (get_sim_time("ns"), value, slot)
-                ring.post(slot, ring.posted[slot])
+                ring.post(slot, hooks.posted[slot])
 
     def dma_alloc(self, size: int, align: int = 16) -> int:
         address = super().dma_alloc(size, align)
@@ -149,20 +156,19 @@ class SoakPlatform(CocotbPlatform):
         return address
 
 
-class FaultyPosts:
-    """Mixed into a ring of the driver model: the bench's one-shot `driver` fault on the
-    next descriptor posted (`*-own-zero-length`: length 0; `*-buffer-outside-memory`: the
-    address moved past the end of host memory), and every descriptor as posted, for the
-    doorbell fault `*-own-twice` to post again."""
+class FaultyPosts(QueueHooks):
+    """Hooks on a queue of the driver model (firmware/hooks.py): the bench's one-shot
+    `driver` fault on the next descriptor posted (`*-own-zero-length`: length 0;
+    `*-buffer-outside-memory`: the address moved past the end of host memory), and every
+    descriptor as posted, for the doorbell fault `*-own-twice` to post again."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         # The armed site, and once it fired, (time in ns, the slot).
         self.desc_fault = ""
         self.desc_fired: tuple[float, int] | None = None
         self.posted: dict[int, Descriptor] = {}  # ring slot -> the descriptor posted there
 
-    def post(self, index: int, desc: Descriptor) -> None:
+    def post(self, queue, index: int, desc: Descriptor) -> Descriptor:
         fault, self.desc_fault = self.desc_fault, ""
         if fault.endswith("own-zero-length"):
             desc = dataclasses.replace(desc, length=0)
@@ -171,60 +177,60 @@ class FaultyPosts:
         if fault:
             self.desc_fired = (get_sim_time("ns"), index)
         self.posted[index] = desc
-        super().post(index, desc)
+        return desc
 
 
-class SoakTxRing(FaultyPosts, TxRing):
-    """TX ring whose fragments sit where the layout says: slot *i*'s window starts at
-    ``TX_WINDOWS_BASE + i * TX_WINDOW_BYTES``, the fragment at its planned offset (odd,
-    across the window's 4 KiB boundary, ...). The host's writes are told to the guard."""
+class SoakTxHooks(FaultyPosts):
+    """TX queue hooks that put the fragments where the layout says: slot *i*'s window
+    starts at ``TX_WINDOWS_BASE + i * TX_WINDOW_BYTES``, the fragment at its planned
+    offset (odd, across the window's 4 KiB boundary, ...). The host's writes are told to
+    the guard."""
 
-    def __init__(self, platform, size: int, guard: MemoryGuard) -> None:
-        super().__init__(platform, size)
+    def __init__(self, guard: MemoryGuard) -> None:
+        super().__init__()
         self.guard = guard
         self.offsets: list[int] = []  # of the frame being mapped, consumed in order
         self.seq = -1  # the sequence number of the frame being mapped
         self.slot_seq: dict[int, int] = {}  # ring slot -> sequence number of its frame
         self.last_seq = -1  # the last frame posted
 
-    def map_fragment(self, index: int, data: bytes) -> int:
+    def map_fragment(self, queue, index: int, data: bytes) -> int:
         address = TX_WINDOWS_BASE + index * TX_WINDOW_BYTES + self.offsets.pop(0)
         self.slot_seq[index] = self.seq
         self.last_seq = max(self.last_seq, self.seq)
-        self.platform.mem_write(address, data)
+        queue.platform.mem_write(address, data)
         self.guard.host_wrote(address, data)
         return address
 
 
-class SoakRxRing(FaultyPosts, RxRing):
-    """RX ring whose buffers are poisoned when posted, so that a write past the length the
-    DMA reports (in ``done_length``) shows when the descriptor is reaped."""
+class SoakRxHooks(FaultyPosts):
+    """RX queue hooks that poison each buffer when it is posted, so that a write past the
+    length the DMA reports (in ``done_length``) shows when the descriptor is reaped."""
 
-    def __init__(self, platform, size: int, buffer_bytes: int, poison: bytes, problems: list):
-        super().__init__(platform, size, buffer_bytes)
-        self.memory = platform.memory
+    def __init__(self, memory, buffer_bytes: int, poison: bytes, problems: list) -> None:
+        super().__init__()
+        self.memory = memory
+        self.buffer_bytes = buffer_bytes
         self.poison = poison[:buffer_bytes]
         self.problems = problems
 
-    def post(self, index: int, desc: Descriptor) -> None:
+    def post(self, queue, index: int, desc: Descriptor) -> Descriptor:
         # Written straight into memory (not through the CPU's store path): a bench check,
         # not driver work; the descriptor store that follows lands after it. Not at a post
         # the ring refuses (`rx-own-twice`): that buffer may hold a frame not reaped yet.
-        if not self.handed_over(index):
-            self.memory.write(self.buffers[index], self.poison)
-        super().post(index, desc)
+        if not queue.handed_over(index):
+            self.memory.write(queue.buffers[index], self.poison)
+        return super().post(queue, index, desc)
 
-    def read(self, index: int) -> Descriptor:
-        desc = super().read(index)
+    def read(self, queue, index: int, desc: Descriptor) -> None:
         if not desc.own:
-            start = self.buffers[index] + desc.done_length
+            start = queue.buffers[index] + desc.done_length
             tail = self.memory.read(start, self.buffer_bytes - desc.done_length)
             if tail != self.poison[desc.done_length :]:
                 self.problems.append(
-                    f"RX buffer {index} at 0x{self.buffers[index]:x}: the DMA wrote past "
+                    f"RX buffer {index} at 0x{queue.buffers[index]:x}: the DMA wrote past "
                     f"the {desc.done_length} bytes it reported"
                 )
-        return desc
 
 
 class BackPressure:
@@ -429,23 +435,29 @@ class SegmentRun:
         self.cpu = CpuModel(soak.cpu_spec.clock_mhz, soak.cpu_spec.costs)
         self.platform = SoakPlatform(self.bench, self.cpu)
         config = self.driver_config()
+        self.tx_hooks = SoakTxHooks(soak.guard)
+        self.rx_hooks = SoakRxHooks(self.platform.memory, config.rx_buf, soak.poison, self.problems)
         self.driver = MacDmaDriver(
-            self.platform, config, on_receive=self.on_receive, costs=soak.cpu_spec.costs
+            self.platform,
+            config,
+            on_receive=self.on_receive,
+            costs=soak.cpu_spec.costs,
+            hooks=DriverHooks(tx=self.tx_hooks, rx=self.rx_hooks),
         )
-        self.driver.tx = SoakTxRing(self.platform, config.tx_ring, soak.guard)
-        self.driver.rx = SoakRxRing(
-            self.platform, config.rx_ring, config.rx_buf, soak.poison, self.problems
-        )
-        self.platform.rings = {regs.TX_TAIL: self.driver.tx, regs.RX_TAIL: self.driver.rx}
-        for start, size in self.platform.allocations:  # rings and RX buffers
-            soak.guard.allow(start, start + size)
         soak.coverage.sample_segment(self.segment)
         self.driver.on_tx_dropped = self._tx_dropped
-        await self.driver.open()
+        await self.driver.open()  # allocates the rings and RX buffers
+        driver = self.driver
+        self.platform.rings = {
+            regs.TX_TAIL: (driver.tx, self.tx_hooks),
+            regs.RX_TAIL: (driver.rx, self.rx_hooks),
+        }
+        for start, size in self.platform.allocations:  # rings and RX buffers
+            soak.guard.allow(start, start + size)
         self.tasks.append(cocotb.start_soon(self.driver.run(self._spawn)))
 
     def _tx_dropped(self, slot: int) -> None:
-        self.tx_dropped_seqs.add(self.driver.tx.slot_seq[slot])
+        self.tx_dropped_seqs.add(self.tx_hooks.slot_seq[slot])
 
     def _spawn(self, coroutine):
         task = cocotb.start_soon(coroutine)
@@ -512,8 +524,8 @@ class SegmentRun:
                 if driver.queue_stopped:
                     await driver.wait_for_wake()
                     continue
-                driver.tx.offsets = list(layout.offsets)
-                driver.tx.seq = seq
+                self.tx_hooks.offsets = list(layout.offsets)
+                self.tx_hooks.seq = seq
                 async with platform.context("softirq"):
                     sent = await driver.xmit(fragments)
                 if sent:
@@ -735,7 +747,8 @@ class SegmentRun:
         if site == "soc":
             await self.inject_soc_reset()
             return
-        recover = self.driver._recover_tx if site == "tx-channel" else self.driver._recover_rx
+        # The driver's public reset paths: ndo_tx_timeout, the RX queue's reset task.
+        recover = self.driver.tx_timeout if site == "tx-channel" else self.driver.rx.recover
         async with self.platform.context("softirq"):
             await recover()
 
@@ -761,7 +774,7 @@ class SegmentRun:
                     await Timer(self.rng.randint(1, 50) * 10, "ns")
                     break
                 await Timer(10, "ns")
-            marks["tx_queued"] = driver.tx.last_seq + 1 - self.tx_first  # frames posted
+            marks["tx_queued"] = self.tx_hooks.last_seq + 1 - self.tx_first  # frames posted
             marks["down"] = get_sim_time()
             for model in phy:
                 model._handle_reset = lambda state: None
@@ -882,19 +895,19 @@ class SegmentRun:
 
     async def _inject_bad_descriptor(self, site: str) -> None:
         channel, driver = site[:2], self.driver
-        ring = driver.tx if channel == "tx" else driver.rx
+        hooks = self.tx_hooks if channel == "tx" else self.rx_hooks
         errors_before = len(driver.errors)
         outside_before = len(self.soak.bus_errors.outside)
-        ring.desc_fault = site
-        while ring.desc_fired is None and not self.tx_accounted_and_rx_sent():
+        hooks.desc_fault = site
+        while hooks.desc_fired is None and not self.tx_accounted_and_rx_sent():
             await Timer(1, "us")
-        ring.desc_fault = ""
-        if ring.desc_fired is None:
+        hooks.desc_fault = ""
+        if hooks.desc_fired is None:
             self.fault["outcome"] = "not injected: no descriptor posted after arming"
             return
         self.fault["injected"] = 1
-        _, slot = ring.desc_fired
-        frame = f" (frame {driver.tx.slot_seq.get(slot, -1)})" if channel == "tx" else ""
+        _, slot = hooks.desc_fired
+        frame = f" (frame {self.tx_hooks.slot_seq.get(slot, -1)})" if channel == "tx" else ""
         self.fault["outcome"] = f"bad {channel.upper()} descriptor at slot {slot}{frame}"
         if channel == "rx":
             # The DMA comes to the bad buffer one ring lap after its post: wait while

@@ -73,7 +73,7 @@ def frame_seq(data: bytes) -> int | None:
 
 def with_udp_checksum(frame: bytes) -> bytes:
     """``frame`` as TX checksum insertion leaves it for the driver's ``tx_checksum`` hw
-    request (firmware/driver.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
+    request (firmware/config.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
     from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
 
     data = frame[UDP_CSUM_START:]

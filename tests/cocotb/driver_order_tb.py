@@ -7,19 +7,19 @@ taking memory latency + a cycle per word). The TX DMA re-reads the descriptor at
 every microsecond (``TX_POLL_US`` = 1), and host memory answers a store or a burst after
 150 cycles (1.5 us), so the DMA polls at least once between two stores of one descriptor.
 With ``own`` stored last (the driver's order) every frame leaves intact; with ``own``
-stored first (a missing write barrier, planted here) the DMA takes the descriptor with the
-previous lap's words -- address 0 on a fresh ring -- and sends the wrong bytes.
+stored first (a missing write barrier, planted through the driver's queue hooks) the DMA
+takes the descriptor with the previous lap's words -- address 0 on a fresh ring -- and
+sends the wrong bytes.
 """
 
 from __future__ import annotations
-
-import types
 
 import cocotb
 from cocotb.triggers import with_timeout
 
 from macdma.firmware.costs import CpuCosts
-from macdma.firmware.driver import DriverConfig, MacDmaDriver
+from macdma.firmware.descriptor import Descriptor
+from macdma.firmware.driver import DriverConfig, DriverHooks, MacDmaDriver, QueueHooks
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.soc import SocBench
 from macdma.sim.benches.traffic import TX_SOURCE, make_frame
@@ -32,12 +32,13 @@ STORE_LATENCY_CYCLES = 150  # 1.5 us at 100 MHz: longer than the DMA's 1 us poll
 WORD3 = 12  # byte offset of the descriptor word holding own
 
 
-def own_first_post(ring, index, desc):
-    """The planted bug: word 3 (own, length) stored before words 0..2 (the address)."""
-    image = desc.pack()
-    address = ring.desc_addr(index)
-    ring.platform.mem_write(address + WORD3, image[WORD3:])
-    ring.platform.mem_write(address, image[:WORD3])
+class OwnFirst(QueueHooks):
+    """The planted bug: word 3 (own, length) stored before words 0..2 (the address), as
+    a driver without the write barrier does; the driver's own ordered stores follow."""
+
+    def post(self, queue, index: int, desc: Descriptor) -> Descriptor:
+        queue.platform.mem_write(queue.desc_addr(index) + WORD3, desc.pack()[WORD3:])
+        return desc
 
 
 async def send_frames(dut, *, own_first: bool) -> tuple[list[bytes], list[bytes], MacDmaDriver]:
@@ -48,10 +49,9 @@ async def send_frames(dut, *, own_first: bool) -> tuple[list[bytes], list[bytes]
     cpu = CpuModel(1000.0, CpuCosts())
     platform = CocotbPlatform(bench, cpu)
     config = DriverConfig(tx_ring=16, rx_ring=4, strategy="eop", max_frags=1, dma_poll_us=1)
-    driver = MacDmaDriver(platform, config, costs=cpu.costs)
+    hooks = DriverHooks(tx=OwnFirst()) if own_first else None
+    driver = MacDmaDriver(platform, config, costs=cpu.costs, hooks=hooks)
     await driver.open()
-    if own_first:
-        driver.tx.post = types.MethodType(own_first_post, driver.tx)
     cocotb.start_soon(driver.run(platform.spawn))
     sent = [make_frame(TX_SOURCE, seq, FRAME_BYTES) for seq in range(FRAMES)]
     for frame in sent:

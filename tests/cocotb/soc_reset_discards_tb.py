@@ -179,7 +179,7 @@ async def send_one_and_reset(dut, *, fail_writeback: bool, hold_b: bool) -> dict
 
 
 def driver_drops(frames_counted: int, eop_owned: list[bool]) -> int:
-    """The driver's rule after a TX channel reset (MacDmaDriver._recover_tx), for frames
+    """The driver's rule after a TX channel reset (TxQueue.recover), for frames
     queued in ring order with their EOP descriptors' own bits: frames written back are
     sent; so are as many more of the oldest unreaped as TX_FRAMES moved by beyond those
     (frames the MAC started whose write-back never landed); the rest it drops and counts."""

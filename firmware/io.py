@@ -1,0 +1,42 @@
+"""The driver's door to the platform: register accesses counted in the statistics and
+charged to the CPU (``readl``/``writel``), and the CPU work it charges by cost name."""
+
+from __future__ import annotations
+
+from .costs import CpuCosts
+from .platform import Platform
+from .stats import DriverStats
+
+__all__ = ["DeviceIo"]
+
+
+class DeviceIo:
+    """MMIO and CPU charges of one device, shared by the netdev and its queues.
+
+    ``charge(what, count)`` spends ``count`` times the ``what`` entry of ``costs`` (a
+    :class:`~.costs.CpuCosts` field name) through ``platform.charge``; ``readl`` and
+    ``writel`` charge ``mmio_read``/``mmio_write`` and count in ``stats``.
+    """
+
+    def __init__(self, platform: Platform, costs: CpuCosts, stats: DriverStats) -> None:
+        self.platform = platform
+        self.costs = costs
+        self.stats = stats
+
+    async def charge(self, what: str, count: float = 1) -> None:
+        """Spend ``count`` times the cost of ``what`` (nothing when it costs 0)."""
+        cycles = getattr(self.costs, what) * count
+        if cycles:
+            await self.platform.charge(cycles, what)
+
+    async def readl(self, offset: int) -> int:
+        """Read the register at ``offset``, counted and charged."""
+        self.stats.mmio_reads += 1
+        await self.charge("mmio_read")
+        return await self.platform.mmio_read(offset)
+
+    async def writel(self, offset: int, value: int) -> None:
+        """Write the register at ``offset``, counted and charged."""
+        self.stats.mmio_writes += 1
+        await self.charge("mmio_write")
+        await self.platform.mmio_write(offset, value)

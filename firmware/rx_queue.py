@@ -1,0 +1,194 @@
+"""The RX queue: its descriptor ring with one buffer per slot, its channel's registers,
+the RX half of a NAPI poll (:meth:`RxQueue.poll`: reap write-backs, chain multi-buffer
+frames from SOP to EOP, hand each to the stack), the refill that rings RX TAIL once per
+poll, and the RX channel's recovery."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .descriptor import Descriptor, RxErrorCause
+from .hooks import QueueHooks
+from .locks import mutex_lock
+from .ring import RX_REGS, DescriptorRing
+
+if TYPE_CHECKING:
+    from .driver import MacDmaDriver
+
+__all__ = ["OnReceive", "RxFrameMeta", "RxQueue"]
+
+
+@dataclass(frozen=True)
+class RxFrameMeta:
+    """What the driver tells the stack about a received frame (the third on_receive
+    argument). ``frame_length`` is the write-back's; ``buffers`` how many it spanned."""
+
+    frame_length: int
+    buffers: int
+    error: bool
+    rx_error: RxErrorCause
+    rx_truncated: bool
+    time_ns: float
+    # skb->csum with CHECKSUM_COMPLETE: the EOP write-back's rx_csum (the sum from byte 14;
+    # 0 for a bad frame or hardware without ID_FEATURES.rx_checksum).
+    csum: int = 0
+    # skb_hwtstamps: the frame's SFD time in PTP ns (DriverConfig.ptp), None without one.
+    hw_timestamp_ns: int | None = None
+
+
+#: The stack: ``on_receive(frame, ok, meta)`` (napi_gro_receive), plain or a coroutine.
+OnReceive = Callable[[bytes, bool, RxFrameMeta], Any]
+
+
+class RxQueue(DescriptorRing):
+    """The netdev's RX queue: descriptors plus one ``buffer_bytes`` buffer per slot.
+
+    A slot's buffer is re-posted only after its data was copied to the stack, so slots can
+    keep their buffers for the ring's lifetime (page reuse, in Linux terms). The frame being
+    reassembled across polls lives in ``partial`` (the chained skb of igb's rx_ring->skb).
+
+    Members beyond the ring's: ``netdev`` (the :class:`~.driver.MacDmaDriver`, whose
+    ``strategy``, ``stats`` and ``on_receive`` the queue uses), ``buffer_bytes``,
+    ``buffers`` (each slot's bus address), ``partial``, ``partial_buffers``.
+    """
+
+    def __init__(
+        self, netdev: MacDmaDriver, size: int, buffer_bytes: int, hooks: QueueHooks
+    ) -> None:
+        super().__init__(netdev.io, RX_REGS, size, "rx_napi", hooks)
+        self.netdev = netdev
+        self.stats = netdev.stats
+        self.buffer_bytes = buffer_bytes
+        self.buffers = [self.platform.dma_alloc(buffer_bytes, align=64) for _ in range(size)]
+        self.partial: bytearray | None = None
+        self.partial_buffers = 0
+
+    def frame_ready(self) -> bool:
+        """A written-back descriptor waits at next_to_clean (a peek, no charge)."""
+        return self.next_to_clean != self.next_to_use and not self.read(self.next_to_clean).own
+
+    # -- the NAPI receive half --------------------------------------------------------------
+
+    async def poll(self, budget: int | None) -> int:
+        """Reap up to ``budget`` received frames (None: all that are complete).
+
+        Chains the buffers of a frame from SOP to EOP, delivers it to ``on_receive`` with
+        ``ok`` False when the EOP write-back has ``error``, ``rx_error`` or ``rx_truncated``,
+        refills every reaped buffer and rings RX_TAIL once. Returns frames delivered (good
+        and bad: the NAPI work done); 0 at once if another context is polling RX.
+        """
+        if not self.clean_lock.try_acquire():
+            self.clean_lock.contentions += 1
+            return 0
+        try:
+            return await self.poll_locked(budget, refill=True)
+        finally:
+            self.clean_lock.release()
+
+    async def poll_locked(self, budget: int | None, *, refill: bool) -> int:
+        """:meth:`poll` with ``clean_lock`` held by the caller; ``refill`` False leaves
+        the reaped slots empty (a recovery re-posts the whole ring)."""
+        self.netdev.phc.begin_pass()
+        received = 0
+        reaped = 0
+        while self.next_to_clean != self.next_to_use and (budget is None or received < budget):
+            index = self.next_to_clean
+            desc = self.read(index)
+            if desc.own:
+                break  # not written back yet (own is in word 3, written last)
+            await self.io.charge("rx_per_descriptor")
+            # dma_sync_single_for_cpu on the whole posted buffer: the CPU cannot know how
+            # much the DMA wrote until it has invalidated, so it pays for all of it.
+            await self.io.charge("per_byte_cache", self.buffer_bytes)
+            data = self.platform.mem_read(self.buffers[index], desc.done_length)
+            self.next_to_clean = self.next(index)
+            reaped += 1
+            if desc.sop or self.partial is None:
+                if self.partial is not None:
+                    # A SOP while a frame is open: its tail was lost; drop what we have.
+                    self.stats.rx_dropped += 1
+                self.partial = bytearray()
+                self.partial_buffers = 0
+            self.partial += data
+            self.partial_buffers += 1
+            if not desc.eop:
+                continue
+            frame = bytes(self.partial)
+            buffers = self.partial_buffers
+            self.partial = None
+            self.partial_buffers = 0
+            ok = not (desc.error or desc.rx_error or desc.rx_truncated)
+            ok = ok and desc.frame_length == len(frame)
+            await self._deliver(frame, ok, desc, buffers)
+            received += 1
+        if refill and reaped:
+            await self.refill()
+        return received
+
+    async def _deliver(self, frame: bytes, ok: bool, desc: Descriptor, buffers: int) -> None:
+        """Copy the frame to the stack (napi_gro_receive) with its metadata."""
+        await self.io.charge("rx_per_packet")
+        await self.io.charge("per_byte_copy", len(frame))
+        if ok:
+            self.stats.rx_packets += 1
+            self.stats.rx_bytes += len(frame)
+        else:
+            self.stats.rx_errors += 1
+        on_receive = self.netdev.on_receive
+        if on_receive is None:
+            return
+        meta = RxFrameMeta(
+            frame_length=desc.frame_length,
+            buffers=buffers,
+            error=desc.error,
+            rx_error=RxErrorCause(desc.rx_error),
+            rx_truncated=desc.rx_truncated,
+            time_ns=self.platform.now_ns(),
+            csum=desc.rx_csum,
+            hw_timestamp_ns=(
+                await self.netdev.phc.extend(desc.timestamp_low_ns) if desc.timestamped else None
+            ),
+        )
+        result = on_receive(frame, ok, meta)
+        if inspect.isawaitable(result):
+            await result
+
+    async def refill(self) -> None:
+        """Post every free slot again (own last) and ring RX_TAIL once."""
+        ioc = self.netdev.strategy.ioc
+        while self.unused():
+            index = self.next_to_use
+            self.post(index, Descriptor.rx(self.buffers[index], self.buffer_bytes, ioc=ioc))
+            self.next_to_use = self.next(index)
+        # wmb() before the doorbell.
+        await self.ring_doorbell()
+
+    async def post_all(self) -> None:
+        """Post rx_ring - 1 empty buffers from slot 0 and ring the RX doorbell."""
+        self.clear()
+        self.partial = None
+        self.partial_buffers = 0
+        await self.refill()
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """The RX channel's reset task (after an RX error, or when a bench resets the
+        channel): deliver the frames completed before the halt, discard a frame cut short
+        by it (no EOP will come; ``rx_dropped``), reset the channel and re-post the whole
+        ring. Takes the ring's lock with a sleeping wait; the caller's context is softirq
+        (the channel reset's wait busy-polls)."""
+        await mutex_lock(self.platform, self.clean_lock)
+        try:
+            await self.reset_channel()
+            await self.wait_reset_done()
+            await self.poll_locked(None, refill=False)
+            if self.partial is not None:
+                self.stats.rx_dropped += 1
+            await self.post_all()
+            await self.start_channel()
+        finally:
+            self.clean_lock.release()

@@ -1,0 +1,42 @@
+"""The driver's periodic timers (the polling loop's and the housekeeping tick's), on
+absolute deadlines as ``hrtimer_forward`` keeps them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from .locks import cpu_context
+
+if TYPE_CHECKING:
+    from .driver import MacDmaDriver
+
+__all__ = ["run_timer"]
+
+
+async def run_timer(
+    netdev: MacDmaDriver, period_ns: float, work: Callable[[], Coroutine[Any, Any, Any]]
+) -> None:
+    """Run ``work`` every ``period_ns`` forever: the timer expires at ``k * period_ns``
+    after start whatever its work took; expiries that passed while the CPU was busy are
+    skipped and counted (``stats.timer_overruns``). Each expiry while the device is open
+    is a timer interrupt on the netdev's ``irq_core`` (``irq_entry_exit`` in hard IRQ
+    context, counted in ``stats.timer_irqs``) whose callback runs ``work`` in softirq
+    context after ``timer_tick_overhead``."""
+    platform, stats = netdev.platform, netdev.stats
+    deadline = platform.now_ns() + period_ns
+    while True:
+        await platform.sleep_ns(max(0.0, deadline - platform.now_ns()))
+        if netdev.is_open:
+            stats.timer_irqs += 1
+            async with cpu_context(platform, "hardirq", netdev.config.irq_core):
+                await netdev.io.charge("irq_entry_exit")
+            async with cpu_context(platform, "softirq", netdev.config.irq_core):
+                await netdev.io.charge("timer_tick_overhead")
+                await work()
+        deadline += period_ns
+        now = platform.now_ns()
+        if deadline <= now:
+            missed = int((now - deadline) // period_ns) + 1
+            stats.timer_overruns += missed
+            deadline += missed * period_ns
