@@ -128,7 +128,7 @@ def test_fault_lists_parse_and_reject_unknown_classes():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["soak", "--frames", "0"], "needs at least 1 frame per direction, got 0"),
+        (["soak", "--frames", "0"], "must be 1..1,000,000 frames, got 0"),
         (["soak", "--seed", "x"], "expected a whole number, got 'x'"),
         (["soak", "--faults", "gremlins"], "unknown fault class gremlins"),
         (["soak", "--json", "/nonexistent/dir/x.json"], "folder /nonexistent/dir does not exist"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import IrqStrategyName
+
 __all__ = [
     "COMMANDS",
     "CONFIG_DEFAULTS",
@@ -45,8 +47,13 @@ TX_LOG_ENTRIES = 1024
 
 #: ``mode``: what the firmware runs.
 MODES = {"tx_pktgen": 1, "rx_sink": 2}
-#: ``strategy``: how completions reach the driver (the driver model's IrqStrategy names).
-STRATEGIES = {"per-desc": 0, "eop": 1, "coalesce": 2, "polling": 3, "napi": 4}
+#: ``strategy``: how completions reach the driver, by the driver model's IrqStrategy names
+#: in their order; the C driver has every one but DIM (net_dim is the model's alone).
+STRATEGIES = {
+    name.value: number
+    for number, name in enumerate(IrqStrategyName)
+    if name is not IrqStrategyName.DIM
+}
 #: What the bench drives on FIRMWARE_PORT COMMAND: the RX sink stops on ``stop``.
 COMMANDS = {"run": 0, "stop": 1}
 #: The firmware's exit codes (FIRMWARE_PORT EXIT).

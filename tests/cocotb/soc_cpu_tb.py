@@ -117,7 +117,7 @@ def rx_frames(count: int, seed: int) -> list[bytes]:
 
 
 @cocotb.test()
-@cocotb.parametrize(strategy=["per-desc", "eop", "coalesce", "polling", "napi"])
+@cocotb.parametrize(strategy=list(abi.STRATEGIES))
 async def cpu_rx_frames_intact(dut, strategy: str):
     config = {
         "mode": abi.MODES["rx_sink"],
