@@ -46,11 +46,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .interrupts import ctrl_c_handling, stop_descendants
-from .outputs import build_root_problem, unwritable_reason, write_or_rescue
-from .runner import CocotbTestFailure, SimulatorBuildError, announcing_builds, run_cocotb
-from .simulators import SIMULATORS, SimulatorNotFound
-from .verilog import build_dir
+from .cosim.interrupts import ctrl_c_handling, stop_descendants
+from .cosim.outputs import build_root_problem, unwritable_reason, write_or_rescue
+from .cosim.runner import CocotbTestFailure, SimulatorBuildError, announcing_builds, run_cocotb
+from .cosim.simulators import SIMULATORS, SimulatorNotFound
+from .cosim.verilog import build_dir
 
 # What a simulation can fail with that is the user's to read, not a bug in macdma: each
 # becomes one message (and the path to the details), never a traceback.
@@ -92,7 +92,7 @@ BUILD_OUTPUTS = {
 def check_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Stop (exit 2) before any simulation when ``--json FILE``, ``--out DIR``, ``--db
     FILE`` or the build folder the command writes in cannot be written (tried for real:
-    sim/outputs.py), so no result is computed only to be lost."""
+    sim/cosim/outputs.py), so no result is computed only to be lost."""
     for option, folder in (("json", False), ("out", True), ("db", False)):
         path = getattr(args, option, None)
         if path is None or (option == "db" and args.command != "regress"):  # compare reads it
@@ -150,27 +150,27 @@ def build_parser() -> argparse.ArgumentParser:
     from .regress import add_regress_parser
 
     add_regress_parser(commands)
-    from .results_db import add_compare_parser
+    from .regress.results_db import add_compare_parser
 
     add_compare_parser(commands)
-    from .bench import add_bench_parser
+    from .run.bench import add_bench_parser
 
     add_bench_parser(commands)
-    from .soak import add_soak_parser
+    from .soak.command import add_soak_parser
 
     add_soak_parser(commands)
     return parser
 
 
 def _add_run_parser(commands) -> None:
-    from .knobs import add_knob_options
-    from .scenario import Scenario
+    from .run.knobs import add_knob_options
+    from .run.scenario import Scenario
 
     run = commands.add_parser(
         "run",
         help="run one driver + SoC scenario and report throughput, IRQs, CPU and latency",
         description="Run the driver model on a modelled CPU against the SoC RTL. Every "
-        "option is a Scenario knob (sim/scenario.py declares each once). The summary counts "
+        "option is a Scenario knob (sim/run/scenario.py declares each once). The summary counts "
         "every frame lost or cut and says how; a frame lost with a hardware or driver "
         "counter is a measured outcome, so the exit status is still 0 (1 when the "
         "simulation fails, e.g. a frame lost with no counter).",
@@ -187,8 +187,8 @@ def _add_run_parser(commands) -> None:
 
 def scenario_from_args(args: argparse.Namespace):
     """The :class:`Scenario` of parsed ``run`` options (ValueError if inconsistent)."""
-    from . import knobs
-    from .scenario import Scenario
+    from .run import knobs
+    from .run.scenario import Scenario
 
     return knobs.scenario_from_args(Scenario, args)
 
@@ -200,8 +200,8 @@ def run_log_path() -> Path:
 
 
 def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .progress import RunProgress
-    from .scenario import format_summary, run_scenario
+    from .cosim.progress import RunProgress
+    from .run.scenario import format_summary, run_scenario
 
     try:
         scenario = scenario_from_args(args)
@@ -249,7 +249,7 @@ def format_demo(results: dict) -> str:
 
 
 def _show_build_on_stdout(sim: str, top: str, estimate: float, rebuild: bool):
-    from .progress import showing_build
+    from .cosim.progress import showing_build
 
     return showing_build(sim, top, estimate, rebuild, stream=sys.stdout,
                          live=sys.stdout.isatty())  # fmt: skip
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             print(failure_message(args.command, error), file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            # The first Ctrl-C ended every process the command started (sim/interrupts.py);
+            # The first Ctrl-C ended every process the command started (sim/cosim/interrupts.py);
             # this reaps what the command's own handling may have left.
             stop_descendants()
             print(f"macdma {args.command}: interrupted", file=sys.stderr)
@@ -320,15 +320,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_regress(args, args.regress_parser)
     if args.command == "compare":
-        from .results_db import run_compare
+        from .regress.results_db import run_compare
 
         return run_compare(args, args.compare_parser)
     if args.command == "bench":
-        from .bench import run_bench_command
+        from .run.bench import run_bench_command
 
         return run_bench_command(args)
     if args.command == "soak":
-        from .soak import run_soak_command
+        from .soak.command import run_soak_command
 
         return run_soak_command(args)
     raise AssertionError(f"unhandled command {args.command}")

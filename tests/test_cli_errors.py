@@ -14,9 +14,10 @@ import pytest
 from ctrl_c import python_with_default_sigint
 from test_runner import BENCH, TOP, SmokeCounter
 
-from macdma.sim import cli, scenario
-from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
-from macdma.sim.verilog import ROOT
+from macdma.sim import cli
+from macdma.sim.cosim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
+from macdma.sim.cosim.verilog import ROOT
+from macdma.sim.run import scenario
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from unbuilt import rejected
 
 from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
 from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
-from macdma.sim import formal
+from macdma.sim.flows import formal
 
 # Long runs (make test-all; make formal runs every proof in full): the 36-step cover of a
 # multi-buffer frame, and the two mutants whose counterexamples lie 16 and 19 steps deep.

@@ -14,9 +14,8 @@ import sys
 
 import pytest
 
-from macdma.sim import cluster
-from macdma.sim.regress import QUICK_SWEEP, expand, load_sweep, source_hash
-from macdma.sim.scenario import Scenario
+from macdma.sim.regress import QUICK_SWEEP, cluster, expand, load_sweep, source_hash
+from macdma.sim.run.scenario import Scenario
 
 # Host time, not a simulation result: the only summary entries allowed to differ.
 WALL_METRICS = ("wall_seconds",)

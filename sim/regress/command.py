@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..outputs import unwritable_reason
-from ..progress import duration_text
-from ..runner import SimulatorBuildError
-from ..verilog import build_dir
+from ..cosim.outputs import unwritable_reason
+from ..cosim.progress import duration_text
+from ..cosim.runner import SimulatorBuildError
+from ..cosim.verilog import build_dir
 from .expectations import check_results
 from .failures import failure_lines
 from .field_reports import field_report_rows, write_field_reports_json
@@ -33,9 +33,9 @@ from .sweep_file import DEFAULT_SWEEP, QUICK_SWEEP, Sweep, load_sweep
 
 
 def add_regress_parser(commands) -> None:
-    from ..cluster import parse_scheduler
-    from ..results_db import add_db_argument
-    from ..simulators import SIMULATORS
+    from ..cosim.simulators import SIMULATORS
+    from .cluster import parse_scheduler
+    from .results_db import add_db_argument
 
     regress = commands.add_parser(
         "regress",
@@ -78,7 +78,7 @@ def add_regress_parser(commands) -> None:
 
 
 def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ..results_db import ResultsDb, ResultsDbError, load_run
+    from .results_db import ResultsDb, ResultsDbError, load_run
 
     if args.sweep is not None and args.quick:
         parser.error("give a sweep file or --quick, not both")
@@ -155,8 +155,8 @@ def output_lock(out: Path) -> Iterator[None]:
 
 def _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline) -> int:
     """The run of :func:`run_regress` once its outputs are checked and locked."""
-    from ..cluster import ClusterError, DaskPool, LocalPool
-    from ..results_db import ResultsDb, ResultsDbError, run_set_of
+    from .cluster import ClusterError, DaskPool, LocalPool
+    from .results_db import ResultsDb, ResultsDbError, run_set_of
 
     def unusable(path: Path, reason: str) -> None:
         print(f"note: {path} cannot be used ({reason}): its point runs again", file=sys.stderr)
@@ -216,7 +216,7 @@ def _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline) ->
 
 def _report_baseline(report: Path, baseline, current) -> None:
     """Append "Changed since the baseline" to the report and print its one-line summary."""
-    from ..results_db import compare, comparison_markdown
+    from .results_db import compare, comparison_markdown
 
     comparison = compare(baseline, current)
     with open(report, "a") as handle:

@@ -1,5 +1,5 @@
 """Running points: :func:`run_point` is what a worker process (the local pool's or a Dask
-worker's, sim/cluster.py) does with one point, and :func:`run_points` hands a sweep's
+worker's, sim/regress/cluster.py) does with one point, and :func:`run_points` hands a sweep's
 points to a pool and stores each result as it arrives, with the progress bar."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
-from ..progress import PointsProgress
-from ..scenario import Scenario
+from ..cosim.progress import PointsProgress
+from ..run.scenario import Scenario
 from .keys import cpu_digest
 from .points import Point, store
 
@@ -27,9 +27,9 @@ def strip_wire(metrics: dict) -> dict:
 def run_point(scenario_json: str, log_path: str) -> dict:
     """Worker: run one scenario with its output in ``log_path``; never raises for a failed
     simulation (returns ``{"status": "failed", "error": ...}``)."""
-    from ..runner import CocotbTestFailure
-    from ..scenario import run_scenario
-    from ..simulators import SimulatorNotFound
+    from ..cosim.runner import CocotbTestFailure
+    from ..cosim.simulators import SimulatorNotFound
+    from ..run.scenario import run_scenario
 
     scenario = Scenario.from_json(scenario_json)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -71,13 +71,13 @@ def worker_init() -> None:
 
 def build_models(scenarios: list[Scenario], log_folder: Path) -> None:
     """Build (or find in the cache) every simulator model *scenarios* run on, here, before
-    the pool starts: shown with its progress (sim/progress.py ``showing_build``) on
+    the pool starts: shown with its progress (sim/cosim/progress.py ``showing_build``) on
     stderr, the compiler's output in ``log_folder/build-<sim>-<top>.log``. Left to the
     workers, one would build while the others wait on its lock, all in silence.
-    Raises :class:`~macdma.sim.runner.SimulatorBuildError` (its ``details_path`` the log)."""
-    from ..progress import showing_build, stream_copy
-    from ..runner import SimulatorBuildError, announcing_builds, build_model, output_to_log
-    from ..scenario import scenario_top
+    Raises :class:`~macdma.sim.cosim.runner.SimulatorBuildError` (its ``details_path`` the log)."""
+    from ..cosim.progress import showing_build, stream_copy
+    from ..cosim.runner import SimulatorBuildError, announcing_builds, build_model, output_to_log
+    from ..run.scenario import scenario_top
 
     models = {}
     for scenario in scenarios:
@@ -104,7 +104,7 @@ def build_models(scenarios: list[Scenario], log_folder: Path) -> None:
 
 
 def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> bool:
-    """Run ``todo`` on ``pool`` (sim/cluster.py), storing each result as it arrives (and
+    """Run ``todo`` on ``pool`` (sim/regress/cluster.py), storing each result as it arrives (and
     the log a remote worker sent back); True when interrupted."""
     bar = PointsProgress(len(todo))
     futures = {}
@@ -133,7 +133,7 @@ def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> 
                     result = {"status": "failed", "error": f"worker: {error!r}"}
                 keep(future, futures[future], result)
     except KeyboardInterrupt:
-        # Ctrl-C ended the workers (sim/interrupts.py). A point that finished before it
+        # Ctrl-C ended the workers (sim/cosim/interrupts.py). A point that finished before it
         # and was not collected yet is kept; one the interrupt cut short is not a result.
         for future in [f for f in pending if f.done() and not f.cancelled()]:
             if future.exception() is None and future.result().get("status") == "ok":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..scenario import MIN_WINDOW_FRAMES, WARMUP_FRACTION
+from ..run.scenario import MIN_WINDOW_FRAMES, WARMUP_FRACTION
 from .expectations import CheckResult
 from .failures import failure_lines
 from .field_reports import (

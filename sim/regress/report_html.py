@@ -99,7 +99,7 @@ def _version(package: str) -> str:
 
 
 def _parameters(sweep, results: list[dict]) -> list[list[str]]:
-    from ..results_db import git_state
+    from .results_db import git_state
 
     commit, dirty = git_state()
     sims = sorted({r["scenario"]["sim"] for r in results})
@@ -184,7 +184,7 @@ def write_html_report(
 
 def add_comparison(path: Path, comparison) -> None:
     """Put "Changed since the baseline" (a results_db Comparison) into report.html."""
-    from ..results_db import _relative, _shown, comparison_markdown
+    from .results_db import _relative, _shown, comparison_markdown
 
     page = path.read_text()
     if BASELINE_MARKER not in page:

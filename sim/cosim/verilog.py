@@ -11,7 +11,7 @@ it simulates alike on Icarus under -g2005 and -g2012 and on Verilator.
 
 Command line (what ``make verilog`` runs)::
 
-    python -m macdma.sim.verilog [--out build/verilog] [names...]
+    python -m macdma.sim.cosim.verilog [--out build/verilog] [names...]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT: Path = Path(__file__).resolve().parents[1]
+ROOT: Path = Path(__file__).resolve().parents[2]
 """The repository root: the folder holding hdl/, sim/, firmware/ and tests/."""
 
 Factory = Callable[..., Any]
@@ -253,7 +253,7 @@ def export_verilog(
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m macdma.sim.verilog",
+        prog="python -m macdma.sim.cosim.verilog",
         description="Write <out>/<top>.v for the named (default: every registered) top.",
     )
     parser.add_argument(

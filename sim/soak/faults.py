@@ -1,6 +1,6 @@
 """Faults a bench injects into a running SoC: AXI error responses from host memory and
 malformed frames on the wire (cocotbext-eth), for the soak's fault campaign
-(sim/benches/soak_tb.py, docs/reliability.md).
+(sim/soak/soak_tb.py, docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiResp
 from cocotbext.eth import GmiiFrame
 
-from .soc import BusErrorWindow
+from ..benches.soc import BusErrorWindow
 
 PREAMBLE = 0x55
 HOLD_NS = 1000  # an armed error answers until this long after its latest hit: the whole burst

@@ -32,7 +32,7 @@ cost name (``tx_per_packet``, ``mmio_bus``, ...) so a run can say where the cycl
 and cumulative totals can be sampled at any moment (:meth:`CpuModel.totals`) so a
 measurement window can be cut after the run.
 
-The CPUs themselves are data: ``sim/cpus/<name>.toml`` (:mod:`macdma.sim.cpus`,
+The CPUs themselves are data: ``sim/model/cpus/<name>.toml`` (:mod:`macdma.sim.model.cpus`,
 docs/cpus.md) gives each one's clock, cores, costs with their sources and driver settings;
 ``CPU_PRESETS`` maps the shipped names to them.
 """
@@ -443,9 +443,9 @@ class CpuModel:
 
 # -- presets ------------------------------------------------------------------------------
 #
-# The shipped CPUs are files, sim/cpus/<name>.toml (macdma.sim.cpus loads and checks them;
-# docs/cpus.md); each constant's source is commented there. Kept here under their old names
-# for the code that looks a CPU up by name.
+# The shipped CPUs are files, sim/model/cpus/<name>.toml (macdma.sim.model.cpus loads and
+# checks them; docs/cpus.md); each constant's source is commented there. Kept here under
+# their old names for the code that looks a CPU up by name.
 
 #: Every shipped CPU by name.
 CPU_PRESETS: dict[str, CpuSpec] = {name: load_cpu(name) for name in shipped_cpus()}
@@ -458,6 +458,6 @@ PRESET_DRIVER_SETTINGS: dict[str, dict] = {
 
 def cpu_preset(cpu: str) -> tuple[float, CpuCosts]:
     """``(clock MHz, CpuCosts)`` of ``cpu``: a shipped name or a path to a CPU file;
-    ValueError (:class:`~macdma.sim.cpus.CpuFileError`) naming the problem otherwise."""
+    ValueError (:class:`~macdma.sim.model.cpus.CpuFileError`) naming the problem otherwise."""
     spec = load_cpu(cpu)
     return spec.clock_mhz, spec.costs

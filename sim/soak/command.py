@@ -1,5 +1,5 @@
 """``macdma soak``: many full-duplex frames through ``macdma_soc`` with everything random,
-checked byte for byte (sim/benches/soak_tb.py), and optionally faults injected by class.
+checked byte for byte (sim/soak/soak_tb.py), and optionally faults injected by class.
 
     macdma soak [--frames N] [--seed S] [--sim verilator|icarus] [--json FILE]
                 [--faults CLASS[,CLASS...]] [-v]
@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .soak_plan import (
+from .plan import (
     FAULT_CLASSES,
     FAULT_SEGMENT_FRAMES,
     RECORD_ENV,
@@ -33,7 +33,7 @@ from .soak_plan import (
 )
 
 SOAK_TOP = "macdma_soc"
-SOAK_MODULE = "macdma.sim.benches.soak_tb"
+SOAK_MODULE = "macdma.sim.soak.soak_tb"
 DEFAULT_FRAMES = 50_000
 
 
@@ -74,7 +74,7 @@ def parse_faults(text: str) -> tuple[str, ...]:
 
 def add_soak_parser(commands) -> None:
     """Register ``macdma soak`` on the CLI's subcommands."""
-    from .simulators import SIMULATORS
+    from ..cosim.simulators import SIMULATORS
 
     soak = commands.add_parser(
         "soak",
@@ -116,7 +116,7 @@ def source_commit() -> str:
     """The commit the run's RTL and bench come from: ``git rev-parse --short HEAD`` of
     this checkout, with "-dirty" when tracked files differ from it; "unknown" outside a
     git checkout (figures in the docs name it)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
 
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -347,7 +347,7 @@ def soak_config(frames: int, seed: int, faults: tuple[str, ...] = ()) -> SoakCon
 def soak_paths() -> tuple[Path, Path]:
     """A new run's log and record files: build/logs/soak-<time>-<pid>.log and
     build/soak/soak-<time>-<pid>.jsonl (kept, so an interrupted run keeps its segments)."""
-    from .verilog import build_dir
+    from ..cosim.verilog import build_dir
 
     name = f"soak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     return build_dir() / "logs" / f"{name}.log", build_dir() / "soak" / f"{name}.jsonl"
@@ -364,10 +364,10 @@ def run_soak(
 ) -> dict:
     """Run the soak on *sim*; return the report (:func:`summarise`). The bench appends a
     JSON line per segment to *record_path* (default: a scratch file). Raises
-    :class:`macdma.sim.runner.CocotbTestFailure` when a check failed; its ``report``
+    :class:`macdma.sim.cosim.runner.CocotbTestFailure` when a check failed; its ``report``
     attribute then holds what the bench recorded up to the failure."""
-    from .progress import PROGRESS_ENV, ProgressFollower
-    from .runner import CocotbTestFailure, run_cocotb
+    from ..cosim.progress import PROGRESS_ENV, ProgressFollower
+    from ..cosim.runner import CocotbTestFailure, run_cocotb
 
     with tempfile.TemporaryDirectory() as scratch:
         if record_path is None:
@@ -418,8 +418,8 @@ def reap_children(timeout_s: float = REAP_TIMEOUT_S) -> None:
 
 def run_soak_command(args: argparse.Namespace) -> int:
     """``macdma soak``: print the seed, run with a progress bar, print the summary."""
-    from .progress import RunProgress
-    from .runner import CocotbTestFailure, announcing_builds
+    from ..cosim.progress import RunProgress
+    from ..cosim.runner import CocotbTestFailure, announcing_builds
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     config = soak_config(args.frames, seed, args.faults)
@@ -446,7 +446,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
     except CocotbTestFailure as error:
         failed, report = error, getattr(error, "report", None)
     except KeyboardInterrupt:
-        # The first Ctrl-C ended the simulator (sim/interrupts.py); reap it here, so that
+        # The first Ctrl-C ended the simulator (sim/cosim/interrupts.py); reap it here, so that
         # it never outlives the run, not even as a zombie. Then keep the segments it
         # finished (a second Ctrl-C meanwhile stops at once).
         reap_children()
@@ -456,7 +456,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
         print()
         print(format_report(report))
         if args.json:
-            from .outputs import write_or_rescue
+            from ..cosim.outputs import write_or_rescue
 
             written = write_or_rescue(args.json, json.dumps(report, indent=2), "the report")
             print(f"report written to {written}")

@@ -30,11 +30,11 @@ from pathlib import Path
 from amaranth.back import rtlil
 from amaranth.hdl import Fragment
 
-from ..hdl.formal.proofs import PROOFS, Proof, proof_by_name
+from ...hdl.formal.proofs import PROOFS, Proof, proof_by_name
 
 __all__ = ["TaskResult", "run_proof", "formal_env", "main"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "build" / "formal"
 #: The tools sby runs, by the variables it reads, and the executables the extra provides.
 TOOLS = {
@@ -201,7 +201,7 @@ def _table(results: list[TaskResult]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m macdma.sim.formal",
+        prog="python -m macdma.sim.flows.formal",
         description="Prove every formal property of macdma (docs/formal.md).",
     )
     parser.add_argument("--only", action="append", metavar="NAME", help="run only NAME")

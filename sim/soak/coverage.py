@@ -4,14 +4,14 @@ cocotb-coverage is the field's library for this (SystemVerilog-style cover point
 bins for cocotb benches); its cover points are sampled by calling the decorated functions
 below. :class:`SoakCoverage` is what the bench calls; :meth:`SoakCoverage.report` gives
 every cover point's bins and hits, from which ``macdma soak`` prints the coverage and
-names the empty bins (sim/soak.py).
+names the empty bins (sim/soak/command.py).
 """
 
 from __future__ import annotations
 
 from cocotb_coverage.coverage import CoverPoint, coverage_db
 
-from macdma.sim.soak_plan import (
+from macdma.sim.soak.plan import (
     AXI_CHANNELS,
     BURST_CAPS,
     IRQ_STRATEGY_NAMES,

@@ -11,7 +11,7 @@ one CPU context (``process``; the stack's own work, in the driver's NAPI poll, i
 
 A model exposes ``on_receive`` (the driver's stack callback), :meth:`Traffic.start`
 (the tasks the bench waits for) and :meth:`Traffic.record` (the raw facts for
-:func:`macdma.sim.scenario.compute_metrics`).
+:func:`macdma.sim.run.scenario.compute_metrics`).
 
 With ``flow_control`` on, the far end's MAC honours 802.3x PAUSE
 (:class:`~macdma.sim.benches.pausing_peer.PausingPeer`): its RX frames go out one at a
@@ -34,8 +34,8 @@ from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
 from macdma.sim.benches.pausing_peer import PausingPeer
-from macdma.sim.progress import PROGRESS_ENV
-from macdma.sim.scenario import ACK_FRAME_BYTES, Scenario
+from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
 
 ETHERTYPE = 0x88B5  # IEEE local experimental
 TX_SOURCE, RX_SOURCE = 0x01, 0x02  # last byte of the source MAC tells the directions apart

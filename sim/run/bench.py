@@ -30,11 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .progress import PointsProgress, showing_build, stdout_copy
-from .runner import CocotbTestFailure, announcing_builds, build_model, output_to_log, run_cocotb
+from ..cosim.progress import PointsProgress, showing_build, stdout_copy
+from ..cosim.runner import (
+    CocotbTestFailure,
+    announcing_builds,
+    build_model,
+    output_to_log,
+    run_cocotb,
+)
+from ..cosim.simulators import SIMULATORS, SimulatorNotFound, prepare
+from ..cosim.verilog import ROOT, build_dir
 from .scenario import MEMORY_MODELS, Scenario, run_scenario, scenario_top
-from .simulators import SIMULATORS, SimulatorNotFound, prepare
-from .verilog import ROOT, build_dir
 
 LOOPBACK_MODULE = "macdma.sim.benches.loopback_tb"
 DEFAULT_FRAMES = 200
@@ -129,7 +135,7 @@ def _children_cpu_seconds() -> float:
 
 
 def _run_loopback(sim: str, frames: int, log_path: Path | None) -> tuple[float, float]:
-    from .benches.loopback import LOOPBACK_TOP, GmiiLoopback
+    from ..benches.loopback import LOOPBACK_TOP, GmiiLoopback
 
     with tempfile.TemporaryDirectory() as scratch:
         record_path = Path(scratch) / "loopback.json"
@@ -151,7 +157,7 @@ def _run_loopback(sim: str, frames: int, log_path: Path | None) -> tuple[float, 
 
 def _build(sim: str, scenario: Scenario | None):
     if scenario is None:
-        from .benches.loopback import LOOPBACK_TOP, GmiiLoopback
+        from ..benches.loopback import LOOPBACK_TOP, GmiiLoopback
 
         return build_model(sim, LOOPBACK_TOP, factory=GmiiLoopback)
     top, params = scenario_top(scenario)
@@ -265,16 +271,22 @@ def format_table(rows: list[BenchRow]) -> str:
     return "\n".join(lines)
 
 
-# Where Python time goes, by the file a function lives in (first match wins).
+# Where Python time goes, by the file a function lives in (first match wins). The benches
+# beside a wing's command (run/, soak/) count as benches.
 PROFILE_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("cocotb clocks", "/cocotb/clock.py"),
     ("cocotbext-axi (host memory, AXI-Lite master)", "/cocotbext/axi/"),
     ("cocotbext-eth (GMII source and sink)", "/cocotbext/eth/"),
     ("cocotb scheduler, triggers, handles", "/cocotb/"),
     ("driver model (firmware/)", "/firmware/"),
-    ("CPU model and platform", "/sim/cpu.py"),
-    ("CPU model and platform", "/sim/platform_cocotb.py"),
+    ("CPU model and platform", "/sim/model/cpu.py"),
+    ("CPU model and platform", "/sim/model/platform_cocotb.py"),
     ("our benches (sim/benches/)", "/sim/benches/"),
+    ("our benches (sim/benches/)", "/sim/run/scenario_tb.py"),
+    ("our benches (sim/benches/)", "/sim/run/traffic.py"),
+    ("our benches (sim/benches/)", "/sim/soak/soak_tb.py"),
+    ("our benches (sim/benches/)", "/sim/soak/faults.py"),
+    ("our benches (sim/benches/)", "/sim/soak/coverage.py"),
 )
 PROFILE_ENV = "COCOTB_ENABLE_PROFILING"
 PROFILE_FILE = "cocotb.pstat"  # cocotb writes it into the run folder
@@ -549,7 +561,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         record = run_bench(sims, names, args.frames, out, memory=args.memory)
     except (CocotbTestFailure, SimulatorNotFound) as error:
-        from .cli import failure_message
+        from ..cli import failure_message
 
         print("\n" + failure_message("bench", error), file=sys.stderr)
         return 1

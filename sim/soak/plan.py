@@ -1,8 +1,8 @@
 """What a soak run does, decided from its seed alone: the segments (driver settings, AXI
 latency and back-pressure, sizes) and every frame's size and TX fragment layout.
 
-Pure Python (no cocotb), shared by ``macdma soak`` (sim/soak.py), which prints and records
-it, and the cocotb bench (sim/benches/soak_tb.py), which runs it; so a seed replays a run
+Pure Python (no cocotb), shared by ``macdma soak`` (sim/soak/command.py), which prints and records
+it, and the cocotb bench (sim/soak/soak_tb.py), which runs it; so a seed replays a run
 exactly. Between segments the driver closes and re-opens the device with the next
 segment's settings (as ``ethtool -C`` / ``-G`` do on many drivers).
 """
@@ -43,7 +43,7 @@ AXI_SITES = (
 )
 WIRE_SITES = ("rx_er", "bad-fcs", "runt", "oversize", "no-sfd", "cut-short", "short-gap")
 #: A faulty driver: one bad post (descriptor or doorbell) in the TX or the RX stream, made
-#: by a bench-side hook in the driver model's ring and MMIO path (sim/benches/soak_tb.py).
+#: by a bench-side hook in the driver model's ring and MMIO path (sim/soak/soak_tb.py).
 DRIVER_SITES = (
     "tx-own-zero-length",
     "tx-buffer-outside-memory",
@@ -84,7 +84,7 @@ RECORD_ENV = "MACDMA_SOAK_RECORD"  # where the bench appends its JSON lines
 @dataclass(frozen=True)
 class SoakConfig:
     """One soak run: *frames* per direction, *seed*, *segment_frames* per segment, the
-    fault classes to inject (sim/soak.py ``FAULT_CLASSES``; empty for a clean soak), and
+    fault classes to inject (sim/soak/command.py ``FAULT_CLASSES``; empty for a clean soak), and
     *plant*: "" or one of :data:`PLANTS`, a bug the bench plants in its own stack (a
     self-test of its accounting: the run must fail)."""
 

@@ -74,14 +74,14 @@ class LocalPool:
     """The local process pool: ``jobs`` worker processes on this machine."""
 
     def __init__(self, jobs: int):
-        from .regress.pool import worker_init
+        from .pool import worker_init
 
         self.where = f"{jobs} local workers"
         self._executor = cf.ProcessPoolExecutor(max_workers=jobs, initializer=worker_init)
 
     def submit(self, scenario_json: str, key: str, log_path: Path, expected: dict) -> cf.Future:
         """Run one point; the future's result is :func:`run_point`'s dict."""
-        from .regress.pool import run_point
+        from .pool import run_point
 
         return self._executor.submit(run_point, scenario_json, str(log_path))
 
@@ -89,7 +89,7 @@ class LocalPool:
         """Drop the points not started and end the running ones: the workers and their
         simulators are stopped (a worker left running would finish its point, then take
         the next queued one, and the interpreter's exit would wait for all of them)."""
-        from .interrupts import stop_descendants
+        from ..cosim.interrupts import stop_descendants
 
         stop_descendants()
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -134,7 +134,7 @@ class DaskPool:
         if self._cluster is not None:
             # As in the local pool, Ctrl-C is the collecting process's: it cancels the
             # points and closes the cluster (workers would otherwise print tracebacks).
-            from .regress.pool import worker_init
+            from .pool import worker_init
 
             self._client.run(worker_init)
         self._executor = self._client.get_executor(pure=False)  # every point runs anew
@@ -172,9 +172,9 @@ _POINT_LOCK = threading.Lock()
 def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
     """Why this process must not run the point (its sources or the CPU file differ from
     those the point's key was made from), or None when they match."""
-    from .cpus import load_cpu
-    from .regress.keys import source_hash
-    from .scenario import Scenario
+    from ..model.cpus import load_cpu
+    from ..run.scenario import Scenario
+    from .keys import source_hash
 
     sources = source_hash()
     if sources != expected["sources"]:
@@ -195,7 +195,7 @@ def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
 def run_point_on_worker(scenario_json: str, key: str, expected: dict) -> dict:
     """Dask task: check the worker's sources, run one point with its log in a scratch file
     and return :func:`run_point`'s dict plus ``log`` (the log's text) for the collector."""
-    from .regress.pool import run_point
+    from .pool import run_point
 
     try:
         problem = worker_mismatch(expected, scenario_json)

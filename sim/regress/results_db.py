@@ -71,14 +71,14 @@ def default_db() -> Path:
     """The results database when ``--db`` is not given: ``regress/results.sqlite`` under
     the build root (the repository's build/ or MACDMA_BUILD_DIR), whatever folder the
     command runs from."""
-    from .verilog import build_dir
+    from ..cosim.verilog import build_dir
 
     return build_dir() / "regress" / "results.sqlite"
 
 
 def default_compare_out() -> Path:
     """``macdma compare``'s folder when ``--out`` is not given: under the build root."""
-    from .verilog import build_dir
+    from ..cosim.verilog import build_dir
 
     return build_dir() / "regress" / "compare"
 
@@ -141,7 +141,7 @@ def _utc_now() -> str:
 def scenario_id(scenario: dict) -> str:
     """The identity of an experiment across commits: the scenario's measured fields
     (not the sources, not the output options)."""
-    from .regress import UNHASHED_FIELDS
+    from . import UNHASHED_FIELDS
 
     inputs = {k: v for k, v in scenario.items() if k not in UNHASHED_FIELDS}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
@@ -149,8 +149,8 @@ def scenario_id(scenario: dict) -> str:
 
 def scenario_label(scenario: dict) -> str:
     """The scenario's fields that differ from the defaults, e.g. ``frags=5 irq=napi``."""
-    from .regress import UNHASHED_FIELDS
-    from .scenario import Scenario
+    from ..run.scenario import Scenario
+    from . import UNHASHED_FIELDS
 
     defaults = {f.name: f.default for f in dataclasses.fields(Scenario)}
     order = list(defaults) + sorted(set(scenario) - set(defaults))  # the Scenario's order
@@ -167,7 +167,7 @@ def scenario_label(scenario: dict) -> str:
 def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     """(HEAD commit, tree has uncommitted changes) of the checkout at ``root`` (the
     project's), or (None, None) outside a git checkout."""
-    from .regress import PACKAGE_ROOT
+    from . import PACKAGE_ROOT
 
     root = root or PACKAGE_ROOT
     try:
@@ -462,7 +462,7 @@ def load_folder(folder: Path) -> RunSet:
 def _resolve_commit(spec: str) -> str:
     """``spec`` as a full commit hash when git knows it (HEAD~1, a branch, a prefix), else
     as given (a hash prefix recorded on another checkout)."""
-    from .regress import PACKAGE_ROOT
+    from . import PACKAGE_ROOT
 
     try:
         done = subprocess.run(

@@ -8,14 +8,14 @@ env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``. In this 
 :class:`PointsProgress` is the same for a count of jobs (``macdma regress`` points,
 ``macdma bench`` workloads): a rich bar on a terminal, a plain line per finished job else.
 
-A file, not a pipe, because the simulator's stdout is the log (sim/runner.py
+A file, not a pipe, because the simulator's stdout is the log (sim/cosim/runner.py
 ``output_to_log``) and a half-written last line is simply read on the next poll.
 
 Before a run's own progress, the simulator model may have to be built (minutes on
 Verilator the first time): :func:`showing_build` says so, with the time it should take,
 as a spinner and the elapsed time on a terminal, or a line every
 :data:`BUILD_NOTE_SECONDS` otherwise; :meth:`RunProgress.building` is it on a run's
-display, for sim/runner.py ``announcing_builds``.
+display, for sim/cosim/runner.py ``announcing_builds``.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class ProgressFollower:
 
 def stdout_copy() -> TextIO:
     """This process's stdout as it is now, duplicated so that redirecting file descriptor 1
-    to a log later (sim/runner.py ``output_to_log``) does not take the progress display
+    to a log later (sim/cosim/runner.py ``output_to_log``) does not take the progress display
     with it; sys.stdout itself when it is not a file (captured, e.g. by pytest: not
     redirected either). Close it when done (closing sys.stdout's copy only)."""
     return stream_copy(sys.stdout)
@@ -210,7 +210,7 @@ class RunProgress:
         return self
 
     def building(self, sim: str, top: str, estimate_seconds: float, rebuild: bool):
-        """Show a model build on this display (sim/runner.py ``announcing_builds``)."""
+        """Show a model build on this display (sim/cosim/runner.py ``announcing_builds``)."""
         return showing_build(sim, top, estimate_seconds, rebuild, stream=self.stream,
                              live=self.live)  # fmt: skip
 

@@ -86,7 +86,7 @@ def _probe(path: Path, parent: Path, folder: bool) -> str | None:
 
 
 def build_root_problem(*subfolders: str) -> str | None:
-    """Why the build root (:func:`~macdma.sim.verilog.build_dir`: the repository's build/,
+    """Why the build root (:func:`~macdma.sim.cosim.verilog.build_dir`: the repository's build/,
     or ``MACDMA_BUILD_DIR``) cannot take what a command writes in ``subfolders`` of it
     (``sim``: the simulator models, ``logs``), or None."""
     root = build_dir()

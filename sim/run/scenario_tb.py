@@ -1,12 +1,12 @@
-"""cocotb module behind ``macdma run``: one :class:`~macdma.sim.scenario.Scenario` on
+"""cocotb module behind ``macdma run``: one :class:`~macdma.sim.run.scenario.Scenario` on
 ``macdma_soc`` with the driver model on a modelled CPU.
 
 Reads the scenario (JSON) from env ``MACDMA_SCENARIO``; starts the SoC bench at the link
 speed and system clock, the CPU model, the platform and the driver; then the traffic
-model the scenario names (sim/benches/traffic.py: the far end's generators and sinks and
+model the scenario names (sim/run/traffic.py: the far end's generators and sinks and
 the application, each frame checked where it arrives). Writes the raw record (stamps,
 times, counters) to env ``MACDMA_SCENARIO_RECORD``; the metrics are
-computed from it by :func:`macdma.sim.scenario.compute_metrics`.
+computed from it by :func:`macdma.sim.run.scenario.compute_metrics`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from macdma.firmware.driver import DriverConfig, MacDmaDriver
 from macdma.hdl.mac.frame import DEFAULT_MAX_FRAME_LENGTH, FCS_LENGTH
 from macdma.sim.benches.gmii import GMII_1000, MII_10, MII_100
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.benches.traffic import make_traffic
-from macdma.sim.cpu import CpuModel
-from macdma.sim.cpus import load_cpu
-from macdma.sim.platform_cocotb import CocotbPlatform
-from macdma.sim.scenario import RECORD_ENV, Scenario, memory_bytes_for, scenario_from_env
+from macdma.sim.model.cpu import CpuModel
+from macdma.sim.model.cpus import load_cpu
+from macdma.sim.model.platform_cocotb import CocotbPlatform
+from macdma.sim.run.scenario import RECORD_ENV, Scenario, memory_bytes_for, scenario_from_env
+from macdma.sim.run.traffic import make_traffic
 
 LINK_MODES = {10: MII_10, 100: MII_100, 1000: GMII_1000}
 

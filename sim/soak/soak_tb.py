@@ -1,7 +1,7 @@
 """cocotb module behind ``macdma soak``: full duplex on ``macdma_soc`` for many frames, with
 everything random that a driver and a bus can vary, and every byte accounted for.
 
-The run is planned from its seed (sim/soak_plan.py) and goes segment by segment: the
+The run is planned from its seed (sim/soak/plan.py) and goes segment by segment: the
 driver model (ideal CPU) opens the device with the segment's settings (rings, RX buffer
 size, burst cap, prefetch, IRQ strategy and coalescing, rate limit), the bench sets host
 memory's latency and back-pressure on all five AXI channels, then a TX generator hands
@@ -38,16 +38,16 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver, RxRing, TxRing
-from macdma.sim.benches.coverage import SoakCoverage
-from macdma.sim.benches.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.guard import MemoryGuard
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.cpu import CpuModel
-from macdma.sim.cpus import load_cpu
-from macdma.sim.platform_cocotb import CocotbPlatform
-from macdma.sim.progress import PROGRESS_ENV
-from macdma.sim.soak_plan import (
+from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.model.cpu import CpuModel
+from macdma.sim.model.cpus import load_cpu
+from macdma.sim.model.platform_cocotb import CocotbPlatform
+from macdma.sim.soak.coverage import SoakCoverage
+from macdma.sim.soak.faults import ArmedError, BusErrors, bad_frame
+from macdma.sim.soak.plan import (
     AXI_CHANNELS,
     FAULT_SITES,
     MAX_RX_BUF_BYTES,
@@ -1122,7 +1122,7 @@ class SegmentRun:
             "site": s.fault_site,
             "segment": s.index,
             "injected": fault.get("injected", 0),
-            # A wire fault's detection is read from the counters by sim/soak.py.
+            # A wire fault's detection is read from the counters by sim/soak/command.py.
             "detected": bool(fault.get("detected", False)),
             "recovered": recovered,
             "frames_lost": lost,
@@ -1288,7 +1288,7 @@ class Soak:
         self.poison = random.Random(f"soak-poison-{config.seed}").randbytes(MAX_RX_BUF_BYTES)
         self.tx_sent = self.rx_sent = 0
         self.record_path = os.environ.get(RECORD_ENV)
-        # The planted bug (SoakConfig.plant, soak_plan.PLANTS), one-shot: the first RX frame
+        # The planted bug (SoakConfig.plant, plan.PLANTS), one-shot: the first RX frame
         # delivered intact meets it.
         self.plant = config.plant
 

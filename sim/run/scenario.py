@@ -1,5 +1,5 @@
 """One experiment on the SoC with the driver model: the knobs (:class:`Scenario`), the
-run (:func:`run_scenario`, through ``macdma.sim.benches.scenario_tb`` on a simulator) and
+run (:func:`run_scenario`, through ``macdma.sim.run.scenario_tb`` on a simulator) and
 the metrics computed from the raw record that bench writes (:func:`compute_metrics`).
 
 The bench records raw facts only (wire stamps, xmit and on_receive times, driver and CPU
@@ -22,7 +22,7 @@ from pathlib import Path
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
 from macdma.firmware.driver import COALESCE_TIMERS
 
-from .cpus import MAX_CORES
+from ..model.cpus import MAX_CORES
 from .knobs import check_needs, driver_settings, knob, knobs_of, register_range
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "run_scenario",
 ]
 
-from .simulators import SIMULATORS
+from ..cosim.simulators import SIMULATORS
 
 DIRECTIONS = ("tx", "rx", "both")
 IRQ_STRATEGIES = ("per-desc", "eop", "coalesce", "polling", "napi", "dim")
@@ -49,7 +49,7 @@ TX_CLEAN_LOCKS = ("queue", "frozen")
 LINK_SPEEDS = (10, 100, 1000)
 #: flow_control: 802.3x PAUSE off, or on both ways (DriverConfig.flow_control).
 FLOW_CONTROL_SETTINGS = ("off", "on")
-#: The traffic models (docs/traffic.md; the bench's sim/benches/traffic.py).
+#: The traffic models (docs/traffic.md; the bench's sim/run/traffic.py).
 TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
 #: Models that move frames both ways by themselves (their --direction stays "both").
 TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
@@ -83,14 +83,14 @@ RECORD_ENV = "MACDMA_SCENARIO_RECORD"  # where the cocotb module writes its raw 
 #: cocotbext-axi's AxiRam on its AXI4 master, or the SoC with the RAM inside the top.
 SCENARIO_TOPS = {"python": "macdma_soc", "hdl": "macdma_soc_hostmem"}
 MEMORY_MODELS = tuple(SCENARIO_TOPS)
-SCENARIO_MODULE = "macdma.sim.benches.scenario_tb"
+SCENARIO_MODULE = "macdma.sim.run.scenario_tb"
 
 
 def checked_cpu(cpu: object) -> str:
     """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
     absolute path (the bench runs in another directory). The file is loaded and checked
     now, so a bad one stops before any simulator starts."""
-    from .cpus import load_cpu
+    from ..model.cpus import load_cpu
 
     try:
         spec = load_cpu(cpu)
@@ -107,10 +107,10 @@ def _register(key: str, name: str | None = None, **options) -> dict:
 
 @dataclass(frozen=True)
 class Scenario:
-    """The knobs of one run, each declared once (:func:`macdma.sim.knobs.knob`): type,
+    """The knobs of one run, each declared once (:func:`macdma.sim.run.knobs.knob`): type,
     range or choices, unit, default, help and the driver setting it feeds. The
     declarations make the Scenario's checks, the ``macdma run`` options, the sweep-file
-    validation and the DriverConfig (sim/knobs.py); ``__post_init__`` adds the checks
+    validation and the DriverConfig (sim/run/knobs.py); ``__post_init__`` adds the checks
     that tie two knobs together. ``cpu`` is kept as a shipped name or an absolute path.
     """
 
@@ -290,7 +290,7 @@ class Scenario:
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
             )
-        from .cpus import load_cpu
+        from ..model.cpus import load_cpu
 
         cores = load_cpu(self.cpu).cores
         for name in ("irq_core", "app_core"):
@@ -307,7 +307,7 @@ class Scenario:
 
     def driver_config(self, cpu_driver: dict | None = None, *, mii: bool = False):
         """The DriverConfig of this scenario, derived from its knobs' declarations
-        (:func:`macdma.sim.knobs.driver_settings`) over the CPU file's driver settings
+        (:func:`macdma.sim.run.knobs.driver_settings`) over the CPU file's driver settings
         ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
         from macdma.firmware.driver import DriverConfig, IrqStrategy
 
@@ -1001,14 +1001,14 @@ def run_scenario(
 ) -> dict:
     """Run ``scenario`` on its simulator and return its metrics (and write ``json``).
 
-    *log_path*/*echo_log* are :func:`macdma.sim.runner.run_cocotb`'s: where the
+    *log_path*/*echo_log* are :func:`macdma.sim.cosim.runner.run_cocotb`'s: where the
     simulator's output goes. *on_progress* is called (from another thread) with each
-    progress record of the bench (:mod:`macdma.sim.progress`).
-    Raises :class:`macdma.sim.runner.CocotbTestFailure` when the bench fails (a frame
+    progress record of the bench (:mod:`macdma.sim.cosim.progress`).
+    Raises :class:`macdma.sim.cosim.runner.CocotbTestFailure` when the bench fails (a frame
     damaged, reordered or lost without being counted, or a timeout).
     """
-    from .progress import PROGRESS_ENV, ProgressFollower
-    from .runner import run_cocotb
+    from ..cosim.progress import PROGRESS_ENV, ProgressFollower
+    from ..cosim.runner import run_cocotb
 
     with tempfile.TemporaryDirectory() as scratch:
         record_path = Path(scratch) / "record.json"
@@ -1049,7 +1049,7 @@ def run_scenario(
         metrics["waves"] = str(result.wave_path)
     if scenario.json:
         # Checked writable before the run; should it fail now, the results go elsewhere.
-        from .outputs import write_or_rescue
+        from ..cosim.outputs import write_or_rescue
 
         written = write_or_rescue(scenario.json, json.dumps(metrics, indent=2), "the metrics")
         metrics["json_written"] = str(written)

@@ -20,7 +20,7 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
 Every problem stops the load with :class:`CpuFileError`, whose message names the file, the
 key and the value. Each number's range is declared once below (:data:`CLOCK_MHZ`,
 :data:`CORES`, :data:`COST_CYCLES`, :data:`DRIVER_LIMITS`) as a
-:class:`~macdma.sim.knobs.Knob`, whose check refuses NaN, infinities and values out of
+:class:`~macdma.sim.run.knobs.Knob`, whose check refuses NaN, infinities and values out of
 range, as the scenario's knobs do. Pure Python (tomllib): no cocotb, so a sweep or the
 command line can validate a CPU before any simulator starts.
 """
@@ -36,7 +36,7 @@ from typing import Any
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig
 
-from ..knobs import Knob
+from ...run.knobs import Knob
 
 __all__ = [
     "CPU_DIR",
