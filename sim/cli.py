@@ -46,15 +46,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from .cosim.failures import SIMULATION_ERRORS, failure_message
 from .cosim.interrupts import ctrl_c_handling, stop_descendants
 from .cosim.outputs import build_root_problem, unwritable_reason, write_or_rescue
-from .cosim.runner import CocotbTestFailure, SimulatorBuildError, announcing_builds, run_cocotb
-from .cosim.simulators import SIMULATORS, SimulatorNotFound
+from .cosim.progress import RunProgress, showing_build
+from .cosim.runner import announcing_builds, run_cocotb
+from .cosim.simulators import SIMULATORS
 from .cosim.verilog import build_dir
-
-# What a simulation can fail with that is the user's to read, not a bug in macdma: each
-# becomes one message (and the path to the details), never a traceback.
-SIMULATION_ERRORS = (CocotbTestFailure, SimulatorBuildError, SimulatorNotFound)
+from .regress import add_regress_parser, run_regress
+from .regress.results_db import add_compare_parser, run_compare
+from .run import knobs
+from .run import scenario as scenario_module
+from .run.bench import add_bench_parser, run_bench_command
+from .soak.command import add_soak_parser, run_soak_command
 
 DEMO_TOP = "macdma_eth_mac"
 DEMO_MODULE = "macdma.sim.benches.mac_linerate"
@@ -111,17 +115,6 @@ def _is_file_out(args: argparse.Namespace) -> bool:
     return args.command == "bench"
 
 
-def failure_message(command: str, error: Exception) -> str:
-    """The one message a failed simulation prints: what failed, and where the details are."""
-    text = error.summary if isinstance(error, CocotbTestFailure) else str(error)
-    details = getattr(error, "details_path", None)
-    if details is not None and Path(details).suffix == ".log":
-        text += f"\nlog: {details} (the simulator's output)"
-    elif details is not None:
-        text += f"\ndetails: {details} (the simulator's output is above)"
-    return f"macdma {command} failed: {text}"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="macdma",
@@ -147,25 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--waves", action="store_true", help="trace an FST waveform")
     demo.set_defaults(demo_parser=demo)
     _add_run_parser(commands)
-    from .regress import add_regress_parser
-
     add_regress_parser(commands)
-    from .regress.results_db import add_compare_parser
-
     add_compare_parser(commands)
-    from .run.bench import add_bench_parser
-
     add_bench_parser(commands)
-    from .soak.command import add_soak_parser
-
     add_soak_parser(commands)
     return parser
 
 
 def _add_run_parser(commands) -> None:
-    from .run.knobs import add_knob_options
-    from .run.scenario import Scenario
-
     run = commands.add_parser(
         "run",
         help="run one driver + SoC scenario and report throughput, IRQs, CPU and latency",
@@ -175,7 +157,7 @@ def _add_run_parser(commands) -> None:
         "counter is a measured outcome, so the exit status is still 0 (1 when the "
         "simulation fails, e.g. a frame lost with no counter).",
     )
-    add_knob_options(run, Scenario)
+    knobs.add_knob_options(run, scenario_module.Scenario)
     run.add_argument(
         "-v",
         "--verbose",
@@ -187,10 +169,7 @@ def _add_run_parser(commands) -> None:
 
 def scenario_from_args(args: argparse.Namespace):
     """The :class:`Scenario` of parsed ``run`` options (ValueError if inconsistent)."""
-    from .run import knobs
-    from .run.scenario import Scenario
-
-    return knobs.scenario_from_args(Scenario, args)
+    return knobs.scenario_from_args(scenario_module.Scenario, args)
 
 
 def run_log_path() -> Path:
@@ -200,9 +179,6 @@ def run_log_path() -> Path:
 
 
 def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .cosim.progress import RunProgress
-    from .run.scenario import format_summary, run_scenario
-
     try:
         scenario = scenario_from_args(args)
     except ValueError as error:
@@ -213,14 +189,15 @@ def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         # Streaming the log and a live bar would garble each other: -v prints plain lines.
         with RunProgress(plain=args.verbose) as progress, announcing_builds(progress.building):
-            metrics = run_scenario(
+            # Looked up at the call: the tests put a stand-in for the simulation there.
+            metrics = scenario_module.run_scenario(
                 scenario, log_path=log_path, echo_log=args.verbose, on_progress=progress.update
             )
     except SIMULATION_ERRORS as error:
         print(failure_message("run", error), file=sys.stderr)
         return 1
     print()
-    print(format_summary(metrics))
+    print(scenario_module.format_summary(metrics))
     if "waves" in metrics:
         print(f"waves: {metrics['waves']}")
     if "json_written" in metrics:
@@ -249,8 +226,6 @@ def format_demo(results: dict) -> str:
 
 
 def _show_build_on_stdout(sim: str, top: str, estimate: float, rebuild: bool):
-    from .cosim.progress import showing_build
-
     return showing_build(sim, top, estimate, rebuild, stream=sys.stdout,
                          live=sys.stdout.isatty())  # fmt: skip
 
@@ -316,20 +291,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run_run(args, args.run_parser)
     if args.command == "regress":
-        from .regress import run_regress
-
         return run_regress(args, args.regress_parser)
     if args.command == "compare":
-        from .regress.results_db import run_compare
-
         return run_compare(args, args.compare_parser)
     if args.command == "bench":
-        from .run.bench import run_bench_command
-
         return run_bench_command(args)
     if args.command == "soak":
-        from .soak.command import run_soak_command
-
         return run_soak_command(args)
     raise AssertionError(f"unhandled command {args.command}")
 

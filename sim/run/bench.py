@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..cosim.failures import failure_message
 from ..cosim.progress import PointsProgress, showing_build, stdout_copy
 from ..cosim.runner import (
     CocotbTestFailure,
@@ -135,6 +136,8 @@ def _children_cpu_seconds() -> float:
 
 
 def _run_loopback(sim: str, frames: int, log_path: Path | None) -> tuple[float, float]:
+    # The loopback top is imported here and in _build for start-up time: it loads Amaranth
+    # (about a second), and `macdma` loads this module for its options on every command.
     from ..benches.loopback import LOOPBACK_TOP, GmiiLoopback
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -561,8 +564,6 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         record = run_bench(sims, names, args.frames, out, memory=args.memory)
     except (CocotbTestFailure, SimulatorNotFound) as error:
-        from ..cli import failure_message
-
         print("\n" + failure_message("bench", error), file=sys.stderr)
         return 1
     print()
