@@ -20,7 +20,10 @@ them, and Ctrl-C keeps what finished. Every run is recorded in the results datab
 - :mod:`.results_csv`: ``results.csv``.
 - :mod:`.readings`: one paragraph of prose per experiment from its numbers.
 - :mod:`.plots`: one PNG per experiment.
+- :mod:`.report_content`: what the report says (tables, readings, notes), in no format.
 - :mod:`.report`, :mod:`.report_html`: ``report.md`` and ``report.html``.
+- :mod:`.results_db`: the results database and ``macdma compare``.
+- :mod:`.cluster`: where points run (the local pool or a Dask cluster).
 - :mod:`.command`: the argparse command.
 """
 

@@ -23,11 +23,18 @@ a worker on another commit fails the point with a message instead of storing a w
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import os
 import tempfile
 import threading
 from pathlib import Path
+
+from ..cosim.interrupts import stop_descendants
+from ..model.cpus import load_cpu
+from ..run.scenario import Scenario
+from .keys import source_hash
+from .pool import run_point, worker_init
 
 __all__ = [
     "LOCAL_PREFIX",
@@ -51,8 +58,6 @@ class ClusterError(RuntimeError):
 def parse_scheduler(text: str) -> str:
     """``--scheduler`` value check (argparse type): ``local:N`` with N >= 1, or a scheduler
     address (``tcp://host:8786``, ``host:8786``); ValueError naming the bad value."""
-    import argparse
-
     text = text.strip()
     if text.startswith(LOCAL_PREFIX):
         count = text[len(LOCAL_PREFIX) :]
@@ -74,23 +79,17 @@ class LocalPool:
     """The local process pool: ``jobs`` worker processes on this machine."""
 
     def __init__(self, jobs: int):
-        from .pool import worker_init
-
         self.where = f"{jobs} local workers"
         self._executor = cf.ProcessPoolExecutor(max_workers=jobs, initializer=worker_init)
 
     def submit(self, scenario_json: str, key: str, log_path: Path, expected: dict) -> cf.Future:
         """Run one point; the future's result is :func:`run_point`'s dict."""
-        from .pool import run_point
-
         return self._executor.submit(run_point, scenario_json, str(log_path))
 
     def cancel(self) -> None:
         """Drop the points not started and end the running ones: the workers and their
         simulators are stopped (a worker left running would finish its point, then take
         the next queued one, and the interpreter's exit would wait for all of them)."""
-        from ..cosim.interrupts import stop_descendants
-
         stop_descendants()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
@@ -107,6 +106,8 @@ class DaskPool:
 
     def __init__(self, scheduler: str):
         try:
+            # Imported here: Dask is an optional extra (cluster), and without
+            # --scheduler nothing needs it.
             from distributed import Client, LocalCluster
         except ImportError:
             raise ClusterError(f"--scheduler {scheduler} needs Dask: {INSTALL_HINT}") from None
@@ -134,8 +135,6 @@ class DaskPool:
         if self._cluster is not None:
             # As in the local pool, Ctrl-C is the collecting process's: it cancels the
             # points and closes the cluster (workers would otherwise print tracebacks).
-            from .pool import worker_init
-
             self._client.run(worker_init)
         self._executor = self._client.get_executor(pure=False)  # every point runs anew
         if not self._client.scheduler_info().get("workers"):
@@ -172,10 +171,6 @@ _POINT_LOCK = threading.Lock()
 def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
     """Why this process must not run the point (its sources or the CPU file differ from
     those the point's key was made from), or None when they match."""
-    from ..model.cpus import load_cpu
-    from ..run.scenario import Scenario
-    from .keys import source_hash
-
     sources = source_hash()
     if sources != expected["sources"]:
         return (
@@ -195,8 +190,6 @@ def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
 def run_point_on_worker(scenario_json: str, key: str, expected: dict) -> dict:
     """Dask task: check the worker's sources, run one point with its log in a scratch file
     and return :func:`run_point`'s dict plus ``log`` (the log's text) for the collector."""
-    from .pool import run_point
-
     try:
         problem = worker_mismatch(expected, scenario_json)
     except ValueError as error:  # the CPU file is missing or bad on this worker

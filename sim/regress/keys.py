@@ -12,6 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..model.cpus import load_cpu
 from ..run.scenario import Scenario
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding hdl/ sim/ firmware/
@@ -44,8 +45,6 @@ def source_hash(root: Path = PACKAGE_ROOT) -> str:
 def cpu_digest(scenario: Scenario) -> str:
     """SHA-256 of the scenario's CPU file: editing a CPU file changes what a point measures,
     and the file is data, not part of :func:`source_hash`."""
-    from ..model.cpus import load_cpu
-
     return load_cpu(scenario.cpu).digest
 
 

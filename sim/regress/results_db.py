@@ -46,6 +46,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..cosim.verilog import build_dir
+from ..run.scenario import Scenario
+from .keys import PACKAGE_ROOT, UNHASHED_FIELDS
+
 __all__ = [
     "DEFAULT_TOLERANCE",
     "Change",
@@ -71,15 +75,11 @@ def default_db() -> Path:
     """The results database when ``--db`` is not given: ``regress/results.sqlite`` under
     the build root (the repository's build/ or MACDMA_BUILD_DIR), whatever folder the
     command runs from."""
-    from ..cosim.verilog import build_dir
-
     return build_dir() / "regress" / "results.sqlite"
 
 
 def default_compare_out() -> Path:
     """``macdma compare``'s folder when ``--out`` is not given: under the build root."""
-    from ..cosim.verilog import build_dir
-
     return build_dir() / "regress" / "compare"
 
 
@@ -141,17 +141,12 @@ def _utc_now() -> str:
 def scenario_id(scenario: dict) -> str:
     """The identity of an experiment across commits: the scenario's measured fields
     (not the sources, not the output options)."""
-    from . import UNHASHED_FIELDS
-
     inputs = {k: v for k, v in scenario.items() if k not in UNHASHED_FIELDS}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def scenario_label(scenario: dict) -> str:
     """The scenario's fields that differ from the defaults, e.g. ``frags=5 irq=napi``."""
-    from ..run.scenario import Scenario
-    from . import UNHASHED_FIELDS
-
     defaults = {f.name: f.default for f in dataclasses.fields(Scenario)}
     order = list(defaults) + sorted(set(scenario) - set(defaults))  # the Scenario's order
     parts = [
@@ -167,8 +162,6 @@ def scenario_label(scenario: dict) -> str:
 def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     """(HEAD commit, tree has uncommitted changes) of the checkout at ``root`` (the
     project's), or (None, None) outside a git checkout."""
-    from . import PACKAGE_ROOT
-
     root = root or PACKAGE_ROOT
     try:
         commit = subprocess.run(
@@ -462,8 +455,6 @@ def load_folder(folder: Path) -> RunSet:
 def _resolve_commit(spec: str) -> str:
     """``spec`` as a full commit hash when git knows it (HEAD~1, a branch, a prefix), else
     as given (a hash prefix recorded on another checkout)."""
-    from . import PACKAGE_ROOT
-
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"],
@@ -536,7 +527,7 @@ def _moved(before, after, tolerance: float) -> tuple[bool, float | None]:
         return math.isnan(a) != math.isnan(b), None
     scale = max(abs(a), abs(b))
     relative = abs(b - a) / scale if scale else 0.0
-    return relative > tolerance and _shown(before) != _shown(after), relative
+    return relative > tolerance and value_text(before) != value_text(after), relative
 
 
 def compare(before: RunSet, after: RunSet, tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
@@ -572,13 +563,15 @@ def compare(before: RunSet, after: RunSet, tolerance: float = DEFAULT_TOLERANCE)
     return result
 
 
-def _shown(value) -> str:
+def value_text(value) -> str:
+    """A metric's value as the comparison shows it (1 or 2 decimals, "-" for none)."""
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.1f}"
     return "-" if value is None else str(value)
 
 
-def _relative(change: Change) -> str:
+def relative_text(change: Change) -> str:
+    """A change's relative size as the comparison shows it ("+3.2%"; "-" for none)."""
     if change.relative is None:
         return "-"
     a, b = _number(change.before), _number(change.after)
@@ -608,8 +601,8 @@ def comparison_markdown(comparison: Comparison, heading: str = "##") -> list[str
         ]
         for c in comparison.changes:
             lines.append(
-                f"| {c.label} | {c.metric} | {_shown(c.before)} | {_shown(c.after)} | "
-                f"{_relative(c)} |"
+                f"| {c.label} | {c.metric} | {value_text(c.before)} | {value_text(c.after)} | "
+                f"{relative_text(c)} |"
             )
     else:
         lines.append("No point moved beyond the tolerance.")
