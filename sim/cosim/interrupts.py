@@ -22,6 +22,7 @@ and is stopped too.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -144,8 +145,6 @@ def _set_subreaper(on: bool) -> None:
     """Adopt orphaned descendants, or stop adopting them (Linux); nothing elsewhere."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
-
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
     except (OSError, AttributeError):

@@ -79,6 +79,8 @@ def showing_build(
     spinner = ticker = None
     done = threading.Event()
     if live:
+        # rich is imported here and in the classes below for start-up time: only a live
+        # display on a terminal needs it.
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

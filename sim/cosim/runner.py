@@ -194,6 +194,8 @@ def _ports_only(sim: str, top: str) -> bool:
 def _runner(sim: str, top: str):
     """cocotb's runner for *sim*; for a ports-only Verilator build, one that leaves out
     the --public-flat-rw cocotb adds."""
+    # cocotb_tools is imported here and below for start-up time (about half a second): the
+    # `macdma` command loads this module before it knows whether it will simulate.
     from cocotb_tools.runner import Verilator, get_runner
 
     if not _ports_only(sim, top):

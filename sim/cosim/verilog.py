@@ -82,6 +82,8 @@ def write_atomically(path: Path, text: str) -> None:
 def registered_tops() -> dict[str, Factory]:
     """Return ``macdma.hdl.tops.TOPS``, imported on first use so this module loads without it."""
     try:
+        # Here for start-up time: the tops load Amaranth and the whole HDL (seconds), which
+        # a command that only reads the cache or the build folder does not need.
         from macdma.hdl.tops import TOPS
     except ModuleNotFoundError as error:
         if error.name not in ("macdma.hdl.tops", "macdma.hdl"):
@@ -136,7 +138,7 @@ def cache_key(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
 def elaborate_verilog(name: str, factory: Factory, params: Mapping[str, Any]) -> str:
     """Elaborate ``factory(**params)`` and return its Verilog text with module name *name*,
     followed by the component's ``extra_verilog`` (hand-written modules it instantiates)."""
-    from amaranth.back import verilog
+    from amaranth.back import verilog  # for start-up time, as registered_tops' import
 
     component = factory(**params)
     text = wake_processes_at_time_zero(verilog.convert(component, name=name))

@@ -31,6 +31,9 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from macdma.hdl.boards.boards import BOARDS, platform_for
+from macdma.hdl.boards.top import BoardTop
+
 from ..cosim.verilog import build_dir
 
 # The SoC's build-time options (SocParams fields) that --with/--without switch.
@@ -309,8 +312,6 @@ def _tool_environment() -> dict:
 def board_config(board: str, features: dict[str, bool] | None = None):
     """``board``'s BoardConfig with the SoC options in ``features`` (FEATURES -> on/off)
     replacing the board's own; ValueError for an unknown board or feature."""
-    from macdma.hdl.boards.boards import BOARDS
-
     if board not in BOARDS:
         raise ValueError(f"unknown board {board!r}; known boards: {', '.join(BOARDS)}")
     features = dict(features or {})
@@ -355,9 +356,6 @@ def synthesize(
     placement seed (default: nextpnr's own). Raises CalledProcessError if a tool fails."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 1):
         raise ValueError(f"the nextpnr seed must be a whole number >= 1, not {seed!r}")
-    from macdma.hdl.boards.boards import platform_for
-    from macdma.hdl.boards.top import BoardTop
-
     config = board_config(board, features)
     platform = platform_for(board)
     env = _tool_environment()
@@ -415,8 +413,6 @@ def _seed(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from macdma.hdl.boards.boards import BOARDS
-
     parser = argparse.ArgumentParser(
         prog="python -m macdma.sim.flows.synth", description=__doc__.split("\n\n")[0]
     )

@@ -20,9 +20,12 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
-from macdma.firmware.driver import COALESCE_TIMERS
+from macdma.firmware.driver import COALESCE_TIMERS, DriverConfig, IrqStrategy
 
-from ..model.cpus import MAX_CORES
+from ..cosim.outputs import write_or_rescue
+from ..cosim.progress import PROGRESS_ENV, ProgressFollower
+from ..cosim.runner import run_cocotb
+from ..model.cpus import MAX_CORES, load_cpu
 from .knobs import check_needs, driver_settings, knob, knobs_of, register_range
 
 __all__ = [
@@ -90,8 +93,6 @@ def checked_cpu(cpu: object) -> str:
     """``cpu`` as the bench will find it: a shipped name as given, a CPU file as its
     absolute path (the bench runs in another directory). The file is loaded and checked
     now, so a bad one stops before any simulator starts."""
-    from ..model.cpus import load_cpu
-
     try:
         spec = load_cpu(cpu)
     except ValueError as error:
@@ -290,8 +291,6 @@ class Scenario:
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
             )
-        from ..model.cpus import load_cpu
-
         cores = load_cpu(self.cpu).cores
         for name in ("irq_core", "app_core"):
             if getattr(self, name) >= cores:
@@ -309,8 +308,6 @@ class Scenario:
         """The DriverConfig of this scenario, derived from its knobs' declarations
         (:func:`macdma.sim.run.knobs.driver_settings`) over the CPU file's driver settings
         ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
-        from macdma.firmware.driver import DriverConfig, IrqStrategy
-
         settings, strategy = driver_settings(self)
         merged = {**(cpu_driver or {}), **settings}
         return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)
@@ -1007,9 +1004,6 @@ def run_scenario(
     Raises :class:`macdma.sim.cosim.runner.CocotbTestFailure` when the bench fails (a frame
     damaged, reordered or lost without being counted, or a timeout).
     """
-    from ..cosim.progress import PROGRESS_ENV, ProgressFollower
-    from ..cosim.runner import run_cocotb
-
     with tempfile.TemporaryDirectory() as scratch:
         record_path = Path(scratch) / "record.json"
         env = {
@@ -1049,8 +1043,6 @@ def run_scenario(
         metrics["waves"] = str(result.wave_path)
     if scenario.json:
         # Checked writable before the run; should it fail now, the results go elsewhere.
-        from ..cosim.outputs import write_or_rescue
-
         written = write_or_rescue(scenario.json, json.dumps(metrics, indent=2), "the metrics")
         metrics["json_written"] = str(written)
     return metrics

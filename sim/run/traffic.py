@@ -33,6 +33,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.eth import GmiiFrame
 
 from macdma.firmware import regs
+from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
 from macdma.sim.benches.pausing_peer import PausingPeer
 from macdma.sim.cosim.progress import PROGRESS_ENV
 from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
@@ -74,8 +75,6 @@ def frame_seq(data: bytes) -> int | None:
 def with_udp_checksum(frame: bytes) -> bytes:
     """``frame`` as TX checksum insertion leaves it for the driver's ``tx_checksum`` hw
     request (firmware/driver.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
-    from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
-
     data = frame[UDP_CSUM_START:]
     data += b"\0" * (len(data) % 2)
     total = sum(int.from_bytes(data[n : n + 2], "big") for n in range(0, len(data), 2))

@@ -23,6 +23,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from ..cosim.outputs import write_or_rescue
+from ..cosim.progress import PROGRESS_ENV, ProgressFollower, RunProgress
+from ..cosim.runner import CocotbTestFailure, announcing_builds, run_cocotb
+from ..cosim.simulators import SIMULATORS
+from ..cosim.verilog import build_dir
 from .plan import (
     FAULT_CLASSES,
     FAULT_SEGMENT_FRAMES,
@@ -74,8 +79,6 @@ def parse_faults(text: str) -> tuple[str, ...]:
 
 def add_soak_parser(commands) -> None:
     """Register ``macdma soak`` on the CLI's subcommands."""
-    from ..cosim.simulators import SIMULATORS
-
     soak = commands.add_parser(
         "soak",
         help="full-duplex soak with random sizes, layouts and bus stalls; faults",
@@ -347,8 +350,6 @@ def soak_config(frames: int, seed: int, faults: tuple[str, ...] = ()) -> SoakCon
 def soak_paths() -> tuple[Path, Path]:
     """A new run's log and record files: build/logs/soak-<time>-<pid>.log and
     build/soak/soak-<time>-<pid>.jsonl (kept, so an interrupted run keeps its segments)."""
-    from ..cosim.verilog import build_dir
-
     name = f"soak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     return build_dir() / "logs" / f"{name}.log", build_dir() / "soak" / f"{name}.jsonl"
 
@@ -366,9 +367,6 @@ def run_soak(
     JSON line per segment to *record_path* (default: a scratch file). Raises
     :class:`macdma.sim.cosim.runner.CocotbTestFailure` when a check failed; its ``report``
     attribute then holds what the bench recorded up to the failure."""
-    from ..cosim.progress import PROGRESS_ENV, ProgressFollower
-    from ..cosim.runner import CocotbTestFailure, run_cocotb
-
     with tempfile.TemporaryDirectory() as scratch:
         if record_path is None:
             record_path = Path(scratch) / "soak.jsonl"
@@ -418,9 +416,6 @@ def reap_children(timeout_s: float = REAP_TIMEOUT_S) -> None:
 
 def run_soak_command(args: argparse.Namespace) -> int:
     """``macdma soak``: print the seed, run with a progress bar, print the summary."""
-    from ..cosim.progress import RunProgress
-    from ..cosim.runner import CocotbTestFailure, announcing_builds
-
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     config = soak_config(args.frames, seed, args.faults)
     log_path, record_path = soak_paths()
@@ -456,8 +451,6 @@ def run_soak_command(args: argparse.Namespace) -> int:
         print()
         print(format_report(report))
         if args.json:
-            from ..cosim.outputs import write_or_rescue
-
             written = write_or_rescue(args.json, json.dumps(report, indent=2), "the report")
             print(f"report written to {written}")
     print(f"segments: {record_path}")

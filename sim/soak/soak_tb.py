@@ -39,7 +39,7 @@ from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver, RxRing, TxRing
 from macdma.sim.benches.gmii import GMII_1000
-from macdma.sim.benches.guard import MemoryGuard
+from macdma.sim.benches.guard import MemoryGuard, format_ranges
 from macdma.sim.benches.soc import SocBench
 from macdma.sim.cosim.progress import PROGRESS_ENV
 from macdma.sim.model.cpu import CpuModel
@@ -1310,8 +1310,6 @@ class Soak:
     def guard_check(self, problems: list[str], what: str) -> None:
         bad = self.guard.outside_allowed()
         if bad:
-            from macdma.sim.benches.guard import format_ranges
-
             problems.append(
                 f"{what}: the DMA wrote host memory outside the rings and posted RX buffers "
                 f"at {format_ranges(bad)}"
