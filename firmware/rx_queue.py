@@ -8,15 +8,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .descriptor import Descriptor, RxErrorCause
 from .hooks import QueueHooks
 from .locks import mutex_lock
+from .netdev import NetDevice
 from .ring import RX_REGS, DescriptorRing
-
-if TYPE_CHECKING:
-    from .driver import MacDmaDriver
 
 __all__ = ["OnReceive", "RxFrameMeta", "RxQueue"]
 
@@ -55,9 +53,7 @@ class RxQueue(DescriptorRing):
     ``buffers`` (each slot's bus address), ``partial``, ``partial_buffers``.
     """
 
-    def __init__(
-        self, netdev: MacDmaDriver, size: int, buffer_bytes: int, hooks: QueueHooks
-    ) -> None:
+    def __init__(self, netdev: NetDevice, size: int, buffer_bytes: int, hooks: QueueHooks) -> None:
         super().__init__(netdev.io, RX_REGS, size, "rx_napi", hooks)
         self.netdev = netdev
         self.stats = netdev.stats

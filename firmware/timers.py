@@ -4,18 +4,16 @@ absolute deadlines as ``hrtimer_forward`` keeps them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .locks import cpu_context
-
-if TYPE_CHECKING:
-    from .driver import MacDmaDriver
+from .netdev import NetDevice
 
 __all__ = ["run_timer"]
 
 
 async def run_timer(
-    netdev: MacDmaDriver, period_ns: float, work: Callable[[], Coroutine[Any, Any, Any]]
+    netdev: NetDevice, period_ns: float, work: Callable[[], Coroutine[Any, Any, Any]]
 ) -> None:
     """Run ``work`` every ``period_ns`` forever: the timer expires at ``k * period_ns``
     after start whatever its work took; expiries that passed while the CPU was busy are

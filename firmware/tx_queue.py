@@ -11,17 +11,14 @@ clean reaps the frame and wakes the queue when ``wake_threshold`` descriptors ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from . import regs
 from .config import UDP_CSUM_OFFSET, UDP_CSUM_START
 from .descriptor import MAX_BUFFER_BYTES, Descriptor
 from .hooks import QueueHooks
 from .locks import WAKE_POLL_NS, SpinLock, mutex_lock, spin_lock
+from .netdev import NetDevice
 from .ring import TX_REGS, DescriptorRing
-
-if TYPE_CHECKING:
-    from .driver import MacDmaDriver
 
 __all__ = ["TxBuffer", "TxQueue"]
 
@@ -53,7 +50,7 @@ class TxQueue(DescriptorRing):
     ``stopped`` (netif_queue_stopped).
     """
 
-    def __init__(self, netdev: MacDmaDriver, size: int, hooks: QueueHooks) -> None:
+    def __init__(self, netdev: NetDevice, size: int, hooks: QueueHooks) -> None:
         super().__init__(netdev.io, TX_REGS, size, "tx_clean", hooks)
         self.netdev = netdev
         self.stats = netdev.stats

@@ -8,7 +8,7 @@ blocks, registers, field access kinds and composed names). From it are built:
   ``firmware/include/macdma_regs.h``,
 * the documentation ``docs/registers.md``
 
-(the last three by ``python -m macdma.sim.regmap_gen``).
+(the last three by ``python -m macdma.sim.flows.regmap_gen``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The register model: the classes a register map is written in.
 
-Plain dataclasses, no Amaranth, so the generator (:mod:`macdma.sim.regmap_gen`), the driver
+Plain dataclasses, no Amaranth, so the generator (:mod:`macdma.sim.flows.regmap_gen`), the driver
 model and the docs may use a map without building HDL. macdma's own map, the data, is
 :mod:`macdma.hdl.regmap`; the CSR bank (:class:`macdma.hdl.bus.csr_bank.CsrBank`) turns any
 :class:`RegisterMap` into hardware.

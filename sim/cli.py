@@ -46,15 +46,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from .interrupts import ctrl_c_handling, stop_descendants
-from .outputs import build_root_problem, unwritable_reason, write_or_rescue
-from .runner import CocotbTestFailure, SimulatorBuildError, announcing_builds, run_cocotb
-from .simulators import SIMULATORS, SimulatorNotFound
-from .verilog import build_dir
-
-# What a simulation can fail with that is the user's to read, not a bug in macdma: each
-# becomes one message (and the path to the details), never a traceback.
-SIMULATION_ERRORS = (CocotbTestFailure, SimulatorBuildError, SimulatorNotFound)
+from .cosim.failures import SIMULATION_ERRORS, failure_message
+from .cosim.interrupts import ctrl_c_handling, stop_descendants
+from .cosim.outputs import build_root_problem, unwritable_reason, write_or_rescue
+from .cosim.progress import RunProgress, showing_build
+from .cosim.runner import announcing_builds, run_cocotb
+from .cosim.simulators import SIMULATORS
+from .cosim.verilog import build_dir
+from .regress import add_regress_parser, run_regress
+from .regress.results_db import add_compare_parser, run_compare
+from .run import knobs
+from .run import scenario as scenario_module
+from .run.bench import add_bench_parser, run_bench_command
+from .soak.command import add_soak_parser, run_soak_command
 
 DEMO_TOP = "macdma_eth_mac"
 DEMO_MODULE = "macdma.sim.benches.mac_linerate"
@@ -92,7 +96,7 @@ BUILD_OUTPUTS = {
 def check_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Stop (exit 2) before any simulation when ``--json FILE``, ``--out DIR``, ``--db
     FILE`` or the build folder the command writes in cannot be written (tried for real:
-    sim/outputs.py), so no result is computed only to be lost."""
+    sim/cosim/outputs.py), so no result is computed only to be lost."""
     for option, folder in (("json", False), ("out", True), ("db", False)):
         path = getattr(args, option, None)
         if path is None or (option == "db" and args.command != "regress"):  # compare reads it
@@ -109,17 +113,6 @@ def check_outputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 def _is_file_out(args: argparse.Namespace) -> bool:
     """``bench --out`` names a file (bench.json); every other ``--out`` a folder."""
     return args.command == "bench"
-
-
-def failure_message(command: str, error: Exception) -> str:
-    """The one message a failed simulation prints: what failed, and where the details are."""
-    text = error.summary if isinstance(error, CocotbTestFailure) else str(error)
-    details = getattr(error, "details_path", None)
-    if details is not None and Path(details).suffix == ".log":
-        text += f"\nlog: {details} (the simulator's output)"
-    elif details is not None:
-        text += f"\ndetails: {details} (the simulator's output is above)"
-    return f"macdma {command} failed: {text}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,35 +140,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--waves", action="store_true", help="trace an FST waveform")
     demo.set_defaults(demo_parser=demo)
     _add_run_parser(commands)
-    from .regress import add_regress_parser
-
     add_regress_parser(commands)
-    from .results_db import add_compare_parser
-
     add_compare_parser(commands)
-    from .bench import add_bench_parser
-
     add_bench_parser(commands)
-    from .soak import add_soak_parser
-
     add_soak_parser(commands)
     return parser
 
 
 def _add_run_parser(commands) -> None:
-    from .knobs import add_knob_options
-    from .scenario import Scenario
-
     run = commands.add_parser(
         "run",
         help="run one driver + SoC scenario and report throughput, IRQs, CPU and latency",
         description="Run the driver model on a modelled CPU against the SoC RTL. Every "
-        "option is a Scenario knob (sim/scenario.py declares each once). The summary counts "
+        "option is a Scenario knob (sim/run/scenario.py declares each once). The summary counts "
         "every frame lost or cut and says how; a frame lost with a hardware or driver "
         "counter is a measured outcome, so the exit status is still 0 (1 when the "
         "simulation fails, e.g. a frame lost with no counter).",
     )
-    add_knob_options(run, Scenario)
+    knobs.add_knob_options(run, scenario_module.Scenario)
     run.add_argument(
         "-v",
         "--verbose",
@@ -187,10 +169,7 @@ def _add_run_parser(commands) -> None:
 
 def scenario_from_args(args: argparse.Namespace):
     """The :class:`Scenario` of parsed ``run`` options (ValueError if inconsistent)."""
-    from . import knobs
-    from .scenario import Scenario
-
-    return knobs.scenario_from_args(Scenario, args)
+    return knobs.scenario_from_args(scenario_module.Scenario, args)
 
 
 def run_log_path() -> Path:
@@ -200,9 +179,6 @@ def run_log_path() -> Path:
 
 
 def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .progress import RunProgress
-    from .scenario import format_summary, run_scenario
-
     try:
         scenario = scenario_from_args(args)
     except ValueError as error:
@@ -213,14 +189,15 @@ def run_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         # Streaming the log and a live bar would garble each other: -v prints plain lines.
         with RunProgress(plain=args.verbose) as progress, announcing_builds(progress.building):
-            metrics = run_scenario(
+            # Looked up at the call: the tests put a stand-in for the simulation there.
+            metrics = scenario_module.run_scenario(
                 scenario, log_path=log_path, echo_log=args.verbose, on_progress=progress.update
             )
     except SIMULATION_ERRORS as error:
         print(failure_message("run", error), file=sys.stderr)
         return 1
     print()
-    print(format_summary(metrics))
+    print(scenario_module.format_summary(metrics))
     if "waves" in metrics:
         print(f"waves: {metrics['waves']}")
     if "json_written" in metrics:
@@ -249,8 +226,6 @@ def format_demo(results: dict) -> str:
 
 
 def _show_build_on_stdout(sim: str, top: str, estimate: float, rebuild: bool):
-    from .progress import showing_build
-
     return showing_build(sim, top, estimate, rebuild, stream=sys.stdout,
                          live=sys.stdout.isatty())  # fmt: skip
 
@@ -303,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             print(failure_message(args.command, error), file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            # The first Ctrl-C ended every process the command started (sim/interrupts.py);
+            # The first Ctrl-C ended every process the command started (sim/cosim/interrupts.py);
             # this reaps what the command's own handling may have left.
             stop_descendants()
             print(f"macdma {args.command}: interrupted", file=sys.stderr)
@@ -316,20 +291,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run_run(args, args.run_parser)
     if args.command == "regress":
-        from .regress import run_regress
-
         return run_regress(args, args.regress_parser)
     if args.command == "compare":
-        from .results_db import run_compare
-
         return run_compare(args, args.compare_parser)
     if args.command == "bench":
-        from .bench import run_bench_command
-
         return run_bench_command(args)
     if args.command == "soak":
-        from .soak import run_soak_command
-
         return run_soak_command(args)
     raise AssertionError(f"unhandled command {args.command}")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from macdma.sim.runner import CocotbTestFailure, RunResult
+from macdma.sim.cosim.runner import CocotbTestFailure, RunResult
 
 
 def run_cocotb_cases(run: Callable[..., RunResult], subtests, **kwargs: Any) -> RunResult | None:

@@ -5,7 +5,7 @@
   marked ``long_on_icarus`` (a whole-SoC scenario that takes minutes on Icarus) has its
   Icarus run marked ``slow``: ``make test-all`` runs it, CI's ``make test`` does not.
 - ``--waves`` (or env WAVES=1): every cocotb run traces an FST waveform.
-- ``cocotb_run``: :func:`macdma.sim.runner.run_cocotb` with the waves option applied.
+- ``cocotb_run``: :func:`macdma.sim.cosim.runner.run_cocotb` with the waves option applied.
 - ``quick_regress``: one real ``macdma regress --quick`` run per session, shared.
 
 A missing simulator is a failure with an install hint, never a silent skip.
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from macdma.sim.runner import RunResult, run_cocotb
-from macdma.sim.simulators import SIMULATORS
+from macdma.sim.cosim.runner import RunResult, run_cocotb
+from macdma.sim.cosim.simulators import SIMULATORS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

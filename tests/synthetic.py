@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from macdma.sim.scenario import Scenario
+from macdma.sim.run.scenario import Scenario
 
 
 def synthetic_metrics(scenario: Scenario, mbps: float, *, irqs=1.0, dropped=0) -> dict:

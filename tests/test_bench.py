@@ -1,4 +1,4 @@
-"""``macdma bench`` (sim/bench.py): it runs every workload at a tiny size on a real
+"""``macdma bench`` (sim/run/bench.py): it runs every workload at a tiny size on a real
 simulator and writes a complete record; the ratio and goal arithmetic on made-up rows.
 Nothing here asserts a speed: a benchmark measures, it does not pass or fail on time."""
 
@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from macdma.sim.bench import (
+from macdma.sim.cli import build_parser, main
+from macdma.sim.run.bench import (
     LOOPBACK,
     WORKLOAD_NAMES,
     BenchRow,
@@ -18,7 +19,6 @@ from macdma.sim.bench import (
     goals,
     with_ratios,
 )
-from macdma.sim.cli import build_parser, main
 
 
 def row(sim: str, workload: str, sim_ns: float, wall_seconds: float) -> BenchRow:

@@ -7,7 +7,7 @@ import pytest
 
 from macdma.hdl.boards.uart_bridge import RAM_BASE
 from macdma.hdl.regmap import REGISTER_MAP
-from macdma.sim.platform_serial import BridgeError, SerialPlatform
+from macdma.sim.model.platform_serial import BridgeError, SerialPlatform
 
 
 class BridgeModel:

@@ -11,9 +11,9 @@ import time
 
 from test_runner import TOP, SmokeCounter
 
-from macdma.sim import progress, runner
-from macdma.sim.progress import RunProgress, about_text, showing_build
-from macdma.sim.runner import announcing_builds, build_model
+from macdma.sim.cosim import progress, runner
+from macdma.sim.cosim.progress import RunProgress, about_text, showing_build
+from macdma.sim.cosim.runner import announcing_builds, build_model
 
 
 def test_a_build_is_announced_with_its_estimate_then_ticks_then_its_time(monkeypatch):
@@ -68,7 +68,7 @@ def test_only_a_build_that_is_not_cached_is_announced_on_the_runs_display(tmp_pa
 def test_regress_builds_each_model_once_before_its_pool_and_shows_it(tmp_path, monkeypatch, capsys):
     # Left to the pool's workers, one built in silence while the others waited on its lock.
     from macdma.sim.regress.pool import build_models
-    from macdma.sim.scenario import Scenario, scenario_top
+    from macdma.sim.run.scenario import Scenario, scenario_top
 
     monkeypatch.setenv("MACDMA_BUILD_DIR", str(tmp_path / "build"))
     scenarios = [Scenario(sim="icarus", frames=8), Scenario(sim="icarus", frames=9)]

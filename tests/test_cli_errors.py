@@ -14,9 +14,11 @@ import pytest
 from ctrl_c import python_with_default_sigint
 from test_runner import BENCH, TOP, SmokeCounter
 
-from macdma.sim import bench, cli, runner, scenario
-from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
-from macdma.sim.verilog import ROOT
+from macdma.sim import cli
+from macdma.sim.cosim import runner
+from macdma.sim.cosim.runner import CocotbTestFailure, SimulatorBuildError, run_cocotb
+from macdma.sim.cosim.verilog import ROOT
+from macdma.sim.run import bench, scenario
 
 
 @pytest.fixture

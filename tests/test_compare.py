@@ -1,4 +1,4 @@
-"""``macdma compare`` as a CI gate (sim/results_db.py, issue 42): a run that lost points
+"""``macdma compare`` as a CI gate (sim/regress/results_db.py, issue 42): a run that lost points
 fails and names them, and floating-point noise below what the table prints is no change.
 Synthetic points, no simulator."""
 
@@ -11,8 +11,8 @@ from synthetic import synthetic_metrics
 from macdma.sim import regress
 from macdma.sim.cli import main
 from macdma.sim.regress import point_key, store, write_csv
-from macdma.sim.results_db import compare, load_folder
-from macdma.sim.scenario import Scenario
+from macdma.sim.regress.results_db import compare, load_folder
+from macdma.sim.run.scenario import Scenario
 
 MISSING = "missing"  # the status compare gives a point the later run lacks
 RATES = [100.0 + 5 * n for n in range(8)]

@@ -1,12 +1,12 @@
 """``macdma run --cpu vexriscv-rtl``: a scenario on the real core (the C driver on
-``macdma_soc_cpu``, sim/benches/cpu_scenario_tb.py) gives the same metrics as the model's
+``macdma_soc_cpu``, sim/run/cpu_scenario_tb.py) gives the same metrics as the model's
 runs, from the same wire stamps; knobs the C driver does not implement are refused by
 name before any simulator starts."""
 
 import pytest
 
-from macdma.sim.benches.cpu_scenario_tb import firmware_config
-from macdma.sim.scenario import RTL_CPU, Scenario, run_scenario
+from macdma.sim.run.cpu_scenario_tb import firmware_config
+from macdma.sim.run.scenario import RTL_CPU, Scenario, run_scenario
 
 
 def test_a_tx_scenario_on_the_core_holds_line_rate_with_its_cycles():

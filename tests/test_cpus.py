@@ -1,4 +1,4 @@
-"""CPU files (sim/cpus/): the shipped ones, loading a user's, and every way a file can be
+"""CPU files (sim/model/cpus/): the shipped ones, loading a user's, and every way a file can be
 wrong, each stopping before a simulation with the file, the key and the value named."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.cli import main
-from macdma.sim.cpu import CPU_PRESETS, PRESET_DRIVER_SETTINGS, cpu_preset
-from macdma.sim.cpus import CPU_DIR, CpuFileError, load_cpu, load_cpu_file, shipped_cpus
-from macdma.sim.scenario import Scenario
+from macdma.sim.model.cpu import CPU_PRESETS, PRESET_DRIVER_SETTINGS, cpu_preset
+from macdma.sim.model.cpus import CPU_DIR, CpuFileError, load_cpu, load_cpu_file, shipped_cpus
+from macdma.sim.run.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 COSTS = tuple(f.name for f in dataclasses.fields(CpuCosts))
@@ -106,7 +106,7 @@ def test_cores_default_to_one_and_integers_are_cycles(tmp_path):
 
 def test_the_cpu_files_ship_as_package_data():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "*.toml" in pyproject["tool"]["setuptools"]["package-data"]["macdma.sim.cpus"]
+    assert "*.toml" in pyproject["tool"]["setuptools"]["package-data"]["macdma.sim.model.cpus"]
     assert (CPU_DIR / "__init__.py").exists()  # a package, so setup.py's find_packages has it
 
 
@@ -237,7 +237,7 @@ def test_run_stops_on_a_bad_cpu_file_before_simulating(tmp_path, capsys, monkeyp
     def no_simulation(scenario):
         raise AssertionError("simulated despite a bad CPU file")
 
-    monkeypatch.setattr("macdma.sim.scenario.run_scenario", no_simulation)
+    monkeypatch.setattr("macdma.sim.run.scenario.run_scenario", no_simulation)
     bad = cpu_file(tmp_path, valid_text().replace("mmio_read = 20.0", "mmio_read = -1"))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--cpu", str(bad)])

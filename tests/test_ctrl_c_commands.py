@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from ctrl_c import press_ctrl_c, process_tree, python_with_default_sigint, still_running
 
-from macdma.sim.scenario import SCENARIO_TOPS, Scenario
-from macdma.sim.soak import SOAK_TOP
+from macdma.sim.run.scenario import SCENARIO_TOPS, Scenario
+from macdma.sim.soak.command import SOAK_TOP
 
 ROOT = Path(__file__).resolve().parents[1]
 #: /proc's command names (cut to 15 characters) of the simulators each command runs.

@@ -191,7 +191,7 @@ def test_driver_objects_outside_firmware_are_spelled_driver():
 @pytest.mark.parametrize(
     "snippet",
     [
-        # What the soak bench did before the hooks (sim/benches/soak_tb.py).
+        # What the soak bench did before the hooks (sim/soak/soak_tb.py).
         "recover = self.driver._recover_tx if tx else self.driver._recover_rx",
         "self.driver.tx = SoakTxRing(self.platform, config.tx_ring, soak.guard)",
         "driver.tx.offsets = list(layout.offsets)",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from macdma.firmware.costs import CpuCosts
-from macdma.sim.scenario import Scenario, run_scenario
+from macdma.sim.run.scenario import Scenario, run_scenario
 
 # A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
 pytestmark = pytest.mark.long_on_icarus

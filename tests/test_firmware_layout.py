@@ -7,7 +7,8 @@ import ast
 from pathlib import Path
 
 from macdma.firmware.driver import IRQ_STRATEGIES, IrqStrategyName
-from macdma.sim import scenario, soak_plan
+from macdma.sim.run import scenario
+from macdma.sim.soak import plan as soak_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest class firmware/ may hold (docstring and blank lines included).

@@ -1,6 +1,6 @@
 """802.3x flow control without a simulator: the ``flow_control`` knob, what the driver
 model programs at open (and refuses on a build without it), and the metrics a run's
-PAUSE frames give (sim/scenario.py, sim/regress/metrics.py)."""
+PAUSE frames give (sim/run/scenario.py, sim/regress/metrics.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from macdma.firmware.driver import (
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.sim.cli import main
 from macdma.sim.regress.metrics import METRICS, summarise
-from macdma.sim.scenario import Scenario, compute_metrics, format_summary, paused_intervals_ns
+from macdma.sim.run.scenario import Scenario, compute_metrics, format_summary, paused_intervals_ns
 
 FC_REGISTERS = (regs.MAC_FC_CTRL, regs.MAC_FC_QUANTA, regs.MAC_FC_WATER)
 

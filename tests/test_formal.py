@@ -12,7 +12,7 @@ from unbuilt import rejected
 
 from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
 from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
-from macdma.sim import formal
+from macdma.sim.flows import formal
 
 # Long runs (make test-all; make formal runs every proof in full): the 36-step cover of a
 # multi-buffer frame. Its property task, which reaches the RX write-back, runs in CI.

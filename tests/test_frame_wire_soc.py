@@ -14,8 +14,14 @@ import json
 
 import pytest
 
-from macdma.sim.runner import run_cocotb
-from macdma.sim.scenario import RECORD_ENV, SCENARIO_ENV, SCENARIO_MODULE, Scenario, scenario_top
+from macdma.sim.cosim.runner import run_cocotb
+from macdma.sim.run.scenario import (
+    RECORD_ENV,
+    SCENARIO_ENV,
+    SCENARIO_MODULE,
+    Scenario,
+    scenario_top,
+)
 
 # Whole-SoC scenarios, twice each: minutes on Icarus (make test-all).
 pytestmark = pytest.mark.long_on_icarus
@@ -85,7 +91,7 @@ def _differences(ours, theirs, where="record") -> list[str]:
 # timer at the pause's end, which falls on a receive clock edge. Compared on Verilator
 # only: there Icarus runs such a timer before the edge, GmiiSource still takes that edge
 # and the frame wire the next one (tests/cocotb/frame_wire_tb.py measures it), which is
-# why ``wire = "auto"`` is cocotbext on Icarus (sim/scenario.py, AUTO_WIRE).
+# why ``wire = "auto"`` is cocotbext on Icarus (sim/run/scenario.py, AUTO_WIRE).
 PAUSED_RX = Scenario(
     sim="verilator", direction="rx", frames=48, frame_size=256, cpu="armv7-noncoherent",
     rx_ring=32, irq="napi", flow_control="on",

@@ -1,4 +1,4 @@
-"""sim/interrupts.py on plain processes (no simulator): the process tree below this one is
+"""sim/cosim/interrupts.py on plain processes (no simulator): the process tree below this one is
 found through /proc, and stopping it ends children and grandchildren alike, even one that
 ignores SIGTERM, and leaves no zombie of this process's own."""
 
@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from macdma.sim.interrupts import descendants, stop_descendants
+from macdma.sim.cosim.interrupts import descendants, stop_descendants
 
 # A child that starts a grandchild ignoring SIGTERM, then waits.
 _TREE = (

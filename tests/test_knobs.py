@@ -1,4 +1,4 @@
-"""Each knob declared once (sim/knobs.py): the Scenario's checks, the ``macdma run``
+"""Each knob declared once (sim/run/knobs.py): the Scenario's checks, the ``macdma run``
 options, the sweep-file validation and the DriverConfig all come from the declaration,
 and the ranges the hardware sets are the register map's."""
 
@@ -9,8 +9,8 @@ import pytest
 from macdma.firmware.driver import MAX_PREFETCH, DriverConfig
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.sim.cli import build_parser, main, scenario_from_args
-from macdma.sim.knobs import knobs_of, option_name, register_range, scenario_from_values
-from macdma.sim.scenario import Scenario
+from macdma.sim.run.knobs import knobs_of, option_name, register_range, scenario_from_values
+from macdma.sim.run.scenario import Scenario
 
 KNOBS = knobs_of(Scenario)
 
@@ -156,7 +156,7 @@ def test_nan_infinity_and_huge_values_are_refused_naming_the_knob_and_its_range(
 
 
 def test_every_number_knob_declares_both_ends_of_its_range():
-    from macdma.sim.knobs import Knob
+    from macdma.sim.run.knobs import Knob
 
     for name in NUMERIC:
         declared, _ = KNOBS[name]

@@ -2,7 +2,7 @@
 
 import re
 
-from macdma.sim.verilog import export_verilog
+from macdma.sim.cosim.verilog import export_verilog
 
 #: name -> (direction, width), as issue "MAC core" and docs/mac.md specify.
 CONTRACT = {

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from macdma.sim import cli, outputs, scenario
+from macdma.sim import cli
+from macdma.sim.cosim import outputs
+from macdma.sim.cosim.verilog import ROOT, build_dir
 from macdma.sim.regress import Point, default_out, plan
 from macdma.sim.regress.command import output_lock
-from macdma.sim.results_db import default_compare_out, default_db
-from macdma.sim.scenario import Scenario
-from macdma.sim.verilog import ROOT, build_dir
+from macdma.sim.regress.results_db import default_compare_out, default_db
+from macdma.sim.run import scenario
+from macdma.sim.run.scenario import Scenario
 
 #: A path every permission check lets through (the test runs as any user, root
 #: included) but where no file can be created: /proc takes none.
@@ -33,7 +35,7 @@ def no_simulation(monkeypatch):
 
     monkeypatch.setattr(scenario, "run_scenario", simulate)
     monkeypatch.setattr(cli, "run_cocotb", simulate)
-    monkeypatch.setattr("macdma.sim.soak.run_soak", simulate)
+    monkeypatch.setattr("macdma.sim.soak.command.run_soak", simulate)
     monkeypatch.setattr("macdma.sim.regress.command.run_points", simulate)
     monkeypatch.setattr("macdma.sim.regress.command.build_models", simulate)
 

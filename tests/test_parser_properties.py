@@ -1,7 +1,7 @@
 """Property-based tests (hypothesis) of the two file formats users write: a CPU file
-(sim/cpus) and a sweep file (sim/regress/sweep_file.py). Any TOML near the CPU file's schema or not,
-and any text as either file, is either accepted or rejected with a ValueError whose
-message names the file; never another exception (a traceback).
+(sim/model/cpus) and a sweep file (sim/regress/sweep_file.py). Any TOML near the CPU file's
+schema or not, and any text as either file, is either accepted or rejected with a ValueError
+whose message names the file; never another exception (a traceback).
 
 TOML near the sweep file's schema included: ``defaults = 0``, ``experiment = [0]`` or
 ``metrics = 3`` are named errors, not tracebacks."""
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from macdma.firmware.costs import CpuCosts
-from macdma.sim.cpus import DRIVER_SETTINGS, load_cpu_file
+from macdma.sim.model.cpus import DRIVER_SETTINGS, load_cpu_file
 from macdma.sim.regress import load_sweep
 
 COST_NAMES = [name for name in CpuCosts.__dataclass_fields__]

@@ -21,8 +21,8 @@ from macdma.hdl.regmodel import (
     RegisterMap,
     cfg_error_register,
 )
-from macdma.sim import regmap_gen
-from macdma.sim.scenario import IRQ_MIN_INTERVAL_MAX_US
+from macdma.sim.flows import regmap_gen
+from macdma.sim.run.scenario import IRQ_MIN_INTERVAL_MAX_US
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -210,7 +210,7 @@ def test_driver_and_scenario_accept_the_intervals_the_hardware_accepts():
 
 def test_generated_files_are_up_to_date():
     result = subprocess.run(
-        [sys.executable, "-m", "macdma.sim.regmap_gen", "--check", "--root", str(ROOT)],
+        [sys.executable, "-m", "macdma.sim.flows.regmap_gen", "--check", "--root", str(ROOT)],
         capture_output=True,
         text=True,
     )
@@ -297,7 +297,7 @@ def test_driver_constants_and_generator_import_without_amaranth():
     # A None entry in sys.modules makes any `import amaranth` raise ImportError.
     code = (
         "import sys; sys.modules['amaranth'] = None\n"
-        "import macdma.firmware.regs as r, macdma.sim.regmap_gen as g\n"
+        "import macdma.firmware.regs as r, macdma.sim.flows.regmap_gen as g\n"
         "assert r.TX_TAIL == 0x110 and g.outputs()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

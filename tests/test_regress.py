@@ -15,7 +15,7 @@ import pytest
 from synthetic import synthetic_metrics
 
 from macdma.sim import regress
-from macdma.sim.progress import PointsProgress
+from macdma.sim.cosim.progress import PointsProgress
 from macdma.sim.regress import (
     DEFAULT_SWEEP,
     QUICK_SWEEP,
@@ -33,7 +33,7 @@ from macdma.sim.regress import (
     write_csv,
     write_report,
 )
-from macdma.sim.scenario import Scenario
+from macdma.sim.run.scenario import Scenario
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -157,7 +157,7 @@ def test_key_depends_on_scenario_and_sources_not_on_output_options():
 
 
 def test_source_hash_follows_simulated_sources_only(tmp_path):
-    simulated = ("hdl/mac/tx.py", "firmware/driver.py", "sim/progress.py", "sim/bench.py")
+    simulated = ("hdl/mac/tx.py", "firmware/driver.py", "sim/cosim/progress.py", "sim/run/bench.py")
     reporting = ("sim/regress/report.py", "sim/regress/command.py", "hdl/boards/b.py")
     for relative in simulated + reporting:
         path = tmp_path / relative
@@ -650,7 +650,7 @@ def test_reading_burst_prefetch_both_ways():
 def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatch):
     """A CPU file given by a relative path is swept as the absolute path the scenarios
     hold, so the plot and the tables find every point's cpu among the swept values."""
-    from macdma.sim.cpus import CPU_DIR
+    from macdma.sim.model.cpus import CPU_DIR
 
     (tmp_path / "mine.toml").write_text((CPU_DIR / "microblaze-66.toml").read_text())
     monkeypatch.chdir(tmp_path)

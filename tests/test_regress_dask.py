@@ -14,9 +14,8 @@ import sys
 
 import pytest
 
-from macdma.sim import cluster
-from macdma.sim.regress import QUICK_SWEEP, expand, load_sweep, source_hash
-from macdma.sim.scenario import Scenario
+from macdma.sim.regress import QUICK_SWEEP, cluster, expand, load_sweep, source_hash
+from macdma.sim.run.scenario import Scenario
 
 # Host time, not a simulation result: the only summary entries allowed to differ.
 WALL_METRICS = ("wall_seconds",)
@@ -93,7 +92,7 @@ def test_without_scheduler_dask_is_not_imported():
     code = (
         "import sys; from macdma.sim.cli import build_parser; "
         "build_parser().parse_args(['regress', '--quick']); "
-        "from macdma.sim import cluster, regress, results_db; "
+        "from macdma.sim import regress; from macdma.sim.regress import cluster, results_db; "
         "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'imported'"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -11,8 +11,8 @@ from PIL import Image
 
 from macdma.sim.regress import QUICK_SWEEP, expand, load_sweep
 from macdma.sim.regress.report_html import BASELINE_MARKER, add_comparison, write_html_report
+from macdma.sim.regress.results_db import Change, Comparison
 from macdma.sim.regress.screenshot import chromium
-from macdma.sim.results_db import Change, Comparison
 
 # Run once the page has loaded (data: images decoded): the checks' results go into the DOM
 # as JSON, which --dump-dom prints.

@@ -213,10 +213,10 @@ def test_the_screenshot_command_writes_a_picture_of_the_current_report(tmp_path)
 
 
 def test_a_failed_simulation_keeps_its_one_line_summary_as_the_reason(tmp_path, monkeypatch):
-    from macdma.sim import scenario as scenario_module
+    from macdma.sim.cosim.runner import CocotbTestFailure
     from macdma.sim.regress.failures import failure_lines
     from macdma.sim.regress.pool import run_point
-    from macdma.sim.runner import CocotbTestFailure
+    from macdma.sim.run import scenario as scenario_module
 
     def failing(scenario):
         raise CocotbTestFailure(

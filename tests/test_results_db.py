@@ -15,9 +15,9 @@ from synthetic import synthetic_metrics
 
 from macdma.sim import regress
 from macdma.sim.cli import main
-from macdma.sim.cpus import CPU_DIR
+from macdma.sim.model.cpus import CPU_DIR
 from macdma.sim.regress import point_key, store, write_csv
-from macdma.sim.results_db import (
+from macdma.sim.regress.results_db import (
     ResultsDb,
     ResultsDbError,
     compare,
@@ -25,7 +25,7 @@ from macdma.sim.results_db import (
     load_run,
     run_set_of,
 )
-from macdma.sim.scenario import Scenario
+from macdma.sim.run.scenario import Scenario
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40

@@ -1,5 +1,5 @@
 """``macdma run`` without a simulator: option parsing, Scenario validation and the CPU
-presets (sim/cli.py, sim/knobs.py, sim/scenario.py, sim/cpu.py)."""
+presets (sim/cli.py, sim/run/knobs.py, sim/run/scenario.py, sim/model/cpu.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.cli import build_parser, main, scenario_from_args
-from macdma.sim.cpu import CPU_PRESETS, cpu_preset
-from macdma.sim.scenario import Scenario
+from macdma.sim.model.cpu import CPU_PRESETS, cpu_preset
+from macdma.sim.run.scenario import Scenario
 
 # -- options ------------------------------------------------------------------------------
 

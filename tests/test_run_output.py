@@ -1,6 +1,6 @@
 """What ``macdma run`` prints: progress and the summary, the simulator's output in a log
-file whose path it prints (streamed too with ``-v``) (sim/cli.py, sim/progress.py,
-sim/runner.py ``output_to_log``). A failing run naming its log: tests/test_cli_errors.py."""
+file whose path it prints (streamed too with ``-v``) (sim/cli.py, sim/cosim/progress.py,
+sim/cosim/runner.py ``output_to_log``). A failing run naming its log: tests/test_cli_errors.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from macdma.sim.progress import ProgressFollower, RunProgress
-from macdma.sim.scenario import Scenario, compute_metrics, format_summary
-from macdma.sim.verilog import ROOT
+from macdma.sim.cosim.progress import ProgressFollower, RunProgress
+from macdma.sim.cosim.verilog import ROOT
+from macdma.sim.run.scenario import Scenario, compute_metrics, format_summary
 
 SUMMARY_HEADER = re.compile(r"^dir\s+frames\s+lost\s+Mb/s", re.MULTILINE)
 # What only the simulator prints: cocotb's start-up banner and its results table.

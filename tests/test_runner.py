@@ -13,10 +13,10 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from macdma.sim import runner
-from macdma.sim.runner import CocotbTestFailure, SimulatorBuildError
-from macdma.sim.simulators import wave_format
-from macdma.sim.verilog import export_verilog
+from macdma.sim.cosim import runner
+from macdma.sim.cosim.runner import CocotbTestFailure, SimulatorBuildError
+from macdma.sim.cosim.simulators import wave_format
+from macdma.sim.cosim.verilog import export_verilog
 
 TOP = "runner_smoke_counter"
 BENCH = "runner_smoke_tb"

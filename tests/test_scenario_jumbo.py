@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from macdma.hdl.mac.frame import MAX_JUMBO_FRAME_BYTES
-from macdma.sim.scenario import Scenario, run_scenario
+from macdma.sim.run.scenario import Scenario, run_scenario
 
 # A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
 pytestmark = pytest.mark.long_on_icarus

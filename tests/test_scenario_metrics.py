@@ -1,6 +1,6 @@
 """The metric arithmetic of one run on synthetic records, without a simulator: the one
 measurement window, rates, batch-means precision, per-core and lock figures
-(sim/scenario.py compute_metrics, choose_window, format_summary)."""
+(sim/run/scenario.py compute_metrics, choose_window, format_summary)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import dataclasses
 
 import pytest
 
-from macdma.sim.scenario import (
+from macdma.sim.run.scenario import (
     Scenario,
     _rate_in,
     choose_window,
     compute_metrics,
     format_summary,
 )
-from macdma.sim.scenario import (
+from macdma.sim.run.scenario import (
     _whole_period_batches as regress_batches,
 )
 

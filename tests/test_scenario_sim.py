@@ -1,5 +1,5 @@
 """The driver model on the SoC RTL through ``macdma run``'s machinery, on each simulator
-(sim/scenario.py -> sim/benches/scenario_tb.py). The bench itself fails the run when a
+(sim/run/scenario.py -> sim/run/scenario_tb.py). The bench itself fails the run when a
 frame is damaged, reordered, or lost without being counted; these tests check the
 numbers on top of that."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from macdma.sim.scenario import COALESCING_IRQS, IRQ_STRATEGIES, Scenario, run_scenario
+from macdma.sim.run.scenario import COALESCING_IRQS, IRQ_STRATEGIES, Scenario, run_scenario
 
 # A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
 pytestmark = pytest.mark.long_on_icarus
@@ -48,7 +48,7 @@ def test_ideal_cpu_polling_holds_full_duplex_line_rate(sim, frame_size, frags, f
 # -- (b) the MicroBlaze field report ------------------------------------------------------
 
 MICROBLAZE_REPORT_MBPS = {0: 232, 1: 192, 2: 159, 3: 141, 4: 130, 5: 116}
-#: Fitted to the report (sim/cpu.py): the 0- and 5-fragment endpoints and the IRQ cost.
+#: Fitted to the report (sim/model/cpu.py): the 0- and 5-fragment endpoints and the IRQ cost.
 MICROBLAZE_FITTED = (0, 5)
 MICROBLAZE_FRAMES = 56  # the first 14 are warm-up: the window holds 42 steady frames
 MICROBLAZE_TOLERANCE = 0.05

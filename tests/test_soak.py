@@ -1,6 +1,6 @@
 """The soak's CI profile: 3,000 frames per direction through ``macdma_soc`` on Verilator
 in ten segments of 300 (once: the soak is about volume, the simulators are compared by the
-other suites), every check of sim/benches/soak_tb.py applied, and the coverage goal
+other suites), every check of sim/soak/soak_tb.py applied, and the coverage goal
 docs/reliability.md states. The profile's check is shown to catch a planted double count
 and a planted lost frame (SoakConfig.plant). Wall and CPU time: docs/reliability.md."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from macdma.sim.runner import CocotbTestFailure
-from macdma.sim.soak import balance_problems, run_soak
-from macdma.sim.soak_plan import BURST_CAPS, IRQ_STRATEGY_NAMES, SoakConfig
+from macdma.sim.cosim.runner import CocotbTestFailure
+from macdma.sim.soak.command import balance_problems, run_soak
+from macdma.sim.soak.plan import BURST_CAPS, IRQ_STRATEGY_NAMES, SoakConfig
 
 CI_SEGMENT_FRAMES = 300
 # Ten segments: every burst cap once (nine), every IRQ strategy twice.

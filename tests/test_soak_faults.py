@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from macdma.sim.runner import CocotbTestFailure
-from macdma.sim.soak import balance_problems, run_soak
-from macdma.sim.soak_plan import FAULT_CLASSES, FAULT_SITES, SoakConfig, plan_segments
+from macdma.sim.cosim.runner import CocotbTestFailure
+from macdma.sim.soak.command import balance_problems, run_soak
+from macdma.sim.soak.plan import FAULT_CLASSES, FAULT_SITES, SoakConfig, plan_segments
 
 CI_FAULT_SEGMENT_FRAMES = 100  # shorter than `macdma soak --faults`'s 200: a CI budget
 CI_FAULT_SITES = sum(len(sites) for sites in FAULT_SITES.values())

@@ -1,4 +1,4 @@
-"""The soak's plan (sim/soak_plan.py) and its host side (sim/soak.py) without a simulator:
+"""The soak's plan (sim/soak/plan.py) and its host side (sim/soak/command.py) without a simulator:
 the plan is a function of the seed, layouts keep their promises (hypothesis), bad options
 get a sentence naming the value, and the summary, coverage and fault table add up."""
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from macdma.sim.cli import main
-from macdma.sim.soak import (
+from macdma.sim.soak.command import (
     balance_problems,
     coverage_summary,
     fault_table,
@@ -24,7 +24,7 @@ from macdma.sim.soak import (
     summarise,
     wire_fault_detected,
 )
-from macdma.sim.soak_plan import (
+from macdma.sim.soak.plan import (
     BURST_CAPS,
     FAULT_CLASSES,
     FAULT_SITES,

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from macdma.hdl.boards.pll import ClockOutput, pll_dividers
-from macdma.sim.synth import (
+from macdma.sim.flows.synth import (
     BLOCKS,
     PLACER_TIMING_WEIGHT,
     SynthReport,
@@ -25,7 +25,7 @@ from macdma.sim.synth import (
     parse_yosys,
     synthesize,
 )
-from macdma.sim.synth import main as synth_main
+from macdma.sim.flows.synth import main as synth_main
 
 
 @pytest.mark.parametrize("clki_hz, refclk_div", [(25e6, 1), (100e6, 4)])
@@ -55,7 +55,7 @@ def test_board_config_refuses_a_system_clock_too_slow_for_the_link():
 
 
 def test_clock_nets_map_to_domains():
-    from macdma.sim.synth import clock_domain
+    from macdma.sim.flows.synth import clock_domain
 
     nets = [
         "$glbnet$bridge.clk",
@@ -244,7 +244,7 @@ def test_board_top_elaborates(board, tmp_path):
 
 
 def test_yosys_synthesis_of_colorlight(tmp_path):
-    from macdma.sim.synth import synthesize
+    from macdma.sim.flows.synth import synthesize
 
     report = synthesize("colorlight-5a75b", out_dir=tmp_path, yosys_only=True)
     assert report.stage == "yosys"
@@ -273,7 +273,7 @@ def test_yosys_synthesis_of_colorlight(tmp_path):
 def test_board_builds_and_meets_timing_at_1_gbps(board, tmp_path):
     """The README's figures: the whole flow to a bitstream, and every clock (sync, tx and
     tx90 at 125 MHz, the PHY's rx at 125 MHz) meets its constraint."""
-    from macdma.sim.synth import synthesize
+    from macdma.sim.flows.synth import synthesize
 
     report = synthesize(board, out_dir=tmp_path)
     assert report.stage == "pnr"

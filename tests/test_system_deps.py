@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from macdma.sim.verilog import ROOT
+from macdma.sim.cosim.verilog import ROOT
 
 SCRIPT = ROOT / "sim" / "system-deps.sh"
 RISCV_CC = "riscv64-unknown-elf-gcc"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from macdma.sim.cli import main
-from macdma.sim.scenario import ACK_FRAME_BYTES, Scenario, compute_metrics
+from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario, compute_metrics
 
 
 @pytest.mark.parametrize(

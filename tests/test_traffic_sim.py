@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from macdma.sim.scenario import Scenario, run_scenario
+from macdma.sim.run.scenario import Scenario, run_scenario
 
 # A whole-SoC scenario: minutes on Icarus, so its Icarus run is a long run (make test-all).
 pytestmark = pytest.mark.long_on_icarus

@@ -7,7 +7,7 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from macdma.sim.verilog import check_no_idle_processes, elaborate_verilog
+from macdma.sim.cosim.verilog import check_no_idle_processes, elaborate_verilog
 
 
 class _Word(data.Struct):

@@ -19,9 +19,9 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from macdma.sim import runner
-from macdma.sim.simulators import prepare
-from macdma.sim.verilog import (
+from macdma.sim.cosim import runner
+from macdma.sim.cosim.simulators import prepare
+from macdma.sim.cosim.verilog import (
     elaborate_verilog,
     export_verilog,
     registered_tops,

@@ -29,7 +29,7 @@ from macdma.firmware.c import abi
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 from macdma.hdl.cpu import memory_map
 from macdma.hdl.cpu.subsystem import EXTERNAL_IRQ_SOC
-from macdma.sim.verilog import ROOT, build_dir, file_lock, write_atomically
+from macdma.sim.cosim.verilog import ROOT, build_dir, file_lock, write_atomically
 
 __all__ = ["ARCH_FLAGS", "CROSS_PREFIX", "FirmwareBuildError", "FirmwareImage", "build_firmware"]
 

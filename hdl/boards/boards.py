@@ -34,7 +34,7 @@ VERSA = "amaranth_boards.versa_ecp5:VersaECP5Platform"
 # PTP and flow control each close timing on it on their own (`--with ptp`: tx 132.4, rx
 # 130.9, sync 49.2 MHz; `--with flow_control`: 130.4 / 139.3 / 48.1), RX checksum misses by
 # 0.02 % (the TX FIFO -> MAC handshake) and the three together by 6 to 8 % (routing on
-# the speed-6 part), so the board keeps them off; `python -m macdma.sim.synth --with`
+# the speed-6 part), so the board keeps them off; `python -m macdma.sim.flows.synth --with`
 # switches one on for a build (docs/synthesis.md, "Options on the Colorlight").
 COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=False, ptp=False)
 

@@ -6,7 +6,7 @@ the way a host drives a board, through its serial port.
 - :class:`BridgedSerialPort`: a blocking pyserial-like port (``read(n)``/``write(data)``,
   ``read`` returning fewer bytes on timeout) for code running in a :func:`cocotb.task.bridge`
   thread; each call resumes a coroutine of the UART model and blocks until it is done,
-  so the unchanged :class:`~macdma.sim.platform_serial.SerialPlatform` and the firmware
+  so the unchanged :class:`~macdma.sim.model.platform_serial.SerialPlatform` and the firmware
   driver run on top of it.
 - :class:`BoardBench`: clocks (``tx90_clk`` 2 ns = 90 degrees after ``tx_clk``, as the
   PLL's output), the "PLL not locked" reset, cocotbext-eth's ``RgmiiSink`` on the TX pins
@@ -39,7 +39,7 @@ from cocotbext.uart import UartSink, UartSource
 
 from macdma.hdl.boards.sim_top import DEFAULT_SYS_CLK_HZ, DEFAULT_UART_BIT_CYCLES
 
-from ..platform_serial import SerialPlatform
+from ..model.platform_serial import SerialPlatform
 
 __all__ = ["BoardBench", "BridgedSerialPort", "UartModel"]
 

@@ -84,7 +84,7 @@ class CpuSocBench:
         sys_clk_ns: float = 10.0,
         ifg: int = 12,
         # The top's default: what `macdma run --cpu vexriscv-rtl` builds for its default
-        # rings (sim/scenario.py memory_bytes_for), so the tests and it share one build.
+        # rings (sim/run/scenario.py memory_bytes_for), so the tests and it share one build.
         memory_bytes: int = 1 << 22,
     ):
         self.dut = dut

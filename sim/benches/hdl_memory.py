@@ -20,7 +20,7 @@ from cocotb.triggers import ReadOnly, ValueChange
 
 from macdma.hdl.bus.axi4_ram import BURST_COUNT_BITS, ERROR_WINDOWS
 
-from .soc import BurstRecord
+from .bursts import BurstRecord
 
 __all__ = ["HdlHostMemory"]
 
@@ -33,7 +33,7 @@ _GPI_NO_DELAY = 3
 class HdlHostMemory:
     """Host memory of ``size`` bytes in ``dut``'s ``host_ram`` (a ``macdma_soc_hostmem``).
 
-    Members: ``bursts`` (a list of :class:`~macdma.sim.benches.soc.BurstRecord`, appended
+    Members: ``bursts`` (a list of :class:`~macdma.sim.benches.bursts.BurstRecord`, appended
     as the RAM takes each burst once :meth:`start` ran, when AxiRam's coroutine would take
     it), ``latency_cycles`` and
     ``error_windows`` (``(start, end, "r"/"w"/"rw")``, at most two), both set on the RAM's

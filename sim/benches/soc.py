@@ -18,19 +18,10 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 
+from .bursts import BurstRecord
 from .gmii import GMII_1000, GmiiPhy, LinkMode, start_clock
 
 PAGE_BYTES = 4096
-
-
-@dataclass
-class BurstRecord:
-    """One AXI burst seen by host memory."""
-
-    write: bool
-    addr: int
-    beats: int
-    size: int
 
 
 class BusErrorWindow(Exception):
@@ -150,6 +141,9 @@ def _host_memory(model: str, dut, size: int):
     if model == "python":
         return HostMemory(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size)
     if model == "hdl":
+        # Imported here for start-up time: the HDL memory reads its RAM's constants from
+        # hdl/bus/axi4_ram.py, which loads Amaranth (about a second), and only the benches
+        # on macdma_soc_hostmem need it.
         from .hdl_memory import HdlHostMemory
 
         return HdlHostMemory(dut, size)

@@ -2,12 +2,12 @@
 what the numbers must show.
 
 A sweep is a TOML file (docs/regression.md). Every point is one
-:func:`macdma.sim.scenario.run_scenario` call; points run in a process pool (one per core)
-or on a Dask cluster (sim/cluster.py) and share the cached simulator build. Each finished
+:func:`macdma.sim.run.scenario.run_scenario` call; points run in a process pool (one per core)
+or on a Dask cluster (sim/regress/cluster.py) and share the cached simulator build. Each finished
 point is written at once to ``points/<key>.json``; the key hashes the scenario, its CPU
 file and the simulated sources, so a re-run skips unchanged points, a code change reruns
 them, and Ctrl-C keeps what finished. Every run is recorded in the results database
-(sim/results_db.py). The modules, by job:
+(sim/regress/results_db.py). The modules, by job:
 
 - :mod:`.sweep_file`: reading and validating a sweep file (:func:`load_sweep`).
 - :mod:`.selection`: ``at`` tables, which points a declaration means.
@@ -20,7 +20,10 @@ them, and Ctrl-C keeps what finished. Every run is recorded in the results datab
 - :mod:`.results_csv`: ``results.csv``.
 - :mod:`.readings`: one paragraph of prose per experiment from its numbers.
 - :mod:`.plots`: one PNG per experiment.
+- :mod:`.report_content`: what the report says (tables, readings, notes), in no format.
 - :mod:`.report`, :mod:`.report_html`: ``report.md`` and ``report.html``.
+- :mod:`.results_db`: the results database and ``macdma compare``.
+- :mod:`.cluster`: where points run (the local pool or a Dask cluster).
 - :mod:`.command`: the argparse command.
 """
 

@@ -15,10 +15,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..outputs import unwritable_reason
-from ..progress import duration_text
-from ..runner import SimulatorBuildError
-from ..verilog import build_dir
+from ..cosim.outputs import unwritable_reason
+from ..cosim.progress import duration_text
+from ..cosim.runner import SimulatorBuildError
+from ..cosim.simulators import SIMULATORS
+from ..cosim.verilog import build_dir
+from ..run.scenario import WIRES
+from .cluster import ClusterError, DaskPool, LocalPool, parse_scheduler
 from .expectations import check_results
 from .failures import failure_lines
 from .field_reports import field_report_rows, write_field_reports_json
@@ -27,17 +30,22 @@ from .plots import plot_experiment
 from .points import expand, plan
 from .pool import build_models, run_points
 from .report import write_report
+from .report_html import add_comparison
 from .results_csv import write_csv
+from .results_db import (
+    ResultsDb,
+    ResultsDbError,
+    add_db_argument,
+    compare,
+    comparison_markdown,
+    load_run,
+    run_set_of,
+)
 from .selection import ok
 from .sweep_file import DEFAULT_SWEEP, QUICK_SWEEP, Sweep, load_sweep
 
 
 def add_regress_parser(commands) -> None:
-    from ..cluster import parse_scheduler
-    from ..results_db import add_db_argument
-    from ..scenario import WIRES
-    from ..simulators import SIMULATORS
-
     regress = commands.add_parser(
         "regress",
         help="run a sweep of scenarios: JSON, CSV, Markdown report, plots and assertions",
@@ -82,8 +90,6 @@ def add_regress_parser(commands) -> None:
 
 
 def run_regress(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from ..results_db import ResultsDb, ResultsDbError, load_run
-
     if args.sweep is not None and args.quick:
         parser.error("give a sweep file or --quick, not both")
     if args.jobs is not None and args.scheduler is not None:
@@ -159,8 +165,6 @@ def output_lock(out: Path) -> Iterator[None]:
 
 def _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline) -> int:
     """The run of :func:`run_regress` once its outputs are checked and locked."""
-    from ..cluster import ClusterError, DaskPool, LocalPool
-    from ..results_db import ResultsDb, ResultsDbError, run_set_of
 
     def unusable(path: Path, reason: str) -> None:
         print(f"note: {path} cannot be used ({reason}): its point runs again", file=sys.stderr)
@@ -220,14 +224,10 @@ def _run_sweep(args, sweep, sweep_path, points, sources, jobs, out, baseline) ->
 
 def _report_baseline(report: Path, baseline, current) -> None:
     """Append "Changed since the baseline" to the report and print its one-line summary."""
-    from ..results_db import compare, comparison_markdown
-
     comparison = compare(baseline, current)
     with open(report, "a") as handle:
         handle.write("\n## Changed since the baseline\n\n")
         handle.write("\n".join(comparison_markdown(comparison)) + "\n")
-    from .report_html import add_comparison
-
     add_comparison(report.with_suffix(".html"), comparison)
     print(
         f"baseline {baseline.label}: {comparison.compared} points compared, "

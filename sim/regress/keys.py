@@ -12,7 +12,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..scenario import Scenario
+from ..model.cpus import load_cpu
+from ..run.scenario import Scenario
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding hdl/ sim/ firmware/
 # Inputs of a point's result besides the scenario: what is simulated. The reporting side
@@ -20,10 +21,10 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding hdl/ si
 SOURCE_DIRS = ("hdl", "firmware", "sim")
 SOURCE_EXCLUDED = (
     "sim/cli.py",
-    "sim/synth.py",
-    "sim/platform_serial.py",
+    "sim/flows/synth.py",
+    "sim/model/platform_serial.py",
 )
-SOURCE_EXCLUDED_DIRS = ("hdl/boards/", "sim/sweeps/", "sim/regress/")
+SOURCE_EXCLUDED_DIRS = ("hdl/boards/", "sim/regress/sweeps/", "sim/regress/")
 # Scenario fields that do not change what a run measures.
 UNHASHED_FIELDS = ("json", "waves")
 SCENARIO_FIELDS = tuple(f.name for f in dataclasses.fields(Scenario))
@@ -44,8 +45,6 @@ def source_hash(root: Path = PACKAGE_ROOT) -> str:
 def cpu_digest(scenario: Scenario) -> str:
     """SHA-256 of the scenario's CPU file: editing a CPU file changes what a point measures,
     and the file is data, not part of :func:`source_hash`."""
-    from ..cpus import load_cpu
-
     return load_cpu(scenario.cpu).digest
 
 

@@ -1,6 +1,6 @@
 """The metrics a sweep reports per point: :data:`METRICS` (CSV columns, plot axes) and
 :func:`summarise`, which reads them from one run's metrics (``compute_metrics`` output,
-sim/scenario.py). Every figure is measured there; the only arithmetic here is
+sim/run/scenario.py). Every figure is measured there; the only arithmetic here is
 ``cpu_bound_mbps`` (clock / cycles per packet x frame bits) and the choice of direction."""
 
 from __future__ import annotations

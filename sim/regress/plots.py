@@ -6,6 +6,7 @@ point."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 from .metrics import METRICS
@@ -50,8 +51,6 @@ HEADROOM = 0.12
 
 
 def _wrapped(text: str, width: int = LABEL_WIDTH) -> str:
-    import textwrap
-
     return textwrap.fill(text, width)
 
 
@@ -63,6 +62,8 @@ def build_figure(experiment, results: list[dict]):
     """The experiment's figure: a panel per metric, x = ``experiment.x``, a line (numbers)
     or a group of bars (categories) per series combination; a metric with a ±95% (the
     tables' ±, :attr:`Metric.ci`) gets it as error bars. The caller closes it."""
+    # matplotlib is imported here, in both functions, for start-up time (about a second):
+    # only a sweep that draws its plots needs it.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,7 +118,7 @@ def build_figure(experiment, results: list[dict]):
 
 def plot_experiment(experiment, results: list[dict], path: Path) -> None:
     """One PNG of :func:`build_figure` at ``path``."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # for start-up time, as in build_figure
 
     figure = build_figure(experiment, results)
     try:

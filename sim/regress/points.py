@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..knobs import knobs_of, scenario_from_values, unneeded
-from ..scenario import Scenario
+from ..run.knobs import knobs_of, scenario_from_values, unneeded
+from ..run.scenario import Scenario
 from .keys import cpu_digest, point_key
 from .metrics import summarise
 from .selection import declaration_error
@@ -33,7 +33,7 @@ class Point:
 def _without_unneeded(values: dict, swept: list[str], where: str) -> tuple[dict, set[str]]:
     """``values`` less the knobs that do nothing at this point (``coalesce_frames`` where
     the swept ``irq`` is ``eop``: a ``fixed`` or ``[defaults]`` value applies where the
-    knob acts, sim/knobs.py ``needs``), and the names left out. A swept knob that does
+    knob acts, sim/run/knobs.py ``needs``), and the names left out. A swept knob that does
     nothing is a ValueError: sweeping it would make points that differ in nothing."""
     dropped = set()
     for conflict in unneeded(Scenario, values):

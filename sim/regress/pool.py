@@ -1,17 +1,27 @@
 """Running points: :func:`run_point` is what a worker process (the local pool's or a Dask
-worker's, sim/cluster.py) does with one point, and :func:`run_points` hands a sweep's
+worker's, sim/regress/cluster.py) does with one point, and :func:`run_points` hands a sweep's
 points to a pool and stores each result as it arrives, with the progress bar."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
-from ..progress import PointsProgress
-from ..scenario import Scenario
+from ..cosim.progress import PointsProgress, showing_build, stream_copy
+from ..cosim.runner import (
+    CocotbTestFailure,
+    SimulatorBuildError,
+    announcing_builds,
+    build_model,
+    output_to_log,
+)
+from ..cosim.simulators import SimulatorNotFound
+from ..run import scenario as scenario_module
+from ..run.scenario import Scenario, scenario_top
 from .keys import cpu_digest
 from .points import Point, store
 
@@ -27,10 +37,6 @@ def strip_wire(metrics: dict) -> dict:
 def run_point(scenario_json: str, log_path: str) -> dict:
     """Worker: run one scenario with its output in ``log_path``; never raises for a failed
     simulation (returns ``{"status": "failed", "error": ...}``)."""
-    from ..runner import CocotbTestFailure
-    from ..scenario import run_scenario
-    from ..simulators import SimulatorNotFound
-
     scenario = Scenario.from_json(scenario_json)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -41,7 +47,8 @@ def run_point(scenario_json: str, log_path: str) -> dict:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         try:
-            metrics = run_scenario(scenario)
+            # Looked up at the call: the tests put a stand-in for the simulation there.
+            metrics = scenario_module.run_scenario(scenario)
             result = {"status": "ok", "metrics": strip_wire(metrics)}
         except (CocotbTestFailure, SimulatorNotFound, OSError, ValueError) as error:
             result = {"status": "failed", "error": str(error).strip()[-2000:]}
@@ -64,21 +71,15 @@ def worker_init() -> None:
     # finished ones. The worker survives the signal with a handler that does nothing, not
     # SIG_IGN, which its simulator would inherit: the simulator starts with the default
     # action, so it sees the signal and ends its point (whose result is then dropped).
-    import signal
-
     signal.signal(signal.SIGINT, lambda signum, frame: None)
 
 
 def build_models(scenarios: list[Scenario], log_folder: Path) -> None:
     """Build (or find in the cache) every simulator model *scenarios* run on, here, before
-    the pool starts: shown with its progress (sim/progress.py ``showing_build``) on
+    the pool starts: shown with its progress (sim/cosim/progress.py ``showing_build``) on
     stderr, the compiler's output in ``log_folder/build-<sim>-<top>.log``. Left to the
     workers, one would build while the others wait on its lock, all in silence.
-    Raises :class:`~macdma.sim.runner.SimulatorBuildError` (its ``details_path`` the log)."""
-    from ..progress import showing_build, stream_copy
-    from ..runner import SimulatorBuildError, announcing_builds, build_model, output_to_log
-    from ..scenario import scenario_top
-
+    Raises :class:`~macdma.sim.cosim.runner.SimulatorBuildError` (its ``details_path`` the log)."""
     models = {}
     for scenario in scenarios:
         top, params = scenario_top(scenario)
@@ -104,7 +105,7 @@ def build_models(scenarios: list[Scenario], log_folder: Path) -> None:
 
 
 def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> bool:
-    """Run ``todo`` on ``pool`` (sim/cluster.py), storing each result as it arrives (and
+    """Run ``todo`` on ``pool`` (sim/regress/cluster.py), storing each result as it arrives (and
     the log a remote worker sent back); True when interrupted."""
     bar = PointsProgress(len(todo))
     futures = {}
@@ -133,7 +134,7 @@ def run_points(todo: list[Point], done: dict, out: Path, sources: str, pool) -> 
                     result = {"status": "failed", "error": f"worker: {error!r}"}
                 keep(future, futures[future], result)
     except KeyboardInterrupt:
-        # Ctrl-C ended the workers (sim/interrupts.py). A point that finished before it
+        # Ctrl-C ended the workers (sim/cosim/interrupts.py). A point that finished before it
         # and was not collected yet is kept; one the interrupt cut short is not a result.
         for future in [f for f in pending if f.done() and not f.cancelled()]:
             if future.exception() is None and future.result().get("status") == "ok":

@@ -178,7 +178,9 @@ def reading_fragments_irq(experiment, results: list[dict]) -> str:
 def _tick_cap_mbps(results: list[dict], budget: int) -> tuple[float, float] | None:
     """(ticks per second, budget x ticks x frame bits in Mb/s) for the tx_budget points'
     housekeeping tick, from the preset's driver settings."""
-    from ..cpu import PRESET_DRIVER_SETTINGS
+    # Imported here for start-up time: the CPU model loads cocotb, which `macdma` does
+    # not otherwise load before a simulation.
+    from ..model.cpu import PRESET_DRIVER_SETTINGS
 
     scenario = results[0]["scenario"]
     hz = PRESET_DRIVER_SETTINGS.get(scenario["cpu"], {}).get("housekeeping_hz")

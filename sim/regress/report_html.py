@@ -16,6 +16,15 @@ import importlib.metadata
 from html import escape
 from pathlib import Path
 
+from .field_reports import FIELD_REPORT_HEADERS, cpu_pct_note, field_reports_table
+from .report_content import (
+    experiment_notes,
+    experiment_reading,
+    experiment_rows,
+    failed_points_text,
+)
+from .results_db import comparison_markdown, git_state, relative_text, value_text
+
 # Where "Changed since the baseline" goes; add_comparison replaces it once the run has
 # been compared (the comparison is made after the report is written).
 BASELINE_MARKER = "<!-- changed-since-baseline -->"
@@ -99,8 +108,6 @@ def _version(package: str) -> str:
 
 
 def _parameters(sweep, results: list[dict]) -> list[list[str]]:
-    from ..results_db import git_state
-
     commit, dirty = git_state()
     sims = sorted({r["scenario"]["sim"] for r in results})
     return [
@@ -126,9 +133,6 @@ def write_html_report(
 ) -> None:
     """Write ``path`` (report.html) from what write_report writes report.md from; the
     ``plots`` paths are relative to ``path``'s folder and are embedded."""
-    from .field_reports import FIELD_REPORT_HEADERS, cpu_pct_note, field_reports_table
-    from .report import experiment_notes, experiment_reading, experiment_rows, failed_points_text
-
     folder = path.parent
     failed = [r for r in results if r.get("status") != "ok"]
     parts = [
@@ -184,8 +188,6 @@ def write_html_report(
 
 def add_comparison(path: Path, comparison) -> None:
     """Put "Changed since the baseline" (a results_db Comparison) into report.html."""
-    from ..results_db import _relative, _shown, comparison_markdown
-
     page = path.read_text()
     if BASELINE_MARKER not in page:
         raise ValueError(f"{path}: no place for the baseline section (already added?)")
@@ -193,7 +195,7 @@ def add_comparison(path: Path, comparison) -> None:
     section = [f"<h2>Changed since the baseline</h2><p>{escape(summary)}</p>"]
     if comparison.changes:
         rows = [
-            [c.label, c.metric, _shown(c.before), _shown(c.after), _relative(c)]
+            [c.label, c.metric, value_text(c.before), value_text(c.after), relative_text(c)]
             for c in comparison.changes
         ]
         section.append(_table(["point", "metric", "before", "after", "change"], rows, "baseline"))

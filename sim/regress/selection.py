@@ -8,7 +8,7 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-from ..scenario import Scenario, checked_cpu
+from ..run.scenario import Scenario, checked_cpu
 from .keys import SCENARIO_FIELDS
 
 SCENARIO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Scenario)}

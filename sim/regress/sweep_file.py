@@ -12,14 +12,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..scenario import checked_cpu
+from ..run.scenario import checked_cpu
 from .expectations import Expectation, parse_expectation
 from .field_reports import Condition, parse_conditions
 from .metrics import METRICS
 from .readings import READINGS
 from .selection import check_fields, declaration_error
 
-SWEEP_DIR = Path(__file__).resolve().parent.parent / "sweeps"
+SWEEP_DIR = Path(__file__).resolve().parent / "sweeps"
 DEFAULT_SWEEP = SWEEP_DIR / "default.toml"
 QUICK_SWEEP = SWEEP_DIR / "quick.toml"
 FIELD_REPORTS_SWEEP = SWEEP_DIR / "field-reports.toml"

@@ -1,5 +1,5 @@
-"""The modelled CPU's scheduler (sim/cpu.py ``CpuModel``) and the CPU write path
-(sim/platform_cocotb.py ``CpuWritePath``) in simulated time. The SoC is only the
+"""The modelled CPU's scheduler (sim/model/cpu.py ``CpuModel``) and the CPU write path
+(sim/model/platform_cocotb.py ``CpuWritePath``) in simulated time. The SoC is only the
 simulator's top here: nothing in these tests touches it.
 
 Clock: a 100 MHz CPU, so a 500-cycle slice is 5 us.
@@ -12,8 +12,8 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
 from macdma.firmware.costs import CpuCosts
-from macdma.sim.cpu import CpuModel
-from macdma.sim.platform_cocotb import CpuWritePath
+from macdma.sim.model.cpu import CpuModel
+from macdma.sim.model.platform_cocotb import CpuWritePath
 
 SLICE_NS = 5000.0
 

@@ -2,7 +2,7 @@
 hands a descriptor over (``own``) before its buffer address is caught.
 
 The driver model runs on the SoC with the ideal CPU, but its stores go through the
-platform's :class:`~macdma.sim.platform_cocotb.CpuWritePath` (posted, in order, each
+platform's :class:`~macdma.sim.model.platform_cocotb.CpuWritePath` (posted, in order, each
 taking memory latency + a cycle per word). The TX DMA re-reads the descriptor at HEAD
 every microsecond (``TX_POLL_US`` = 1), and host memory answers a store or a burst after
 150 cycles (1.5 us), so the DMA polls at least once between two stores of one descriptor.
@@ -22,9 +22,9 @@ from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import DriverConfig, DriverHooks, MacDmaDriver, QueueHooks
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.benches.traffic import TX_SOURCE, make_frame
-from macdma.sim.cpu import CpuModel
-from macdma.sim.platform_cocotb import CocotbPlatform
+from macdma.sim.model.cpu import CpuModel
+from macdma.sim.model.platform_cocotb import CocotbPlatform
+from macdma.sim.run.traffic import TX_SOURCE, make_frame
 
 FRAMES = 6
 FRAME_BYTES = 200

