@@ -9,7 +9,7 @@ interface with :func:`connect_flat`. Where a contract names the pins otherwise (
 
 from collections.abc import Mapping
 
-from amaranth import Module
+from amaranth import ClockDomain, Module
 from amaranth.lib import wiring
 
 
@@ -57,3 +57,17 @@ def connect_flat(
             m.d.comb += outer.eq(inner)
         else:
             m.d.comb += inner.eq(outer)
+
+
+def flat_clock_domains(m: Module, top, domains=("sync", "tx", "rx")) -> None:
+    """Give ``m`` a local clock domain per name in ``domains``, clocked and reset by the
+    flat ports of ``top``: ``clk``/``rst`` for ``sync``, ``<domain>_clk``/``<domain>_rst``
+    for the others (the exported tops' contract)."""
+    for domain in domains:
+        prefix = "" if domain == "sync" else f"{domain}_"
+        cd = ClockDomain(domain, local=True)
+        m.domains += cd
+        m.d.comb += [
+            cd.clk.eq(getattr(top, f"{prefix}clk")),
+            cd.rst.eq(getattr(top, f"{prefix}rst")),
+        ]

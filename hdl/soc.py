@@ -40,7 +40,7 @@ from .dma.rx_channel import RxDmaChannel
 from .dma.rx_fifo import RxFrameFifo
 from .dma.tx_channel import TxDmaChannel
 from .dma.tx_fifo import TxFrameFifo
-from .flatten import connect_flat, flat_members
+from .flatten import connect_flat, flat_clock_domains, flat_members
 from .mac.control import MacControl
 from .mac.gmii import GmiiRxSignature, GmiiTxSignature
 from .mac.mac import EthMac
@@ -460,14 +460,7 @@ class SocTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        for domain in ("sync", "tx", "rx"):
-            prefix = "" if domain == "sync" else f"{domain}_"
-            cd = ClockDomain(domain, local=True)
-            m.domains += cd
-            m.d.comb += [
-                cd.clk.eq(getattr(self, f"{prefix}clk")),
-                cd.rst.eq(getattr(self, f"{prefix}rst")),
-            ]
+        flat_clock_domains(m, self)
         m.submodules.soc = core = self.core
         members = core.signature.members
         connect_flat(m, self, "s_axil", core.csr, members["csr"])

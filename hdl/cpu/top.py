@@ -24,7 +24,7 @@ from amaranth.lib.wiring import In, Out, connect
 from ..bus.axi4 import Axi4ReadSignature, Axi4WriteSignature
 from ..bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from ..bus.axi4_ram import ARRAY_VERILOG, Axi4Ram
-from ..flatten import connect_flat, flat_members
+from ..flatten import connect_flat, flat_clock_domains, flat_members
 from ..hostmem_top import bench_port_members, connect_bench_ports
 from ..mac.mdio import MDIO_PIN_NAMES
 from ..soc import ADDR_WIDTH, MacDmaSoc, SocParams
@@ -99,14 +99,7 @@ class CpuSocTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        for domain in ("sync", "tx", "rx"):
-            prefix = "" if domain == "sync" else f"{domain}_"
-            cd = ClockDomain(domain, local=True)
-            m.domains += cd
-            m.d.comb += [
-                cd.clk.eq(getattr(self, f"{prefix}clk")),
-                cd.rst.eq(getattr(self, f"{prefix}rst")),
-            ]
+        flat_clock_domains(m, self)
         m.submodules.soc = soc = self.soc
         m.submodules.cpu = cpu = self.cpu
         m.submodules.host_ram = ram = self.host_ram
