@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from macdma.firmware import regs
 from macdma.sim.cli import main
 from macdma.sim.soak.command import (
     balance_problems,
@@ -280,3 +281,9 @@ def test_a_frame_delivered_twice_is_counted_twice_even_when_the_balance_is_even(
     report = summarise(SoakConfig(frames=1000, seed=4), [_segment_record(0, rx_duplicates=1)], 1.0)
     assert report["totals"]["rx_counted_twice"] == 1
     assert balance_problems(report) == ["RX: counted twice: 1"]
+
+
+def test_the_burst_caps_are_the_registers_powers_of_two():
+    # the range is the register map's (issue 37: not a second list of 1..256)
+    assert BURST_CAPS == tuple(2**n for n in range(9))
+    assert BURST_CAPS[0] == regs.TX_BURST_BEATS_MIN and BURST_CAPS[-1] == regs.TX_BURST_BEATS_MAX

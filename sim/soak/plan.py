@@ -13,6 +13,7 @@ import json
 import random
 from dataclasses import asdict, dataclass, field, replace
 
+from macdma.firmware import regs
 from macdma.firmware.driver import IRQ_STRATEGIES, IrqStrategyName
 
 #: Frame sizes without FCS: the smallest untagged frame to the largest.
@@ -24,7 +25,13 @@ TX_WINDOW_BYTES = 8192
 PAGE_BYTES = 4096
 SEGMENT_FRAMES = 500  # frames per direction per segment (the last one takes the rest)
 MAX_TX_RING, MAX_RX_RING = 128, 128
-BURST_CAPS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: The burst caps the soak cycles through: every power of two the BURST_BEATS register
+#: accepts (the register map's range; 1..256 beats).
+BURST_CAPS = tuple(
+    1 << n
+    for n in range(regs.TX_BURST_BEATS_MAX.bit_length())
+    if regs.TX_BURST_BEATS_MIN <= 1 << n <= regs.TX_BURST_BEATS_MAX
+)
 #: RX buffer sizes and coalescing counts are drawn class by class (each class once per
 #: round of segments), uniformly inside the class: the soak's coverage bins.
 RX_BUF_CLASSES = ((64, 127), (128, 255), (256, 511), (512, 1023), (1024, 1535), (1536, 2048))
