@@ -27,15 +27,17 @@ APT_GET=${MACDMA_APT_GET:-apt-get}
 
 has() { command -v "$1" >/dev/null 2>&1; }
 
+# The probes feed their source as a here-string, not through a pipe: under pipefail a
+# compiler that exits before reading its input would fail the probe with echo's SIGPIPE.
 compiles() { # does the C++ compiler find header $1?
-    echo "#include <$1>" | c++ -E -x c++ - -o /dev/null >/dev/null 2>&1
+    c++ -E -x c++ - -o /dev/null <<<"#include <$1>" >/dev/null 2>&1
 }
 
 # The firmware's flags (firmware/c/Makefile): does picolibc's rv32im library answer them?
 RISCV_CC=riscv64-unknown-elf-gcc
 picolibc_found() {
-    echo "#include <string.h>" | "$RISCV_CC" -march=rv32im -misa-spec=2.2 -mabi=ilp32 \
-        --specs=picolibc.specs -E -x c - -o /dev/null >/dev/null 2>&1
+    "$RISCV_CC" -march=rv32im -misa-spec=2.2 -mabi=ilp32 --specs=picolibc.specs \
+        -E -x c - -o /dev/null <<<"#include <string.h>" >/dev/null 2>&1
 }
 
 # Print the Debian packages of group $1 that are missing, one per line.

@@ -323,8 +323,8 @@ class _ResetOverBeforeItsWrite:
     reset over and re-posts while a burst issued before the reset (buffer data, or a
     write-back) is still to land. The channel's own wind-down is unchanged."""
 
-    def add_reset(self, m, core, quiet):
-        self._reset_hold, clear = super().add_reset(m, core, quiet)
+    def add_reset(self, m, core, quiet, **options):
+        self._reset_hold, clear = super().add_reset(m, core, quiet, **options)
         return self._reset_hold, clear
 
     def add_movers(self, m):

@@ -60,6 +60,9 @@ TOP_PINS = {
     ),
     "macdma_soc": _SOC_PINS,
     "macdma_soc_hostmem": _SOC_PINS,
+    "macdma_soc_wire": _SOC_PINS,
+    "macdma_soc_hostmem_wire": _SOC_PINS,
+    "macdma_soc_cpu": _SOC_PINS,
     "macdma_board": TopPins(clocks=("clk", "tx_clk", "tx90_clk", "rgmii_rxc"), resets=("rst",)),
 }
 

@@ -484,8 +484,9 @@ class _ResetWindDown:
     reset lands after it, in a buffer or descriptor the driver has re-posted.
 
     Proven by k-induction, with linking invariants: the reset's own state (a driver still
-    waiting sees STATUS.resetting, or the core was reset in the cycle before); a core just
-    reset holds nothing in its movers; the reader's invariants
+    waiting sees a new strobe, the reset's register, or a core reset since the strobe; the
+    last two only while it waits); a core reset since the strobe holds nothing in its movers
+    until the driver sees the reset over (one cycle on RX, the whole wind-down on TX); the reader's invariants
     (:func:`~.mover_invariants.reader_linking_invariants`) and the writer's counts
     (:func:`~.mover_invariants.writer_count_invariants`). The writer's AXI4 master rules are
     assumed here (proven on the writer itself, ``axi4_write_master``), the reader's asserted.
@@ -511,11 +512,21 @@ class _ResetWindDown:
         # its core is reset (`clear`).
         resetting = internal_signal(channel, "resetting", domain="sync")
         clear = internal_signal(channel, "clear", domain="comb")
-        cleared = self.past(clear, "clear")
+        # From the cycle after the core's reset until the driver sees the reset over: one
+        # cycle on RX; on TX as long as the reset winds down (STATUS.resetting stays 1
+        # until the TX FIFO's flush is over and the counters have taken its frames).
+        cleared = Signal(name="cleared")
+        with m.If(clear):
+            m.d.sync += cleared.eq(1)
+        with m.Elif(released | dut.regs.ctrl.reset):
+            m.d.sync += cleared.eq(0)
         reader_in_flight = internal_signal(reader, "in_flight")
         writer_in_flight = internal_signal(writer, "in_flight")
         writer_state = internal_signal(writer, "writer_state")
-        m.d.comb += Assert(~self.reset_waiting | resetting | cleared)
+        m.d.comb += [
+            Assert(~self.reset_waiting | dut.regs.ctrl.reset | resetting | cleared),
+            Assert(~(resetting | cleared) | self.reset_waiting),
+        ]
         with m.If(cleared):
             m.d.comb += [
                 Assert(reader_in_flight == 0),
