@@ -486,8 +486,9 @@ class _ResetWindDown:
     Proven by k-induction, with linking invariants: the reset's own state (a driver still
     waiting sees a new strobe, the reset's register, or a core reset since the strobe; the
     last two only while it waits); a core reset since the strobe holds nothing in its movers
-    until the driver sees the reset over (one cycle on RX, the whole wind-down on TX); the reader's invariants
-    (:func:`~.mover_invariants.reader_linking_invariants`) and the writer's counts
+    until the driver sees the reset over (one cycle on RX, the whole wind-down on TX); the
+    reader's invariants (:func:`~.mover_invariants.reader_linking_invariants`) and the
+    writer's counts
     (:func:`~.mover_invariants.writer_count_invariants`). The writer's AXI4 master rules are
     assumed here (proven on the writer itself, ``axi4_write_master``), the reader's asserted.
     Cover: a reset is over after a write that was on the bus when it was asked for."""
