@@ -12,11 +12,14 @@ import pytest
 
 from macdma.sim.cli import build_parser, main
 from macdma.sim.run.bench import (
+    LIMIT_WORKLOAD,
     LOOPBACK,
     WORKLOAD_NAMES,
     BenchRow,
+    format_limit,
     format_table,
     goals,
+    with_fractions_of_limit,
     with_ratios,
 )
 
@@ -122,3 +125,61 @@ def test_bench_runs_every_workload_and_writes_its_record(sim, tmp_path, capsys):
         total = len(WORKLOAD_NAMES)
         assert re.search(rf"^\[{number}/{total}\] elapsed .* ok: {name} on {sim}: ", printed, re.M)
         assert "cocotb" in (tmp_path / "logs" / f"{sim}-{name}.log").read_text().lower()
+
+
+def test_fractions_of_the_limit_are_per_cpu_second_on_the_limits_simulator():
+    limit = {
+        "workload": LIMIT_WORKLOAD,
+        "top": "macdma_soc_hostmem",
+        "sim": "verilator",
+        "frames": 10,
+        "sim_ns": 2_000_000,
+        "cpu_seconds": 1.0,
+        "sim_ns_per_cpu_second": 2_000_000.0,
+    }
+    rows = [
+        dataclasses.replace(row("verilator", LOOPBACK, 400_000, 1.0), cpu_seconds=1.0),
+        dataclasses.replace(row("verilator", "soc-both-ideal", 500_000, 9.0), cpu_seconds=1.0),
+        dataclasses.replace(row("icarus", "soc-both-ideal", 50_000, 1.0), cpu_seconds=1.0),
+    ]
+    fractions = {
+        (r.sim, r.workload): r.fraction_of_limit for r in with_fractions_of_limit(rows, limit)
+    }
+    # Per CPU second (500,000 of 2,000,000), not per wall second; no fraction for the
+    # loopback (not the SoC) or for another simulator's row.
+    assert fractions == {
+        ("verilator", LOOPBACK): None,
+        ("verilator", "soc-both-ideal"): 0.25,
+        ("icarus", "soc-both-ideal"): None,
+    }
+    text = format_limit(limit, with_fractions_of_limit(rows, limit))
+    assert "2,000,000 ns/cpu s" in text
+    assert re.search(r"^verilator +soc-both-ideal .* 500,000 +0\.250$", text, re.M)
+
+
+@pytest.mark.parametrize("choice", ["icarus", "both"])
+def test_limit_without_a_bench_for_icarus_is_a_clear_error(choice, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--sim", choice, "--limit", "--frames", "4", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--limit has no bench for icarus" in err
+    assert "plain-Verilog testbench of macdma_soc_hostmem" in err and "--sim verilator" in err
+    assert not out.exists()  # nothing ran, nothing recorded
+
+
+def test_bench_limit_prints_each_soc_workloads_fraction_of_the_harness(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    argv = ["bench", "--sim", "verilator", "--only", LIMIT_WORKLOAD, "--limit", "--frames", "4"]
+    assert main([*argv, "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    limit = record["limit"]
+    assert limit["top"] == "macdma_soc_hostmem" and limit["frames"] == 4
+    assert limit["record"]["tx_frames"] == limit["record"]["rx_frames"] == 4
+    (soc,) = [r for r in record["rows"] if r["workload"] == LIMIT_WORKLOAD]
+    assert soc["fraction_of_limit"] == pytest.approx(
+        soc["sim_ns_per_cpu_second"] / limit["sim_ns_per_cpu_second"]
+    )
+    assert 0 < soc["fraction_of_limit"]
+    printed = capsys.readouterr().out
+    assert record["limit_table"] in printed
+    assert re.search(rf"^verilator +{LIMIT_WORKLOAD} .* \d\.\d{{3}}$", printed, re.M)

@@ -176,6 +176,12 @@ def _env_flag(name: str) -> bool:
 _SRC_ATTRIBUTE = re.compile(rb'\(\* src = "[^"]*" \*\)')
 
 
+def design_text(verilog: Path) -> bytes:
+    """The Verilog of *verilog* as a build key sees it: without Amaranth's source-line
+    attributes, so an edit that moves lines in hdl/ rebuilds nothing."""
+    return _SRC_ATTRIBUTE.sub(b"", verilog.read_bytes())
+
+
 def _build_args(sim: str, waves: bool, top: str) -> list[str]:
     if sim == "icarus":
         args = list(ICARUS_BUILD_ARGS)
@@ -259,7 +265,7 @@ def _build(sim: str, top: str, verilog: Path, waves: bool) -> tuple[Path, float]
 
     build_args = _build_args(sim, waves, top)
     make_variables = VERILATOR_MAKE_VARIABLES if sim == "verilator" else ()
-    design = _SRC_ATTRIBUTE.sub(b"", verilog.read_bytes())
+    design = design_text(verilog)
     key = _short_hash(sim, design, build_args, make_variables, TIMESCALE, waves)
     sim_build = build_dir() / "sim" / sim / (f"{top}-{key}" + ("-waves" if waves else ""))
     with file_lock(sim_build.with_name(sim_build.name + ".lock")):

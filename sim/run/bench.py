@@ -6,6 +6,11 @@ build are not in it). The reference is ``macdma_gmii_loopback`` (sim/benches/loo
 the same GMII clocks and cocotbext-eth models with a wire between them, so a workload's
 ``ratio`` says how much of the wire models' own speed the whole SoC keeps.
 
+With ``--limit`` (Verilator) the same run also builds and runs a C++ Verilator harness of
+the SoC's RTL on the full-duplex workload (sim/benches/limit/): no cocotb, no Python, every
+frame still checked. Its simulated ns per CPU second is the limit the cocotb workloads
+are read against: each SoC row's ``fraction_of_limit``.
+
 The table is printed and written, with the git commit, the simulator and cocotb versions
 and the host's cores and load, to ``build/bench/bench.json``; every run is also appended
 to ``build/bench/history.jsonl``. A benchmark never fails on time: it fails only when a
@@ -46,6 +51,7 @@ from .scenario import (
     WIRES,
     Scenario,
     frame_count_type,
+    memory_bytes_for,
     run_scenario,
     scenario_top,
     wire_of,
@@ -99,6 +105,11 @@ WORKLOADS: tuple[Workload, ...] = (
 )
 WORKLOAD_NAMES = tuple(workload.name for workload in WORKLOADS)
 
+#: The workload the C++ limit harness mirrors (``--limit``), and the simulators it exists
+#: for: a plain-Verilog bench for Icarus is not written (run_bench_command says so).
+LIMIT_WORKLOAD = "soc-both-ideal"
+LIMIT_SIMULATORS = ("verilator",)
+
 # The issue's goals, reported beside the table (a benchmark does not fail on them).
 GOALS = (
     ("soc-both-ideal", LOOPBACK, 0.5),
@@ -121,6 +132,8 @@ class BenchRow:
     cpu_seconds: float = 0.0  # CPU time of the simulator process, start-up included
     ratio_to_loopback: float | None = None
     wire: str = ""  # the SoC workloads' GMII wire (Scenario.wire); "" for the loopback
+    # sim ns per CPU second over the C++ limit harness's, same run (``--limit``), or None
+    fraction_of_limit: float | None = None
 
     @property
     def sim_ns_per_wall_second(self) -> float:
@@ -236,6 +249,96 @@ def with_ratios(rows: list[BenchRow]) -> list[BenchRow]:
         )
         for row in rows
     ]
+
+
+def limit_scenario(frames: int) -> Scenario:
+    """The scenario of :data:`LIMIT_WORKLOAD` at *frames* (as ``--frames`` scales it), on
+    the top the limit harness drives: the host memory in HDL, the SoC's own GMII pins."""
+    workload = next(workload for workload in WORKLOADS if workload.name == LIMIT_WORKLOAD)
+    assert workload.scenario is not None
+    return dataclasses.replace(
+        workload.scenario,
+        sim="verilator",
+        frames=workload.frames(frames),
+        memory="hdl",
+        wire="cocotbext",
+    )
+
+
+def limit_workload(scenario: Scenario):
+    """The :class:`~macdma.sim.benches.limit.harness.LimitWorkload` of *scenario*: its
+    frames, sizes, rings, burst cap, prefetch and polling period, at 1000 Mb/s GMII."""
+    # Imported here for start-up time (as the loopback's): the GMII bench module loads
+    # cocotb, and `macdma` loads this module for its options on every command.
+    from macdma.firmware import regs
+
+    from ..benches.gmii import GMII_1000
+    from ..benches.limit.harness import LimitWorkload
+
+    return LimitWorkload(
+        frames=scenario.frames,
+        frame_bytes=scenario.frame_size,
+        tx_ring=scenario.tx_ring,
+        rx_ring=scenario.rx_ring,
+        rx_buf_bytes=scenario.rx_buf_bytes,
+        burst_beats=scenario.burst_beats,
+        prefetch=scenario.prefetch,
+        poll_us=scenario.poll_us,
+        ifg=regs.MAC_IFG_RESET_VALUE,  # the MAC's reset gap, which the scenarios keep
+        sys_clk_ps=round(1_000_000 / scenario.sys_mhz),
+        phy_clk_ps=GMII_1000.clock_period_ns * 1000,
+        memory_bytes=memory_bytes_for(scenario),
+    )
+
+
+def measure_limit(frames: int, log=print) -> dict:
+    """Build (cached) and run the C++ limit harness on :data:`LIMIT_WORKLOAD`'s scenario
+    at *frames*; return its record (``sim_ns_per_cpu_second`` is the limit)."""
+    from ..benches.limit.harness import build_harness, run_harness
+
+    scenario = limit_scenario(frames)
+    top, params = scenario_top(scenario)
+    workload = limit_workload(scenario)
+    build = build_harness(top, params, log=log)
+    log(f"bench: C++ limit harness of {top}, {workload.frames} frames each way", flush=True)
+    result = run_harness(build, workload)
+    return {
+        "workload": LIMIT_WORKLOAD,
+        "top": top,
+        "sim": "verilator",
+        **result.as_dict(),
+        "build_seconds": build.recorded_seconds,
+        "build_cached": build.cached,
+    }
+
+
+def with_fractions_of_limit(rows: list[BenchRow], limit: dict) -> list[BenchRow]:
+    """Each SoC row on the limit's simulator with its speed per CPU second over the
+    limit's (the loopback and other simulators' rows keep None)."""
+    ceiling = limit["sim_ns_per_cpu_second"]
+    return [
+        dataclasses.replace(row, fraction_of_limit=row.sim_ns_per_cpu_second / ceiling)
+        if row.sim == limit["sim"] and row.workload != LOOPBACK and ceiling > 0
+        else row
+        for row in rows
+    ]
+
+
+def format_limit(limit: dict, rows: list[BenchRow]) -> str:
+    """The limit's line and each SoC workload's fraction of it."""
+    lines = [
+        f"limit: C++ Verilator harness of {limit['top']} ({limit['workload']}'s workload, "
+        f"{limit['frames']} frames each way, every frame checked): {limit['sim_ns']:,.0f} sim ns "
+        f"in {limit['cpu_seconds']:.2f} cpu s = {limit['sim_ns_per_cpu_second']:,.0f} ns/cpu s",
+        f"{'simulator':<9} {'workload':<18} {'wire':<9} {'ns/cpu s':>10} {'of the limit':>13}",
+    ]
+    for row in rows:
+        if row.fraction_of_limit is not None:
+            lines.append(
+                f"{row.sim:<9} {row.workload:<18} {row.wire or '-':<9} "
+                f"{row.sim_ns_per_cpu_second:>10,.0f} {row.fraction_of_limit:>13.3f}"
+            )
+    return "\n".join(lines)
 
 
 def goals(rows: list[BenchRow]) -> list[dict]:
@@ -451,16 +554,23 @@ def run_bench(
     stream: TextIO | None = None,
     memory: str | None = None,
     wires: tuple[str | None, ...] = (None,),
+    limit: bool = False,
 ) -> dict:
     """Measure *names* on *sims*; write and return the bench record. Each run's simulator
     output goes to ``logs/<sim>-<workload>.log`` next to *out*; progress to *stream*
     (default stdout): a rich bar on a terminal, a line per workload else. *memory*
     overrides the scenarios' host memory model; each SoC workload runs once per wire of
-    *wires* (None: the scenario's), one after the other."""
+    *wires* (None: the scenario's), one after the other. With *limit*, the C++ limit
+    harness runs too (after the workloads; Verilator only, see :data:`LIMIT_SIMULATORS`)
+    and every Verilator SoC row gets its fraction of it."""
+    unsupported = [sim for sim in sims if sim not in LIMIT_SIMULATORS]
+    if limit and unsupported:
+        raise ValueError(limit_unsupported_message(unsupported))
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     env = environment(sims)
     load_before = _load()
     rows = []
+    limit_record = None
     display = stream if stream is not None else stdout_copy()
 
     def show_build(sim: str, top: str, estimate: float, rebuild: bool):
@@ -475,7 +585,8 @@ def run_bench(
             for workload in chosen
             for wire in (wires if workload.scenario is not None else (None,))
         ]
-        with PointsProgress(len(runs), display) as progress, announcing_builds(show_build):
+        steps = len(runs) + (1 if limit else 0)
+        with PointsProgress(steps, display) as progress, announcing_builds(show_build):
             for sim, workload, wire in runs:
                 name = workload.name + (f"-{wire}" if wire else "")
                 log_path = out.parent / "logs" / f"{sim}-{name}.log"
@@ -483,10 +594,16 @@ def run_bench(
                 rows.append(row)
                 speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
                 progress.advance(f"{name} on {sim}: {speed}", ok=True)
+            limit_record = measure_limit(frames, progress.note) if limit else None
+            if limit_record is not None:
+                speed = f"{limit_record['sim_ns_per_cpu_second']:,.0f} sim ns/cpu s"
+                progress.advance(f"C++ limit harness: {speed}", ok=True)
     finally:
         if stream is None:
             display.close()
     rows = with_ratios(rows)
+    if limit_record is not None:
+        rows = with_fractions_of_limit(rows, limit_record)
     record = {
         **env,
         "frames": frames,
@@ -495,12 +612,16 @@ def run_bench(
         "load_average": {"before": load_before, "after": _load()},
         "rows": [row.as_dict() for row in rows],
         "goals": goals(rows),
+        "limit": limit_record,
         "table": format_table(rows),
     }
+    if limit_record is not None:
+        record["limit_table"] = format_limit(limit_record, rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2))
     with open(out.with_name("history.jsonl"), "a") as history:
-        history.write(json.dumps({key: value for key, value in record.items() if key != "table"}))
+        kept = {key: value for key, value in record.items() if key not in ("table", "limit_table")}
+        history.write(json.dumps(kept))
         history.write("\n")
     return record
 
@@ -548,6 +669,13 @@ def add_bench_parser(commands) -> None:
         "both: each SoC workload on each wire, one after the other",
     )
     bench.add_argument(
+        "--limit",
+        action="store_true",
+        help=f"also build and run a C++ Verilator harness of the SoC's RTL on {LIMIT_WORKLOAD}'s "
+        "workload (no cocotb, every frame checked) and print each SoC workload's speed per CPU "
+        "second as a fraction of it; Verilator only",
+    )
+    bench.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -572,6 +700,17 @@ def _run_profiles(sims: list[str], names: list[str], frames: int, memory: str | 
     return 0
 
 
+def limit_unsupported_message(sims: list[str]) -> str:
+    """Why ``--limit`` cannot run on *sims* (simulators without a limit bench)."""
+    return (
+        f"--limit has no bench for {', '.join(sims)}: it needs a plain-Verilog testbench of "
+        "macdma_soc_hostmem driving the same full-duplex workload from Verilog (AXI4-Lite "
+        "register writes, the rings kept full through the RAM's word array, frames played and "
+        "checked on the GMII pins) run by vvp, which is not written; run --limit with "
+        "--sim verilator"
+    )
+
+
 def run_bench_command(args: argparse.Namespace) -> int:
     """``macdma bench``: exit 0 unless a workload itself failed."""
     sims = list(SIMULATORS) if args.sim == "both" else [args.sim]
@@ -580,15 +719,30 @@ def run_bench_command(args: argparse.Namespace) -> int:
     out = args.out or build_dir() / "bench" / "bench.json"
     if args.profile:
         return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames, args.memory)
+    unsupported = [sim for sim in sims if sim not in LIMIT_SIMULATORS]
+    if args.limit and unsupported:
+        print(f"macdma bench: {limit_unsupported_message(unsupported)}", file=sys.stderr)
+        return 2
     print(f"macdma bench: {', '.join(names)} on {', '.join(sims)}", flush=True)
+    # Imported here for start-up time: the harness module's errors only (no Amaranth).
+    from ..benches.limit.harness import LimitBuildError, LimitHarnessFailure
+
     try:
         wires = tuple(WIRES) if args.wire == "both" else (args.wire,)
-        record = run_bench(sims, names, args.frames, out, memory=args.memory, wires=wires)
+        record = run_bench(
+            sims, names, args.frames, out, memory=args.memory, wires=wires, limit=args.limit
+        )
     except (CocotbTestFailure, SimulatorNotFound) as error:
         print("\n" + failure_message("bench", error), file=sys.stderr)
         return 1
+    except (LimitBuildError, LimitHarnessFailure) as error:
+        print(f"\nmacdma bench --limit failed: {error}", file=sys.stderr)
+        return 1
     print()
     print(record["table"])
+    if record.get("limit_table"):
+        print()
+        print(record["limit_table"])
     for goal in record["goals"]:
         verdict = "met" if goal["met"] else "NOT met"
         per_cpu = goal["ratio_per_cpu_second"]
