@@ -127,7 +127,7 @@ def test_bench_runs_every_workload_and_writes_its_record(sim, tmp_path, capsys):
         assert "cocotb" in (tmp_path / "logs" / f"{sim}-{name}.log").read_text().lower()
 
 
-def test_fractions_of_the_limit_are_per_cpu_second_on_the_limits_simulator():
+def test_fractions_of_the_limit_are_per_cpu_second_against_the_same_simulator():
     limit = {
         "workload": LIMIT_WORKLOAD,
         "top": "macdma_soc_hostmem",
@@ -143,37 +143,34 @@ def test_fractions_of_the_limit_are_per_cpu_second_on_the_limits_simulator():
         dataclasses.replace(row("icarus", "soc-both-ideal", 50_000, 1.0), cpu_seconds=1.0),
     ]
     fractions = {
-        (r.sim, r.workload): r.fraction_of_limit for r in with_fractions_of_limit(rows, limit)
+        (r.sim, r.workload): r.fraction_of_limit for r in with_fractions_of_limit(rows, [limit])
     }
     # Per CPU second (500,000 of 2,000,000), not per wall second; no fraction for the
-    # loopback (not the SoC) or for another simulator's row.
+    # loopback (not the SoC) or for a simulator without a limit.
     assert fractions == {
         ("verilator", LOOPBACK): None,
         ("verilator", "soc-both-ideal"): 0.25,
         ("icarus", "soc-both-ideal"): None,
     }
-    text = format_limit(limit, with_fractions_of_limit(rows, limit))
+    icarus_limit = {**limit, "sim": "icarus", "sim_ns_per_cpu_second": 100_000.0}
+    both = with_fractions_of_limit(rows, [limit, icarus_limit])
+    assert [r.fraction_of_limit for r in both] == [None, 0.25, 0.5]
+    text = format_limit([limit, icarus_limit], both)
+    assert "C++ Verilator harness" in text and "plain-Verilog Icarus bench" in text
     assert "2,000,000 ns/cpu s" in text
     assert re.search(r"^verilator +soc-both-ideal .* 500,000 +0\.250$", text, re.M)
+    assert re.search(r"^icarus +soc-both-ideal .* 50,000 +0\.500$", text, re.M)
 
 
-@pytest.mark.parametrize("choice", ["icarus", "both"])
-def test_limit_without_a_bench_for_icarus_is_a_clear_error(choice, tmp_path, capsys):
+@pytest.mark.long_on_icarus
+def test_bench_limit_prints_each_soc_workloads_fraction_of_the_harness(sim, tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "--sim", choice, "--limit", "--frames", "4", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "--limit has no bench for icarus" in err
-    assert "plain-Verilog testbench of macdma_soc_hostmem" in err and "--sim verilator" in err
-    assert not out.exists()  # nothing ran, nothing recorded
-
-
-def test_bench_limit_prints_each_soc_workloads_fraction_of_the_harness(tmp_path, capsys):
-    out = tmp_path / "bench.json"
-    argv = ["bench", "--sim", "verilator", "--only", LIMIT_WORKLOAD, "--limit", "--frames", "4"]
+    argv = ["bench", "--sim", sim, "--only", LIMIT_WORKLOAD, "--limit", "--frames", "4"]
     assert main([*argv, "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    limit = record["limit"]
-    assert limit["top"] == "macdma_soc_hostmem" and limit["frames"] == 4
+    (limit,) = record["limits"]
+    assert limit["sim"] == sim and limit["top"] == "macdma_soc_hostmem"
+    assert limit["frames"] == 4
     assert limit["record"]["tx_frames"] == limit["record"]["rx_frames"] == 4
     (soc,) = [r for r in record["rows"] if r["workload"] == LIMIT_WORKLOAD]
     assert soc["fraction_of_limit"] == pytest.approx(
@@ -182,4 +179,4 @@ def test_bench_limit_prints_each_soc_workloads_fraction_of_the_harness(tmp_path,
     assert 0 < soc["fraction_of_limit"]
     printed = capsys.readouterr().out
     assert record["limit_table"] in printed
-    assert re.search(rf"^verilator +{LIMIT_WORKLOAD} .* \d\.\d{{3}}$", printed, re.M)
+    assert re.search(rf"^{sim} +{LIMIT_WORKLOAD} .* \d\.\d{{3}}$", printed, re.M)

@@ -1,11 +1,13 @@
-"""The C++ limit harness (sim/benches/limit/): it builds around the SoC's exported Verilog
-with the register map's and the descriptor layout's generated headers, runs a short
-full-duplex workload with every frame checked, and fails, with a message, when a frame is
-damaged: a planted fault in host memory (TX) and on the wire (RX)."""
+"""The limit harnesses (sim/benches/limit/: C++ on Verilator, plain Verilog on Icarus):
+each builds around the SoC's exported Verilog with the register map's and the descriptor
+layout's generated headers, runs a short full-duplex workload with every frame checked,
+and fails, with a message, when a frame is damaged: a planted fault in host memory (TX)
+and on the wire (RX)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
@@ -16,6 +18,8 @@ from macdma.sim.benches.limit.harness import (
     build_harness,
     model_header,
     run_harness,
+    verilog_descriptor_header,
+    verilog_regs_header,
 )
 from macdma.sim.run.bench import limit_scenario, limit_workload
 from macdma.sim.run.scenario import scenario_top
@@ -23,11 +27,16 @@ from macdma.sim.run.scenario import scenario_top
 FRAMES = 4
 
 
-@pytest.fixture(scope="module")
-def harness():
-    scenario = limit_scenario(FRAMES)
+@functools.cache
+def built(sim: str):
+    scenario = limit_scenario(FRAMES, sim)
     top, params = scenario_top(scenario)
-    return build_harness(top, params), limit_workload(scenario)
+    return build_harness(top, params, sim), limit_workload(scenario)
+
+
+@pytest.fixture
+def harness(sim):
+    return built(sim)
 
 
 def test_the_harness_checks_a_short_full_duplex_run(harness):
@@ -56,6 +65,7 @@ def test_an_rx_frame_damaged_on_the_wire_fails_the_run(harness):
         run_harness(build, workload, fault="rx-wire", fault_frame=1)
 
 
+@pytest.mark.long_on_icarus
 def test_more_frames_than_the_rings_hold_are_kept_flowing(harness):
     build, workload = harness
     # Rings of 8: the polling driver must reap and refill both rings several times over.
@@ -64,6 +74,7 @@ def test_more_frames_than_the_rings_hold_are_kept_flowing(harness):
     assert result.record["tx_frames"] == result.record["rx_frames"] == 20
 
 
+@pytest.mark.long_on_icarus
 def test_too_few_rx_buffers_are_a_failure_not_a_silent_drop(harness):
     build, workload = harness
     # Two RX descriptors (one usable), a poll every 100 us: the frames behind the first
@@ -87,3 +98,17 @@ def test_a_workload_that_does_not_fit_the_memory_is_refused():
         dataclasses.replace(workload, memory_bytes=1 << 16)
     with pytest.raises(ValueError, match="do not fit an RX buffer"):
         dataclasses.replace(workload, rx_buf_bytes=1024)
+
+
+def test_the_verilog_headers_carry_the_register_map_and_the_descriptor_layout():
+    from macdma.firmware import regs
+    from macdma.firmware.descriptor import Descriptor
+
+    assert f"`define MACDMA_TX_TAIL 32'd{regs.TX_TAIL}\n" in verilog_regs_header()
+    own = next(field for field in Descriptor.layout() if field.name == "own")
+    descriptor = verilog_descriptor_header()
+    assert f"`define MACDMA_DESC_OWN_WORD {own.word}\n" in descriptor
+    assert (
+        f"`define MACDMA_DESC_GET_OWN(desc) ((desc[{32 * own.word} +: 32] & "
+        f"32'h{own.word_mask:08X}) >> {own.lsb})"
+    ) in descriptor

