@@ -338,7 +338,7 @@ def build_harness(top: str, params: dict, sim: str = "verilator", log=print) -> 
     with file_lock(folder.with_name(folder.name + ".lock")):
         if not (folder / _STAMP).is_file():
             log(f"bench: building the {sim} limit harness of {top} (once per design)")
-            build = _build if sim == "verilator" else _build_icarus
+            build = _build_verilator if sim == "verilator" else _build_icarus
             seconds = build(top, verilog, headers, folder)
         stamp = json.loads((folder / _STAMP).read_text())
     if sim == "verilator":
@@ -371,7 +371,7 @@ def _finish_build(top: str, verilog: Path, work: Path, folder: Path, started: fl
     return seconds
 
 
-def _build(top: str, verilog: Path, headers: dict[str, str], folder: Path) -> float:
+def _build_verilator(top: str, verilog: Path, headers: dict[str, str], folder: Path) -> float:
     started = time.monotonic()
     work = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
