@@ -12,7 +12,9 @@ while macdma is still handling the first.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -169,3 +171,32 @@ def test_ctrl_c_during_the_model_build_stops_make_and_the_compiler(tmp_path, sto
     out, err = process.communicate(timeout=EXIT_BOUND_S)
     _check_stopped("run", process, err, tree)
     assert "building the simulation model (first time, about" in out, out
+
+
+def test_sigterm_in_a_background_job_ends_the_simulator_too(stop_on_failure, tmp_path):
+    """``kill PID`` of a soak started as a background job (SIGINT ignored, as a
+    non-interactive shell starts it, so Ctrl-C handling is off): the simulator goes with
+    it, instead of simulating on without a parent (seen on 95d98cc)."""
+    ignoring_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    argv = ["soak", "--frames", "5000", "--seed", "3", "--json", str(tmp_path / "soak.json")]
+    process = subprocess.Popen(
+        [sys.executable, "-c", ignoring_sigint, "-m", "macdma.sim.cli", *argv],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stop_on_failure(process)
+    _wait_until(process, _simulating(process, SOAK_SIMULATOR), "simulated")
+    time.sleep(2)
+    tree = list(process_tree(process.pid))
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=EXIT_BOUND_S)
+    assert process.returncode == -signal.SIGTERM, err
+    assert "Traceback" not in err, err
+    assert err.rstrip().endswith("macdma soak: terminated"), err
+    assert still_running(tree) == [], f"outlived macdma soak: {still_running(tree)}"

@@ -8,7 +8,10 @@ Inside :func:`ctrl_c_handling`:
   :data:`GRACE_SECONDS`), then raises KeyboardInterrupt as Python would, so the command
   keeps what finished (a soak's segments, a sweep's points) and writes its summary;
 - a second or third Ctrl-C, while it does that, kills whatever is left and exits 130 at
-  once, with a message instead of a traceback.
+  once, with a message instead of a traceback;
+- SIGTERM (``kill PID``, a batch system's stop) ends the same tree, then this process,
+  by SIGTERM as it asked (exit status 143 in a shell): no summary, but no simulator left
+  running without its parent. It holds in a background job too, where Ctrl-C does not.
 
 Killing the process tree first, rather than waiting for each process to see the signal,
 is what makes the first press prompt: a terminal's Ctrl-C reaches only the foreground
@@ -156,12 +159,55 @@ def ctrl_c_handling(command: str) -> Iterator[None]:
     """Ctrl-C as the module docstring says, for ``macdma <command>``, in the with-block.
 
     A process started with SIGINT ignored (a background job of a non-interactive shell)
-    keeps it ignored: Ctrl-C is not its user's to press."""
-    main_thread = threading.current_thread() is threading.main_thread()  # signals go there
-    if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    keeps it ignored: Ctrl-C is not its user's to press. SIGTERM is handled unless
+    something above this process chose otherwise (ignored, or a handler of its own)."""
+    if threading.current_thread() is not threading.main_thread():  # signals go there
         yield
         return
     _set_subreaper(True)
+    interrupted = False
+    try:
+        with _sigterm_ends_the_tree(command):
+            if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+                yield
+            else:
+                with _ctrl_c_presses(command):
+                    yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            _set_subreaper(False)  # a caller that goes on (a test) is left as it was
+
+
+@contextmanager
+def _sigterm_ends_the_tree(command: str) -> Iterator[None]:
+    """SIGTERM, in the with-block: stop every descendant, then die by SIGTERM."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    # stderr as it is now: a run's own output may be sent to its log meanwhile.
+    terminal = os.dup(2)
+
+    def on_sigterm(signum, frame):
+        stop_descendants()
+        os.write(terminal, f"\nmacdma {command}: terminated\n".encode())
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        os.close(terminal)
+
+
+@contextmanager
+def _ctrl_c_presses(command: str) -> Iterator[None]:
+    """Ctrl-C's presses as the module docstring says, in the with-block."""
     presses = 0
     # stderr as it is now: a run's own output may be sent to its log meanwhile.
     terminal = os.dup(2)
@@ -192,7 +238,6 @@ def ctrl_c_handling(command: str) -> Iterator[None]:
         if not presses:
             signal.signal(signal.SIGINT, previous)
             os.close(terminal)
-            _set_subreaper(False)  # a caller that goes on (a test) is left as it was
         else:
             # Interrupted, cleaned up and reported: the process only exits now. A late
             # press is ignored; the interpreter's exit would make it a death by SIGINT
