@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import struct
 from collections import Counter, deque
 
 import cocotb
@@ -36,11 +34,15 @@ from macdma.firmware import regs
 from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
 from macdma.sim.benches.pausing_peer import PausingPeer
 from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.run.frames import (
+    ACK_SOURCE,
+    RX_SOURCE,
+    TX_SOURCE,
+    frame_seq,
+    make_frame,
+    split,
+)
 from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
-
-ETHERTYPE = 0x88B5  # IEEE local experimental
-TX_SOURCE, RX_SOURCE = 0x01, 0x02  # last byte of the source MAC tells the directions apart
-ACK_SOURCE = 0x03  # stream: the receiver's acknowledgements
 
 #: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
 #: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
@@ -58,20 +60,6 @@ QDISC_PACKETS = 1000
 STREAM_LOSS_CHECK_NS = 20_000.0
 
 
-def make_frame(direction_tag: int, seq: int, size: int) -> bytes:
-    """``size`` bytes: Ethernet header, the sequence number, then bytes derived from it."""
-    header = bytes([0x02, 0, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0, direction_tag])
-    header += struct.pack(">HI", ETHERTYPE, seq)
-    body = random.Random(seq * 2 + direction_tag).randbytes(max(0, size - len(header)))
-    return (header + body)[:size]
-
-
-def frame_seq(data: bytes) -> int | None:
-    if len(data) < 18:
-        return None
-    return struct.unpack(">I", data[14:18])[0]
-
-
 def with_udp_checksum(frame: bytes) -> bytes:
     """``frame`` as TX checksum insertion leaves it for the driver's ``tx_checksum`` hw
     request (firmware/config.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
@@ -83,14 +71,6 @@ def with_udp_checksum(frame: bytes) -> bytes:
     value = (~total & 0xFFFF) or 0xFFFF
     at = UDP_CSUM_START + UDP_CSUM_OFFSET
     return frame[:at] + value.to_bytes(2, "big") + frame[at + 2 :]
-
-
-def split(data: bytes, sizes: list[int]) -> list[bytes]:
-    parts, offset = [], 0
-    for size in sizes:
-        parts.append(data[offset : offset + size])
-        offset += size
-    return parts
 
 
 class Progress:

@@ -27,7 +27,6 @@ import dataclasses
 import json
 import os
 import random
-import struct
 import time
 
 import cocotb
@@ -51,6 +50,15 @@ from macdma.sim.cosim.progress import PROGRESS_ENV
 from macdma.sim.model.cpu import CpuModel
 from macdma.sim.model.cpus import load_cpu
 from macdma.sim.model.platform_cocotb import CocotbPlatform
+from macdma.sim.run.frames import (
+    BAD_SOURCE,
+    RX_SOURCE,
+    TX_SOURCE,
+    frame_family,
+    frame_seq,
+    make_frame,
+    split,
+)
 from macdma.sim.soak.coverage import SoakCoverage
 from macdma.sim.soak.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.soak.plan import (
@@ -64,15 +72,11 @@ from macdma.sim.soak.plan import (
     WIRE_FAULT_FRAMES,
     Segment,
     SoakConfig,
-    TxLayout,
     frame_sizes,
     plan_segments,
     tx_layouts,
 )
 
-ETHERTYPE = 0x88B5  # IEEE local experimental
-# The last byte of the source MAC tells the directions (and the wire faults' frames) apart.
-TX_TAG, RX_TAG, BAD_TAG = 0x01, 0x02, 0x03
 FCS_BYTES = 4
 SYS_CLK_NS = 8.0  # 125 MHz: the SoC's system clock on the boards
 
@@ -101,18 +105,6 @@ EXHAUSTION_MAX_US = 3000  # the longest the CPU is held waiting for the RX ring 
 SHORT_GAP_FRAMES = 8
 #: A count that has not moved for this long has settled: what is missing then is lost.
 SETTLE_NS = 1_000_000
-
-
-def make_frame(tag: int, seq: int, size: int) -> bytes:
-    """*size* bytes: Ethernet header, the sequence number, then bytes derived from both."""
-    header = bytes([0x02, 0, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0, tag])
-    header += struct.pack(">HI", ETHERTYPE, seq)
-    body = random.Random(seq * 4 + tag).randbytes(size - len(header))
-    return header + body
-
-
-def frame_seq(data: bytes) -> int | None:
-    return struct.unpack(">I", data[14:18])[0] if len(data) >= 18 else None
 
 
 class SoakPlatform(CocotbPlatform):
@@ -473,7 +465,7 @@ class SegmentRun:
         if not ok:
             self.check_flagged(data, seq, meta)
             return
-        if len(data) > 11 and data[11] == BAD_TAG:
+        if frame_family(data) == BAD_SOURCE:
             self.problems.append(f"a bad frame ({len(data)} bytes) was delivered as good")
             return
         index = None if seq is None else seq - self.rx_first
@@ -491,7 +483,7 @@ class SegmentRun:
             self.rx_duplicates += 1
         self.rx_delivered_seqs.append(seq)
         self.last_rx_seq = max(self.last_rx_seq, seq)
-        if data != make_frame(RX_TAG, seq, self.rx_sizes[index]):
+        if data != make_frame(RX_SOURCE, seq, self.rx_sizes[index]):
             self.problems.append(f"RX frame {seq} damaged ({len(data)} bytes)")
         self.delivered += 1
         self.soak.progress.count("rx")
@@ -503,9 +495,9 @@ class SegmentRun:
         if meta.rx_truncated:
             self.flagged_truncated += 1
             index = None if seq is None else seq - self.rx_first
-            if len(data) > 11 and data[11] == RX_TAG and index is not None:
+            if frame_family(data) == RX_SOURCE and index is not None:
                 if 0 <= index < len(self.rx_sizes):
-                    expected = make_frame(RX_TAG, seq, self.rx_sizes[index])
+                    expected = make_frame(RX_SOURCE, seq, self.rx_sizes[index])
                     if data != expected[: len(data)]:
                         self.problems.append(f"truncated RX frame {seq}: first bytes damaged")
             return
@@ -517,8 +509,8 @@ class SegmentRun:
         driver, platform = self.driver, self.platform
         for n, layout in enumerate(self.layouts):
             seq = self.tx_first + n
-            frame = make_frame(TX_TAG, seq, self.tx_sizes[n])
-            fragments = split(frame, layout)
+            frame = make_frame(TX_SOURCE, seq, self.tx_sizes[n])
+            fragments = split(frame, layout.lengths)
             self.soak.coverage.sample_tx_frame(layout)
             while True:
                 if driver.queue_stopped:
@@ -542,7 +534,7 @@ class SegmentRun:
             if frame.error is not None or not frame.check_fcs():
                 self.tx_bad_wire += 1
                 seq = frame_seq(payload)
-                if len(payload) > 11 and payload[11] == TX_TAG and seq is not None:
+                if frame_family(payload) == TX_SOURCE and seq is not None:
                     self.tx_cut_seqs.append(seq)
                 continue
             seq = frame_seq(payload)
@@ -553,7 +545,7 @@ class SegmentRun:
             if seq <= self.last_tx_seq:
                 self.problems.append(f"TX frame {seq} after {self.last_tx_seq}: duplicated")
             self.last_tx_seq = max(self.last_tx_seq, seq)
-            if payload != make_frame(TX_TAG, seq, self.tx_sizes[index]):
+            if payload != make_frame(TX_SOURCE, seq, self.tx_sizes[index]):
                 self.problems.append(f"TX frame {seq} damaged on the wire")
             self.tx_good += 1
             self.tx_good_seqs.add(seq)
@@ -565,7 +557,7 @@ class SegmentRun:
         for n, size in enumerate(self.rx_sizes):
             if s.fault_class == "wire" and n == s.fault_at_frame:
                 await self.send_wire_fault(n)
-            data = make_frame(RX_TAG, self.rx_first + n, size)
+            data = make_frame(RX_SOURCE, self.rx_first + n, size)
             await source.send(GmiiFrame.from_payload(data))
             # The source queues a copy, which gets the wire times (sim_time_sfd): keep it.
             self.rx_sent_frames.append(source.queue._queue[-1])
@@ -589,7 +581,7 @@ class SegmentRun:
             return
         for k in range(WIRE_FAULT_FRAMES):
             size = self.rng.randint(1530, 2000) if site == "oversize" else self.rx_sizes[n]
-            frame, has_sfd = bad_frame(site, make_frame(BAD_TAG, k, size), self.rng)
+            frame, has_sfd = bad_frame(site, make_frame(BAD_SOURCE, k, size), self.rng)
             await source.send(frame)
             if has_sfd:
                 self.bad_sent += 1
@@ -1278,14 +1270,6 @@ async def settle(left, refresh=None) -> None:
         elif get_sim_time("ns") - unchanged_since >= SETTLE_NS:
             return
         await Timer(5, "us")
-
-
-def split(frame: bytes, layout: TxLayout) -> list[bytes]:
-    parts, offset = [], 0
-    for length in layout.lengths:
-        parts.append(frame[offset : offset + length])
-        offset += length
-    return parts
 
 
 class Soak:
