@@ -46,7 +46,7 @@ from macdma.firmware.driver import (
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.guard import MemoryGuard, format_ranges
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.cosim.progress import FrameProgress
 from macdma.sim.model.cpu import CpuModel
 from macdma.sim.model.cpus import load_cpu
 from macdma.sim.model.platform_cocotb import CocotbPlatform
@@ -59,6 +59,7 @@ from macdma.sim.run.frames import (
     make_frame,
     split,
 )
+from macdma.sim.run.traffic import sim_time_us
 from macdma.sim.soak.coverage import SoakCoverage
 from macdma.sim.soak.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.soak.plan import (
@@ -264,25 +265,6 @@ def axi_channels(memory) -> dict:
     }
 
 
-class Progress:
-    """Frames done per direction, as JSON lines to env ``MACDMA_PROGRESS`` (``macdma
-    soak`` draws them), about every 0.5% of the run."""
-
-    def __init__(self, total: int):
-        self.path = os.environ.get(PROGRESS_ENV)
-        self.total = total
-        self.step = max(1, total // 200)
-        self.done = {"tx": 0, "rx": 0}
-
-    def count(self, direction: str, frames: int = 1) -> None:
-        before = self.done[direction]
-        self.done[direction] = after = before + frames
-        if self.path and (after // self.step != before // self.step or after == self.total):
-            record = {"direction": direction, "done": after, "total": self.total}
-            with open(self.path, "a") as progress:
-                progress.write(json.dumps({**record, "sim_us": get_sim_time("ns") / 1e3}) + "\n")
-
-
 #: Where RX frames lost in the SoC are counted (with the driver's discarded partial frames):
 #: RX_DROPS, RX_FIFO_OVERFLOWS, RX_RESET_DISCARDS, and frames the MAC dropped while its
 #: receiver was off (between a SoC reset and the driver's re-open).
@@ -486,7 +468,7 @@ class SegmentRun:
         if data != make_frame(RX_SOURCE, seq, self.rx_sizes[index]):
             self.problems.append(f"RX frame {seq} damaged ({len(data)} bytes)")
         self.delivered += 1
-        self.soak.progress.count("rx")
+        self.soak.progress["rx"].advance()
 
     def check_flagged(self, data: bytes, seq: int | None, meta) -> None:
         """A frame delivered flagged bad: truncated (the RX FIFO or the ring ran out
@@ -549,7 +531,7 @@ class SegmentRun:
                 self.problems.append(f"TX frame {seq} damaged on the wire")
             self.tx_good += 1
             self.tx_good_seqs.add(seq)
-            self.soak.progress.count("tx")
+            self.soak.progress["tx"].advance()
 
     async def send_rx(self) -> None:
         source, rng = self.bench.rx_source, self.soak.rng
@@ -1280,7 +1262,10 @@ class Soak:
         self.rng = random.Random(f"soak-bench-{config.seed}")
         self.bench = SocBench(dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES)
         self.cpu_spec = load_cpu("ideal")
-        self.progress = Progress(config.frames)
+        self.progress = {
+            direction: FrameProgress(direction, config.frames, sim_time_us, dut._log)
+            for direction in ("tx", "rx")
+        }
         self.coverage = SoakCoverage()
         self.poison = random.Random(f"soak-poison-{config.seed}").randbytes(MAX_RX_BUF_BYTES)
         self.tx_sent = self.rx_sent = 0
