@@ -3,7 +3,8 @@ everything random that a driver and a bus can vary, and every byte accounted for
 
 The run is planned from its seed (sim/soak/plan.py) and goes segment by segment: the
 driver model (ideal CPU) opens the device with the segment's settings (rings, RX buffer
-size, burst cap, prefetch, IRQ strategy and coalescing, rate limit), the bench sets host
+size, burst cap, prefetch, IRQ strategy and coalescing, rate limit: values of ``macdma
+run``'s knobs, made a DriverConfig as ``macdma run`` makes its own), the bench sets host
 memory's latency and back-pressure on all five AXI channels, then a TX generator hands
 the segment's frames to ``xmit`` in random fragment layouts (odd addresses, 4 KiB
 crossings) while an RX generator sends frames of random sizes, with random idle gaps.
@@ -17,8 +18,10 @@ Once both directions have drained, the driver closes the device and the bench ch
   included), and never past the length it reported in an RX buffer (poisoned on post);
 - the STATS and channel counters against the bench's own counts.
 
-One JSON line per segment goes to env ``MACDMA_SOAK_RECORD`` (so a run stopped half-way
-still says what it survived), then a summary line with the coverage bins.
+The frames are ``macdma run``'s (sim/run/frames.py), and so is the progress reporting
+(sim/cosim/progress.py ``FrameProgress``). One JSON line per segment goes to env
+``MACDMA_SOAK_RECORD`` (so a run stopped half-way still says what it survived), then a
+summary line with the coverage bins.
 """
 
 from __future__ import annotations
@@ -37,9 +40,7 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import (
-    DriverConfig,
     DriverHooks,
-    IrqStrategy,
     MacDmaDriver,
     QueueHooks,
 )
@@ -68,7 +69,9 @@ from macdma.sim.soak.plan import (
     MAX_RX_BUF_BYTES,
     MAX_TX_RING,
     RECORD_ENV,
+    SOAK_CPU,
     SOAK_ENV,
+    SYS_CLK_MHZ,
     TX_WINDOW_BYTES,
     WIRE_FAULT_FRAMES,
     Segment,
@@ -79,7 +82,7 @@ from macdma.sim.soak.plan import (
 )
 
 FCS_BYTES = 4
-SYS_CLK_NS = 8.0  # 125 MHz: the SoC's system clock on the boards
+SYS_CLK_NS = 1000 / SYS_CLK_MHZ
 
 # Host memory: the allocator's arena (rings, RX buffers) and the TX fragment windows,
 # with guarded memory below, between and above them.
@@ -384,31 +387,11 @@ class SegmentRun:
 
     # -- the driver --------------------------------------------------------------------
 
-    def driver_config(self) -> DriverConfig:
-        s = self.segment
-        strategy = IrqStrategy(
-            name=s.irq,
-            coalesce_frames=s.coalesce_frames,
-            coalesce_us=s.coalesce_us,
-            poll_us=s.poll_us,
-            budget=s.budget,
-        )
-        return DriverConfig(
-            tx_ring=s.tx_ring,
-            rx_ring=s.rx_ring,
-            rx_buf=s.rx_buf,
-            burst_beats=s.burst_beats,
-            prefetch=s.prefetch,
-            strategy=strategy,
-            sys_clk_mhz=round(1000 / SYS_CLK_NS),
-            irq_min_interval_us=s.irq_min_interval_us,
-        )
-
     async def open(self) -> None:
         soak = self.soak
         self.cpu = CpuModel(soak.cpu_spec.clock_mhz, soak.cpu_spec.costs)
         self.platform = SoakPlatform(self.bench, self.cpu)
-        config = self.driver_config()
+        config = self.segment.driver_config(soak.cpu_spec.driver)
         self.tx_hooks = SoakTxHooks(soak.guard)
         self.rx_hooks = SoakRxHooks(self.platform.memory, config.rx_buf, soak.poison, self.problems)
         self.driver = MacDmaDriver(
@@ -1261,7 +1244,7 @@ class Soak:
         self.config = config
         self.rng = random.Random(f"soak-bench-{config.seed}")
         self.bench = SocBench(dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES)
-        self.cpu_spec = load_cpu("ideal")
+        self.cpu_spec = load_cpu(SOAK_CPU)
         self.progress = {
             direction: FrameProgress(direction, config.frames, sim_time_us, dut._log)
             for direction in ("tx", "rx")
