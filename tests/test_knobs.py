@@ -4,13 +4,22 @@ and the ranges the hardware sets are the register map's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from macdma.firmware.driver import MAX_PREFETCH, DriverConfig
 from macdma.hdl.regmap import REGISTER_MAP
 from macdma.sim.cli import build_parser, main, scenario_from_args
-from macdma.sim.run.knobs import knobs_of, option_name, register_range, scenario_from_values
+from macdma.sim.run.knobs import (
+    knob,
+    knobs_of,
+    option_name,
+    register_range,
+    scenario_from_values,
+)
 from macdma.sim.run.scenario import Scenario
+from macdma.sim.soak.plan import FAULT_CLASSES, SoakConfig, plan_segments
 
 KNOBS = knobs_of(Scenario)
 
@@ -271,3 +280,56 @@ def test_a_sweep_knob_that_does_nothing_anywhere_is_refused(fixed, swept, messag
 
     with pytest.raises(ValueError, match=message):
         expand(_one_experiment(fixed, swept), "test")
+
+
+# -- one knob table for ``macdma run`` and ``macdma soak`` (issue 37) --------------------------
+
+
+def _declare(monkeypatch, name: str, kind: type, declaration) -> None:
+    """Scenario as if one more ``name: kind = knob(...)`` line were in its class body: the
+    class extended by the field, and Scenario given the extension's field table and the
+    methods dataclass generates from it (monkeypatch puts the class back)."""
+    extended = dataclasses.make_dataclass(
+        "Scenario", [(name, kind, declaration)], bases=(Scenario,), frozen=True
+    )
+    for member in ("__dataclass_fields__", "__init__", "__repr__", "__eq__", "__hash__"):
+        monkeypatch.setattr(Scenario, member, getattr(extended, member))
+
+
+def test_a_knob_added_once_reaches_the_driver_of_run_and_of_the_soak(monkeypatch, capsys):
+    # A knob for an existing DriverConfig setting no knob feeds yet: the DMA's descriptor
+    # re-check interval, its range the register's, a default the driver does not have.
+    assert DriverConfig().dma_poll_us == 0 and "dma_poll_us" not in KNOBS
+    low, high = register_range("TX_POLL_US")
+    _declare(monkeypatch, "dma_poll_us", int, knob(
+        7, int, "the DMA's descriptor re-check interval", unit="µs", low=low, high=high,
+        driver="dma_poll_us",
+    ))  # fmt: skip
+
+    # macdma run: the default, the command line (its option, its bounds) and a sweep file.
+    assert Scenario().driver_config().dma_poll_us == 7
+    args = build_parser().parse_args(["run", "--dma-poll-us", "9"])
+    assert scenario_from_args(args).driver_config().dma_poll_us == 9
+    assert scenario_from_values(Scenario, {"dma_poll_us": 3}).driver_config().dma_poll_us == 3
+    with pytest.raises(SystemExit):
+        main(["run", "--dma-poll-us", str(high + 1)])
+    assert f"argument --dma-poll-us: must be {low}..{high} µs" in capsys.readouterr().err
+    # macdma soak: every segment of a run (with every fault class: the segments that shrink
+    # the RX ring too) gets the knob's default, through the same path.
+    for faults in ((), FAULT_CLASSES):
+        for segment in plan_segments(SoakConfig(frames=4_000, seed=5, faults=faults)):
+            assert segment.driver_config().dma_poll_us == 7, segment.describe()
+
+
+def test_the_soaks_driver_settings_are_checked_by_the_knob_declarations():
+    segment = plan_segments(SoakConfig(frames=500, seed=1))[0]
+    config = segment.driver_config({"housekeeping_hz": 500})
+    assert (config.tx_ring, config.rx_buf, config.burst_beats) == (
+        segment.tx_ring, segment.rx_buf, segment.burst_beats,
+    )  # fmt: skip
+    assert config.strategy.name == segment.irq and config.sys_clk_mhz == 125
+    assert config.housekeeping_hz == 500, "the CPU file's settings reach the soak as run"
+    declared, _ = KNOBS["rx_buf_bytes"]
+    bad = dataclasses.replace(segment, rx_buf=int(declared.high) + 1)
+    with pytest.raises(ValueError, match=f"rx_buf_bytes must be {declared.limit_text()}"):
+        bad.driver_config()

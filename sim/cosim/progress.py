@@ -1,7 +1,8 @@
-"""Progress of a ``macdma run`` while its simulator runs.
+"""Progress of a ``macdma run`` or ``macdma soak`` while its simulator runs.
 
 The bench (in the simulator process) appends one JSON line per step to the file named by
-env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``. In this process,
+env :data:`PROGRESS_ENV`: ``{"direction", "done", "total", "sim_us"}``, through a
+:class:`FrameProgress` per direction (both commands' benches). In this process,
 :class:`ProgressFollower` polls that file from a thread and hands each new record to a
 :class:`RunProgress`, which draws a rich progress bar per direction on a terminal
 (frames done, simulated µs, ETA) and prints a plain line every ~10% otherwise.
@@ -114,6 +115,40 @@ def showing_build(
         if ticker is not None:
             ticker.join(timeout=1)
         say(f"model {outcome} in {duration_text(time.monotonic() - started)}")
+
+
+class FrameProgress:
+    """The bench's side: one direction's frames done, as a JSON line appended to the file
+    named by env :data:`PROGRESS_ENV` about every 1% of ``total`` (the command renders
+    them), else through ``log`` every ~10% (a regress point's log; nothing without a log).
+    ``now_us`` reads the simulated time in µs (the bench's clock: this module runs in the
+    command's process too, which has no simulator)."""
+
+    def __init__(self, direction: str, total: int, now_us: Callable[[], float], log=None) -> None:
+        self.direction, self.total, self.now_us, self.log = direction, total, now_us, log
+        self.path = os.environ.get(PROGRESS_ENV)
+        self.step = max(1, total // (100 if self.path else PLAIN_STEPS))
+        self.done = 0
+
+    def tick(self, done: int) -> None:
+        """``done`` frames of ``total`` are through; reported at every step and at the end."""
+        self.done = done
+        if done % self.step and done != self.total:
+            return
+        sim_us = self.now_us()
+        if self.path:
+            record = {"direction": self.direction, "done": done, "total": self.total}
+            with open(self.path, "a") as progress:
+                progress.write(json.dumps({**record, "sim_us": sim_us}) + "\n")
+        elif self.log is not None:
+            self.log.info(
+                "%s: %d/%d frames (%.0f%%) at %.1f us",
+                self.direction, done, self.total, 100 * done / self.total, sim_us,
+            )  # fmt: skip
+
+    def advance(self, frames: int = 1) -> None:
+        """``frames`` more frames are through."""
+        self.tick(self.done + frames)
 
 
 class ProgressFollower:

@@ -33,8 +33,8 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware.c import abi
 from macdma.sim.benches.cpu_soc import CpuSocBench
 from macdma.sim.benches.gmii import GMII_1000
+from macdma.sim.run.frames import RX_SOURCE, make_frame
 from macdma.sim.run.scenario import RECORD_ENV, Scenario, memory_bytes_for, scenario_from_env
-from macdma.sim.run.traffic import RX_SOURCE, make_frame
 
 __all__ = ["firmware_config"]
 

@@ -9,7 +9,9 @@ a :class:`Knob` in the field's metadata. From that one declaration derive:
 - the ``macdma run`` options (:func:`add_knob_options`: ``--<name-with-dashes>``, parsed
   and checked by the same :meth:`Knob.check`, so the CLI and the Scenario say the same),
 - the sweep-file validation (:func:`scenario_from_values`: unknown keys and bad values named),
-- the driver configuration (:func:`driver_settings`: every knob with a ``driver`` target),
+- the driver configuration (:func:`driver_config`, from :func:`driver_settings`: every knob
+  with a ``driver`` target), for ``macdma run`` and ``macdma soak`` alike (a soak segment
+  is the knob values it varies, the rest at their defaults: sim/soak/plan.py),
 - the dependencies between knobs (``needs``: a knob that only acts when another has one of
   some values; :func:`check_needs` refuses it elsewhere, :func:`unneeded` finds it).
 
@@ -31,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from macdma.firmware.driver import DriverConfig, IrqStrategy
 from macdma.hdl.regmap import REGISTER_MAP
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "KnobConflict",
     "check_needs",
     "add_knob_options",
+    "driver_config",
     "driver_settings",
     "knob",
     "knobs_of",
@@ -364,3 +368,16 @@ def driver_settings(scenario) -> tuple[dict[str, Any], dict[str, Any]]:
         else:
             config[target] = value
     return config, strategy
+
+
+def driver_config(
+    instance, cpu_driver: Mapping[str, Any] | None = None, *, mii: bool = False
+) -> DriverConfig:
+    """The DriverConfig of ``instance`` (a dataclass declared with :func:`knob`, a
+    Scenario): its knobs' :func:`driver_settings` over the CPU file's driver settings
+    ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s). The one way from knob values
+    to the driver's configuration: ``macdma run``'s bench and the soak's segments both
+    come through here, so a knob declared once reaches both."""
+    settings, strategy = driver_settings(instance)
+    merged = {**(cpu_driver or {}), **settings}
+    return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)

@@ -26,8 +26,6 @@ from macdma.firmware.driver import (
     IRQ_STRATEGIES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
-    DriverConfig,
-    IrqStrategy,
     IrqStrategyName,
 )
 
@@ -35,7 +33,7 @@ from ..cosim.outputs import write_or_rescue
 from ..cosim.progress import PROGRESS_ENV, ProgressFollower
 from ..cosim.runner import run_cocotb
 from ..model.cpus import MAX_CORES, load_cpu
-from .knobs import check_needs, driver_settings, knob, knobs_of, register_range
+from .knobs import check_needs, driver_config, knob, knobs_of, register_range
 
 __all__ = [
     "DIRECTIONS",
@@ -353,11 +351,9 @@ class Scenario:
 
     def driver_config(self, cpu_driver: dict | None = None, *, mii: bool = False):
         """The DriverConfig of this scenario, derived from its knobs' declarations
-        (:func:`macdma.sim.run.knobs.driver_settings`) over the CPU file's driver settings
-        ``cpu_driver``; ``mii`` is the link mode's (10/100 Mb/s)."""
-        settings, strategy = driver_settings(self)
-        merged = {**(cpu_driver or {}), **settings}
-        return DriverConfig(**merged, strategy=IrqStrategy(**strategy), mii=mii)
+        over the CPU file's driver settings ``cpu_driver``; ``mii`` is the link mode's
+        (10/100 Mb/s). See :func:`macdma.sim.run.knobs.driver_config`."""
+        return driver_config(self, cpu_driver, mii=mii)
 
     # -- derived ---------------------------------------------------------------------------
     @property

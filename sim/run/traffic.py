@@ -21,10 +21,6 @@ PAUSE frames are taken off the TX wire before the models read it.
 
 from __future__ import annotations
 
-import json
-import os
-import random
-import struct
 from collections import Counter, deque
 
 import cocotb
@@ -35,12 +31,16 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.driver import UDP_CSUM_OFFSET, UDP_CSUM_START
 from macdma.sim.benches.pausing_peer import PausingPeer
-from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.cosim.progress import FrameProgress
+from macdma.sim.run.frames import (
+    ACK_SOURCE,
+    RX_SOURCE,
+    TX_SOURCE,
+    frame_seq,
+    make_frame,
+    split,
+)
 from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
-
-ETHERTYPE = 0x88B5  # IEEE local experimental
-TX_SOURCE, RX_SOURCE = 0x01, 0x02  # last byte of the source MAC tells the directions apart
-ACK_SOURCE = 0x03  # stream: the receiver's acknowledgements
 
 #: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
 #: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
@@ -58,20 +58,6 @@ QDISC_PACKETS = 1000
 STREAM_LOSS_CHECK_NS = 20_000.0
 
 
-def make_frame(direction_tag: int, seq: int, size: int) -> bytes:
-    """``size`` bytes: Ethernet header, the sequence number, then bytes derived from it."""
-    header = bytes([0x02, 0, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0, direction_tag])
-    header += struct.pack(">HI", ETHERTYPE, seq)
-    body = random.Random(seq * 2 + direction_tag).randbytes(max(0, size - len(header)))
-    return (header + body)[:size]
-
-
-def frame_seq(data: bytes) -> int | None:
-    if len(data) < 18:
-        return None
-    return struct.unpack(">I", data[14:18])[0]
-
-
 def with_udp_checksum(frame: bytes) -> bytes:
     """``frame`` as TX checksum insertion leaves it for the driver's ``tx_checksum`` hw
     request (firmware/config.py: sum from byte 34, written at 40; RFC 768's 0 -> 0xFFFF)."""
@@ -85,41 +71,9 @@ def with_udp_checksum(frame: bytes) -> bytes:
     return frame[:at] + value.to_bytes(2, "big") + frame[at + 2 :]
 
 
-def split(data: bytes, sizes: list[int]) -> list[bytes]:
-    parts, offset = [], 0
-    for size in sizes:
-        parts.append(data[offset : offset + size])
-        offset += size
-    return parts
-
-
-class Progress:
-    """Reports a direction's frames done: as JSON lines appended to the file named by env
-    ``MACDMA_PROGRESS`` (``macdma run`` renders them; about every 1% of the frames), else
-    through the cocotb log every ~10% (a regress point's log)."""
-
-    def __init__(self, log, direction: str, total: int):
-        self.log, self.direction, self.total = log, direction, total
-        self.path = os.environ.get(PROGRESS_ENV)
-        self.step = max(1, total // (100 if self.path else 10))
-
-    def tick(self, done: int):
-        if done % self.step and done != self.total:
-            return
-        sim_us = get_sim_time("ns") / 1e3
-        if self.path:
-            record = {"direction": self.direction, "done": done, "total": self.total}
-            with open(self.path, "a") as progress:
-                progress.write(json.dumps({**record, "sim_us": sim_us}) + "\n")
-            return
-        self.log.info(
-            "%s: %d/%d frames (%.0f%%) at %.1f us",
-            self.direction,
-            done,
-            self.total,
-            100 * done / self.total,
-            sim_us,
-        )
+def sim_time_us() -> float:
+    """The simulated time in µs (a :class:`FrameProgress` clock)."""
+    return get_sim_time("ns") / 1e3
 
 
 def _wire_stamp(frame) -> dict:
@@ -155,8 +109,8 @@ class Traffic:
         self.errors: list[str] = []
         self.drops: Counter = Counter()  # software drops, by where they happened
         self.last_seq = -1
-        self.rx_progress = Progress(log, "rx", scenario.frames)
-        self.tx_progress = Progress(log, "tx", scenario.frames)
+        self.rx_progress = FrameProgress("rx", scenario.frames, sim_time_us, log)
+        self.tx_progress = FrameProgress("tx", scenario.frames, sim_time_us, log)
         self.changed = Event()  # something the waiting application or far end cares about
         self.socket: deque = deque()
         truesize = scenario.rx_buf_bytes + SKB_TRUESIZE_BYTES

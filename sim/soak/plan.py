@@ -4,7 +4,9 @@ latency and back-pressure, sizes) and every frame's size and TX fragment layout.
 Pure Python (no cocotb), shared by ``macdma soak`` (sim/soak/command.py), which prints and records
 it, and the cocotb bench (sim/soak/soak_tb.py), which runs it; so a seed replays a run
 exactly. Between segments the driver closes and re-opens the device with the next
-segment's settings (as ``ethtool -C`` / ``-G`` do on many drivers).
+segment's settings (as ``ethtool -C`` / ``-G`` do on many drivers). A segment's driver
+settings are values of ``macdma run``'s knobs (sim/run/scenario.py), and its DriverConfig
+is built from them as ``macdma run`` builds its own (:meth:`Segment.driver_config`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,25 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from macdma.firmware import regs
-from macdma.firmware.driver import IRQ_STRATEGIES, IrqStrategyName
+from macdma.firmware.driver import IRQ_STRATEGIES, DriverConfig, IrqStrategyName
+from macdma.sim.run.knobs import driver_config, scenario_from_values
+from macdma.sim.run.scenario import MAX_EXTRA_FRAGMENTS, Scenario
 
 #: Frame sizes without FCS: the smallest untagged frame to the largest.
 MIN_FRAME_BYTES, MAX_FRAME_BYTES = 60, 1514
 MAX_FRAGMENTS = 16
+#: The driver stops its TX queue while fewer descriptors than a frame of this many extra
+#: fragments needs are free (the ``frags`` knob): the most ``macdma run`` takes, 17
+#: descriptors as the driver's default (MAX_SKB_FRAGS + 1), room for the soak's frames.
+DRIVER_EXTRA_FRAGMENTS = MAX_EXTRA_FRAGMENTS
+assert MAX_FRAGMENTS <= DRIVER_EXTRA_FRAGMENTS + 1
+#: The driver model runs on the ideal CPU (the soak checks correctness, not CPU time) with
+#: the SoC's system clock on the boards.
+SOAK_CPU = "ideal"
+SYS_CLK_MHZ = 125
 MIN_RX_BUF_BYTES, MAX_RX_BUF_BYTES = 64, 2048
 #: Each TX ring slot's fragment window: two 4 KiB pages, so a fragment can cross one.
 TX_WINDOW_BYTES = 8192
@@ -168,6 +182,35 @@ class Segment:
             f"latency {self.mem_latency_cycles} pauses {pauses}"
             + (f" fault {self.fault_class}/{self.fault_site}" if self.fault_class else "")
         )
+
+    def knob_values(self) -> dict[str, Any]:
+        """The segment's settings as values of ``macdma run``'s knobs, by knob name (every
+        other knob keeps its default)."""
+        return {
+            "cpu": SOAK_CPU,
+            "sys_mhz": SYS_CLK_MHZ,
+            "frags": DRIVER_EXTRA_FRAGMENTS,
+            "tx_ring": self.tx_ring,
+            "rx_ring": self.rx_ring,
+            "rx_buf_bytes": self.rx_buf,
+            "burst_beats": self.burst_beats,
+            "prefetch": self.prefetch,
+            "irq": self.irq,
+            "coalesce_frames": self.coalesce_frames,
+            "coalesce_us": self.coalesce_us,
+            "poll_us": self.poll_us,
+            "budget": self.budget,
+            "irq_min_interval_us": self.irq_min_interval_us,
+            "mem_latency_cycles": self.mem_latency_cycles,
+        }
+
+    def driver_config(self, cpu_driver: dict[str, Any] | None = None) -> DriverConfig:
+        """The driver's configuration for this segment: its knob values checked as
+        ``macdma run`` checks its own (a Scenario) and turned into a DriverConfig the one
+        way (:func:`macdma.sim.run.knobs.driver_config`), over the CPU file's driver
+        settings ``cpu_driver``."""
+        scenario = scenario_from_values(Scenario, self.knob_values(), f"soak segment {self.index}")
+        return driver_config(scenario, cpu_driver)
 
 
 def _cycle(rng: random.Random, values: tuple, count: int) -> list:

@@ -3,7 +3,8 @@ everything random that a driver and a bus can vary, and every byte accounted for
 
 The run is planned from its seed (sim/soak/plan.py) and goes segment by segment: the
 driver model (ideal CPU) opens the device with the segment's settings (rings, RX buffer
-size, burst cap, prefetch, IRQ strategy and coalescing, rate limit), the bench sets host
+size, burst cap, prefetch, IRQ strategy and coalescing, rate limit: values of ``macdma
+run``'s knobs, made a DriverConfig as ``macdma run`` makes its own), the bench sets host
 memory's latency and back-pressure on all five AXI channels, then a TX generator hands
 the segment's frames to ``xmit`` in random fragment layouts (odd addresses, 4 KiB
 crossings) while an RX generator sends frames of random sizes, with random idle gaps.
@@ -17,8 +18,10 @@ Once both directions have drained, the driver closes the device and the bench ch
   included), and never past the length it reported in an RX buffer (poisoned on post);
 - the STATS and channel counters against the bench's own counts.
 
-One JSON line per segment goes to env ``MACDMA_SOAK_RECORD`` (so a run stopped half-way
-still says what it survived), then a summary line with the coverage bins.
+The frames are ``macdma run``'s (sim/run/frames.py), and so is the progress reporting
+(sim/cosim/progress.py ``FrameProgress``). One JSON line per segment goes to env
+``MACDMA_SOAK_RECORD`` (so a run stopped half-way still says what it survived), then a
+summary line with the coverage bins.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import dataclasses
 import json
 import os
 import random
-import struct
 import time
 
 import cocotb
@@ -38,19 +40,27 @@ from cocotbext.eth import GmiiFrame
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
 from macdma.firmware.driver import (
-    DriverConfig,
     DriverHooks,
-    IrqStrategy,
     MacDmaDriver,
     QueueHooks,
 )
 from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.guard import MemoryGuard, format_ranges
 from macdma.sim.benches.soc import SocBench
-from macdma.sim.cosim.progress import PROGRESS_ENV
+from macdma.sim.cosim.progress import FrameProgress
 from macdma.sim.model.cpu import CpuModel
 from macdma.sim.model.cpus import load_cpu
 from macdma.sim.model.platform_cocotb import CocotbPlatform
+from macdma.sim.run.frames import (
+    BAD_SOURCE,
+    RX_SOURCE,
+    TX_SOURCE,
+    frame_family,
+    frame_seq,
+    make_frame,
+    split,
+)
+from macdma.sim.run.traffic import sim_time_us
 from macdma.sim.soak.coverage import SoakCoverage
 from macdma.sim.soak.faults import ArmedError, BusErrors, bad_frame
 from macdma.sim.soak.plan import (
@@ -59,22 +69,20 @@ from macdma.sim.soak.plan import (
     MAX_RX_BUF_BYTES,
     MAX_TX_RING,
     RECORD_ENV,
+    SOAK_CPU,
     SOAK_ENV,
+    SYS_CLK_MHZ,
     TX_WINDOW_BYTES,
     WIRE_FAULT_FRAMES,
     Segment,
     SoakConfig,
-    TxLayout,
     frame_sizes,
     plan_segments,
     tx_layouts,
 )
 
-ETHERTYPE = 0x88B5  # IEEE local experimental
-# The last byte of the source MAC tells the directions (and the wire faults' frames) apart.
-TX_TAG, RX_TAG, BAD_TAG = 0x01, 0x02, 0x03
 FCS_BYTES = 4
-SYS_CLK_NS = 8.0  # 125 MHz: the SoC's system clock on the boards
+SYS_CLK_NS = 1000 / SYS_CLK_MHZ
 
 # Host memory: the allocator's arena (rings, RX buffers) and the TX fragment windows,
 # with guarded memory below, between and above them.
@@ -101,18 +109,6 @@ EXHAUSTION_MAX_US = 3000  # the longest the CPU is held waiting for the RX ring 
 SHORT_GAP_FRAMES = 8
 #: A count that has not moved for this long has settled: what is missing then is lost.
 SETTLE_NS = 1_000_000
-
-
-def make_frame(tag: int, seq: int, size: int) -> bytes:
-    """*size* bytes: Ethernet header, the sequence number, then bytes derived from both."""
-    header = bytes([0x02, 0, 0, 0, 0, 0x10, 0x02, 0, 0, 0, 0, tag])
-    header += struct.pack(">HI", ETHERTYPE, seq)
-    body = random.Random(seq * 4 + tag).randbytes(size - len(header))
-    return header + body
-
-
-def frame_seq(data: bytes) -> int | None:
-    return struct.unpack(">I", data[14:18])[0] if len(data) >= 18 else None
 
 
 class SoakPlatform(CocotbPlatform):
@@ -272,25 +268,6 @@ def axi_channels(memory) -> dict:
     }
 
 
-class Progress:
-    """Frames done per direction, as JSON lines to env ``MACDMA_PROGRESS`` (``macdma
-    soak`` draws them), about every 0.5% of the run."""
-
-    def __init__(self, total: int):
-        self.path = os.environ.get(PROGRESS_ENV)
-        self.total = total
-        self.step = max(1, total // 200)
-        self.done = {"tx": 0, "rx": 0}
-
-    def count(self, direction: str, frames: int = 1) -> None:
-        before = self.done[direction]
-        self.done[direction] = after = before + frames
-        if self.path and (after // self.step != before // self.step or after == self.total):
-            record = {"direction": direction, "done": after, "total": self.total}
-            with open(self.path, "a") as progress:
-                progress.write(json.dumps({**record, "sim_us": get_sim_time("ns") / 1e3}) + "\n")
-
-
 #: Where RX frames lost in the SoC are counted (with the driver's discarded partial frames):
 #: RX_DROPS, RX_FIFO_OVERFLOWS, RX_RESET_DISCARDS, and frames the MAC dropped while its
 #: receiver was off (between a SoC reset and the driver's re-open).
@@ -410,31 +387,11 @@ class SegmentRun:
 
     # -- the driver --------------------------------------------------------------------
 
-    def driver_config(self) -> DriverConfig:
-        s = self.segment
-        strategy = IrqStrategy(
-            name=s.irq,
-            coalesce_frames=s.coalesce_frames,
-            coalesce_us=s.coalesce_us,
-            poll_us=s.poll_us,
-            budget=s.budget,
-        )
-        return DriverConfig(
-            tx_ring=s.tx_ring,
-            rx_ring=s.rx_ring,
-            rx_buf=s.rx_buf,
-            burst_beats=s.burst_beats,
-            prefetch=s.prefetch,
-            strategy=strategy,
-            sys_clk_mhz=round(1000 / SYS_CLK_NS),
-            irq_min_interval_us=s.irq_min_interval_us,
-        )
-
     async def open(self) -> None:
         soak = self.soak
         self.cpu = CpuModel(soak.cpu_spec.clock_mhz, soak.cpu_spec.costs)
         self.platform = SoakPlatform(self.bench, self.cpu)
-        config = self.driver_config()
+        config = self.segment.driver_config(soak.cpu_spec.driver)
         self.tx_hooks = SoakTxHooks(soak.guard)
         self.rx_hooks = SoakRxHooks(self.platform.memory, config.rx_buf, soak.poison, self.problems)
         self.driver = MacDmaDriver(
@@ -473,7 +430,7 @@ class SegmentRun:
         if not ok:
             self.check_flagged(data, seq, meta)
             return
-        if len(data) > 11 and data[11] == BAD_TAG:
+        if frame_family(data) == BAD_SOURCE:
             self.problems.append(f"a bad frame ({len(data)} bytes) was delivered as good")
             return
         index = None if seq is None else seq - self.rx_first
@@ -491,10 +448,10 @@ class SegmentRun:
             self.rx_duplicates += 1
         self.rx_delivered_seqs.append(seq)
         self.last_rx_seq = max(self.last_rx_seq, seq)
-        if data != make_frame(RX_TAG, seq, self.rx_sizes[index]):
+        if data != make_frame(RX_SOURCE, seq, self.rx_sizes[index]):
             self.problems.append(f"RX frame {seq} damaged ({len(data)} bytes)")
         self.delivered += 1
-        self.soak.progress.count("rx")
+        self.soak.progress["rx"].advance()
 
     def check_flagged(self, data: bytes, seq: int | None, meta) -> None:
         """A frame delivered flagged bad: truncated (the RX FIFO or the ring ran out
@@ -503,9 +460,9 @@ class SegmentRun:
         if meta.rx_truncated:
             self.flagged_truncated += 1
             index = None if seq is None else seq - self.rx_first
-            if len(data) > 11 and data[11] == RX_TAG and index is not None:
+            if frame_family(data) == RX_SOURCE and index is not None:
                 if 0 <= index < len(self.rx_sizes):
-                    expected = make_frame(RX_TAG, seq, self.rx_sizes[index])
+                    expected = make_frame(RX_SOURCE, seq, self.rx_sizes[index])
                     if data != expected[: len(data)]:
                         self.problems.append(f"truncated RX frame {seq}: first bytes damaged")
             return
@@ -517,8 +474,8 @@ class SegmentRun:
         driver, platform = self.driver, self.platform
         for n, layout in enumerate(self.layouts):
             seq = self.tx_first + n
-            frame = make_frame(TX_TAG, seq, self.tx_sizes[n])
-            fragments = split(frame, layout)
+            frame = make_frame(TX_SOURCE, seq, self.tx_sizes[n])
+            fragments = split(frame, layout.lengths)
             self.soak.coverage.sample_tx_frame(layout)
             while True:
                 if driver.queue_stopped:
@@ -542,7 +499,7 @@ class SegmentRun:
             if frame.error is not None or not frame.check_fcs():
                 self.tx_bad_wire += 1
                 seq = frame_seq(payload)
-                if len(payload) > 11 and payload[11] == TX_TAG and seq is not None:
+                if frame_family(payload) == TX_SOURCE and seq is not None:
                     self.tx_cut_seqs.append(seq)
                 continue
             seq = frame_seq(payload)
@@ -553,11 +510,11 @@ class SegmentRun:
             if seq <= self.last_tx_seq:
                 self.problems.append(f"TX frame {seq} after {self.last_tx_seq}: duplicated")
             self.last_tx_seq = max(self.last_tx_seq, seq)
-            if payload != make_frame(TX_TAG, seq, self.tx_sizes[index]):
+            if payload != make_frame(TX_SOURCE, seq, self.tx_sizes[index]):
                 self.problems.append(f"TX frame {seq} damaged on the wire")
             self.tx_good += 1
             self.tx_good_seqs.add(seq)
-            self.soak.progress.count("tx")
+            self.soak.progress["tx"].advance()
 
     async def send_rx(self) -> None:
         source, rng = self.bench.rx_source, self.soak.rng
@@ -565,7 +522,7 @@ class SegmentRun:
         for n, size in enumerate(self.rx_sizes):
             if s.fault_class == "wire" and n == s.fault_at_frame:
                 await self.send_wire_fault(n)
-            data = make_frame(RX_TAG, self.rx_first + n, size)
+            data = make_frame(RX_SOURCE, self.rx_first + n, size)
             await source.send(GmiiFrame.from_payload(data))
             # The source queues a copy, which gets the wire times (sim_time_sfd): keep it.
             self.rx_sent_frames.append(source.queue._queue[-1])
@@ -589,7 +546,7 @@ class SegmentRun:
             return
         for k in range(WIRE_FAULT_FRAMES):
             size = self.rng.randint(1530, 2000) if site == "oversize" else self.rx_sizes[n]
-            frame, has_sfd = bad_frame(site, make_frame(BAD_TAG, k, size), self.rng)
+            frame, has_sfd = bad_frame(site, make_frame(BAD_SOURCE, k, size), self.rng)
             await source.send(frame)
             if has_sfd:
                 self.bad_sent += 1
@@ -1280,14 +1237,6 @@ async def settle(left, refresh=None) -> None:
         await Timer(5, "us")
 
 
-def split(frame: bytes, layout: TxLayout) -> list[bytes]:
-    parts, offset = [], 0
-    for length in layout.lengths:
-        parts.append(frame[offset : offset + length])
-        offset += length
-    return parts
-
-
 class Soak:
     """The whole run: the bench, the guard, the back-pressure tasks and the counts."""
 
@@ -1295,8 +1244,11 @@ class Soak:
         self.config = config
         self.rng = random.Random(f"soak-bench-{config.seed}")
         self.bench = SocBench(dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES)
-        self.cpu_spec = load_cpu("ideal")
-        self.progress = Progress(config.frames)
+        self.cpu_spec = load_cpu(SOAK_CPU)
+        self.progress = {
+            direction: FrameProgress(direction, config.frames, sim_time_us, dut._log)
+            for direction in ("tx", "rx")
+        }
         self.coverage = SoakCoverage()
         self.poison = random.Random(f"soak-poison-{config.seed}").randbytes(MAX_RX_BUF_BYTES)
         self.tx_sent = self.rx_sent = 0

@@ -24,7 +24,7 @@ from macdma.sim.benches.gmii import GMII_1000
 from macdma.sim.benches.soc import SocBench
 from macdma.sim.model.cpu import CpuModel
 from macdma.sim.model.platform_cocotb import CocotbPlatform
-from macdma.sim.run.traffic import TX_SOURCE, make_frame
+from macdma.sim.run.frames import TX_SOURCE, make_frame
 
 FRAMES = 6
 FRAME_BYTES = 200
