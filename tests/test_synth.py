@@ -401,6 +401,8 @@ def test_yosys_synthesis_of_the_cpu_board(tmp_path):
     bridges and the SoC's register bank survive (nothing they drive is unconnected), its
     RAM is block RAM initialised from the firmware file, and it all fits the 25F's 56
     DP16KD beside the SoC's FIFOs and the board RAM."""
+    from macdma.hdl.boards.top import CPU_FIRMWARE_FILE
+
     board = "colorlight-5a75b"
     firmware = tmp_path / "firmware.hex"
     firmware.write_text("".join(f"{0x5A5A0000 + index:08x}\n" for index in range(64)))
@@ -429,6 +431,8 @@ def test_yosys_synthesis_of_the_cpu_board(tmp_path):
         )
     ]
     assert initialised, "no block RAM of the core's RAM holds the firmware"
+    # yosys read the image from its build folder (yowasp's yosys has its own /tmp).
+    assert (tmp_path / "build" / CPU_FIRMWARE_FILE).read_text() == firmware.read_text()
     assert report.host == {
         "host": "cpu",
         "cpu_ram_bytes": 32768,

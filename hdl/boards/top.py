@@ -23,6 +23,7 @@ others have a clock).
 """
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from amaranth import *
 from amaranth.lib import io, wiring
@@ -42,11 +43,15 @@ from .rgmii import SPEED_1000, RgmiiAdapter, RgmiiPins
 from .uart import UartRx, UartTx, bit_cycles
 from .uart_bridge import UartBridge
 
-__all__ = ["HOSTS", "BoardConfig", "BoardCore", "BoardTop"]
+__all__ = ["CPU_FIRMWARE_FILE", "HOSTS", "BoardConfig", "BoardCore", "BoardTop"]
 
 #: What drives the SoC's registers and shares its host memory: the UART bridge (a PC
 #: runs the driver model) or the soft core (the C driver runs on the board).
 HOSTS = ("uart", "cpu")
+#: The soft core's RAM image as a board build names it: ``BoardTop.add_sources`` puts
+#: ``BoardConfig.cpu_firmware`` there, in the build folder, where yosys runs (yowasp's yosys
+#: sees its own /tmp, not the host's, so a path given there would not open).
+CPU_FIRMWARE_FILE = "cpu_firmware.hex"
 
 # docs/soc.md: 24 ns (41.7 MHz) is the slowest system clock that holds 1 Gb/s full duplex
 # at every frame size; the need scales with the link rate.
@@ -226,11 +231,14 @@ class BoardTop(Elaboratable):
     def add_sources(self, platform) -> dict:
         """Give ``platform`` the Verilog the design instantiates beside its RTLIL, and
         return the build options (``platform.build`` keywords) that read the rest: with
-        the soft core, its RAM array's module and VexRiscv_Full, which yosys reads from
-        the installed pythondata-cpu-vexriscv package (no copy is made)."""
+        the soft core, its RAM array's module, its RAM image (:data:`CPU_FIRMWARE_FILE`)
+        and VexRiscv_Full, which yosys reads from the installed pythondata-cpu-vexriscv
+        package (no copy is made)."""
         if self.config.host != "cpu":
             return {}
         platform.add_file(f"{CPU_RAM_MODULE}.v", CPU_RAM_VERILOG)
+        if self.config.cpu_firmware:
+            platform.add_file(CPU_FIRMWARE_FILE, Path(self.config.cpu_firmware).read_text())
         return {"script_after_read": f"read_verilog {vexriscv_verilog_path()}"}
 
     def elaborate(self, platform):
@@ -252,7 +260,9 @@ class BoardTop(Elaboratable):
             m.domains += ClockDomain(name)
             m.submodules[f"{name}_reset"] = ResetSynchronizer(~pll.locked, domain=name)
 
-        m.submodules.core = core = BoardCore(cfg)
+        # The image is read from the build folder (add_sources).
+        image = CPU_FIRMWARE_FILE if cfg.cpu_firmware else ""
+        m.submodules.core = core = BoardCore(replace(cfg, cpu_firmware=image))
 
         eth = platform.request("eth_rgmii", cfg.eth_index, dir="-")
         m.submodules.rgmii_pins = pins = RgmiiPins(core, eth, rx_clk_hz=cfg.phy_clk_hz)
