@@ -5,7 +5,8 @@ The words are a plain Verilog array (:data:`CPU_RAM_VERILOG`, carried beside the
 like the host memory's): a bench loads the firmware image through the array's handle
 while the core is held in reset, so one simulator build runs any firmware, and the array
 needs no initialiser per word in the netlist. ``init_file`` (a ``$readmemh`` file) gives a
-synthesised board its image.
+synthesised board its image (the words past it are then zeros in block RAM, undefined in a
+simulator; without it every word starts at zero).
 
 Each port answers one clock after a request (``ack`` registered, the BRAM's read
 latency) and reads ahead during an incrementing burst (``cti`` = 0b010), so a cache line
@@ -48,8 +49,9 @@ module {CPU_RAM_MODULE} #(parameter DEPTH = 1024, parameter ADDR_BITS = 10,
   (* no_rw_check *) reg [31:0] words [0:DEPTH-1] /*verilator public_flat_rw*/;
   integer i;
   initial begin
-    for (i = 0; i < DEPTH; i = i + 1) words[i] = 32'd0;
+    // Either, not both: yosys lets the loop's zeros win over the file's words.
     if (INIT_FILE != "") $readmemh(INIT_FILE, words);
+    else for (i = 0; i < DEPTH; i = i + 1) words[i] = 32'd0;
     i_read_data = 32'd0;
     d_read_data = 32'd0;
   end
