@@ -9,6 +9,7 @@ does not.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -269,13 +270,16 @@ def test_yosys_synthesis_of_colorlight(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cpu", [False, True], ids=["uart", "cpu"])
 @pytest.mark.parametrize("board", ["colorlight-5a75b", "versa-ecp5"])
-def test_board_builds_and_meets_timing_at_1_gbps(board, tmp_path):
+def test_board_builds_and_meets_timing_at_1_gbps(board, cpu, tmp_path):
     """The README's figures: the whole flow to a bitstream, and every clock (sync, tx and
-    tx90 at 125 MHz, the PHY's rx at 125 MHz) meets its constraint."""
+    tx90 at 125 MHz, the PHY's rx at 125 MHz) meets its constraint; with the UART bridge
+    and with the soft core as the SoC's host (docs/synthesis.md, "The soft core on the
+    boards")."""
     from macdma.sim.flows.synth import synthesize
 
-    report = synthesize(board, out_dir=tmp_path)
+    report = synthesize(board, out_dir=tmp_path, cpu=cpu)
     assert report.stage == "pnr"
     domains = {clock.domain for clock in report.clocks}
     assert {"sync", "tx", "tx90", "rx"} <= domains
@@ -287,3 +291,150 @@ def test_board_builds_and_meets_timing_at_1_gbps(board, tmp_path):
         report.bitstream and (tmp_path / report.bitstream.split("/")[-1]).stat().st_size > 100_000
     )
     assert report.blocks["RX DMA channel"]["logic_cells"] > 0
+    assert ("soft core: VexRiscv" in report.blocks) == cpu
+
+
+# -- The soft core as the SoC's host (issue 39) ---------------------------------------------
+
+
+def _cell_ports(rtlil: str, module: str) -> dict[str, dict[str, str]]:
+    """For each cell of the RTLIL module ``module``: port -> the wire it connects to (its
+    name without a bit range; a constant as written)."""
+    modules = [
+        text for text in rtlil.split("\nmodule ")[1:] if text.split("\n", 1)[0] == f"\\{module}"
+    ]
+    assert len(modules) == 1, f"{len(modules)} modules named {module!r}"
+    cells = {}
+    for block in modules[0].split("\n  cell ")[1:]:
+        name = block.split("\n", 1)[0].split()[-1].lstrip("\\")
+        lines = block.split("\n  end", 1)[0].splitlines()[1:]
+        cells[name] = {
+            line.split()[1].lstrip("\\"): line.split()[2]
+            for line in lines
+            if line.split()[:1] == ["connect"]
+        }
+    return cells
+
+
+def _build_plan(board, tmp_path, *, cpu):
+    from macdma.hdl.boards.boards import platform_for
+    from macdma.hdl.boards.top import BoardTop
+
+    platform = platform_for(board)
+    top = BoardTop(board_config(board, cpu=cpu))
+    plan = platform.build(
+        top, name="top", build_dir=str(tmp_path), do_build=False, **top.add_sources(platform)
+    )
+    plan.extract(str(tmp_path))
+    return (tmp_path / "top.il").read_text(), (tmp_path / "top.ys").read_text()
+
+
+@pytest.mark.parametrize("board", ["colorlight-5a75b", "versa-ecp5"])
+def test_cpu_board_top_puts_the_core_on_the_socs_registers_memory_and_irq(board, tmp_path):
+    """The ``--cpu`` board: VexRiscv from the installed package in place of the UART
+    bridge, its register port on the SoC's, its memory port on the arbiters in front of
+    the RAM the DMA uses (master 1, beside the DMA's master 0), the SoC's irq its interrupt."""
+    import pythondata_cpu_vexriscv
+
+    from macdma.hdl.cpu.ram import CPU_RAM_MODULE
+    from macdma.hdl.cpu.vexriscv import vexriscv_verilog_path
+
+    rtlil, script = _build_plan(board, tmp_path, cpu=True)
+    package_file = vexriscv_verilog_path()
+    assert f"read_verilog {package_file}" in script.splitlines()
+    assert package_file.is_relative_to(Path(pythondata_cpu_vexriscv.__file__).parent)
+    assert f"{CPU_RAM_MODULE}.v" in script and (tmp_path / f"{CPU_RAM_MODULE}.v").exists()
+    assert "cell \\VexRiscv " in rtlil
+    cells = _cell_ports(rtlil, "top.core")
+    assert "bridge" not in cells and "cpu" in cells
+    cpu = set(cells["cpu"].values())
+
+    def wires(cell, prefix, names):
+        return {cells[cell][f"{prefix}{name}"] for name in names}
+
+    # The SoC's register port (the wires of every AXI4-Lite channel), its interrupt: the
+    # core's.
+    soc = set(cells["soc"].values())
+    csr = {wire for wire in soc if wire.startswith("\\csr__")}
+    assert {"\\csr__awaddr", "\\csr__wdata", "\\csr__rdata", "\\csr__bvalid"} <= csr
+    assert len(csr) >= 12 and csr | {cells["soc"]["irq"]} <= cpu
+    # The arbiters' master 1: the core's requests and the responses it gets, on both
+    # halves; master 0 stays the DMA's.
+    assert wires("ram_read", "i1__", ["arvalid", "araddr", "arready", "rvalid", "rready"]) <= cpu
+    assert wires("ram_write", "i1__", ["awvalid", "awaddr", "wvalid", "wdata", "bvalid"]) <= cpu
+    assert wires("ram_read", "i0__", ["arvalid", "araddr"]) <= soc - cpu
+    assert wires("ram_write", "i0__", ["awvalid", "wvalid"]) <= soc - cpu
+
+
+def test_default_board_top_has_no_core(tmp_path):
+    rtlil, script = _build_plan("colorlight-5a75b", tmp_path, cpu=False)
+    assert "VexRiscv" not in rtlil and "read_verilog" not in script
+    assert "bridge" in _cell_ports(rtlil, "top.core")
+
+
+def test_cpu_options_are_checked(tmp_path, capsys):
+    from macdma.hdl.boards.top import BoardConfig
+
+    with pytest.raises(ValueError, match="host must be one of uart, cpu, not 'arm'"):
+        BoardConfig("b", clk_resource="clk25", clk_hz=25e6, host="arm")
+    with pytest.raises(ValueError, match="needs the soft core"):
+        board_config("colorlight-5a75b", cpu_firmware=__file__)
+    with pytest.raises(ValueError, match="is not a file"):
+        board_config("colorlight-5a75b", cpu=True, cpu_firmware=str(tmp_path / "none.hex"))
+    config = board_config("versa-ecp5", cpu=True, cpu_firmware=__file__)
+    assert config.host == "cpu" and config.cpu_firmware == __file__
+    assert config.soc == board_config("versa-ecp5").soc  # the board's own SoC options
+    with pytest.raises(SystemExit):
+        synth_main(["--board", "colorlight-5a75b", "--cpu-firmware", __file__])
+    assert "--cpu-firmware needs --cpu" in capsys.readouterr().err
+    report = SynthReport("b", "d", "yosys", host={"host": "cpu", "cpu_ram_bytes": 32768})
+    assert "Host: the soft core (VexRiscv_Full, 32 KiB of on-chip RAM" in report.to_markdown()
+
+
+#: Part -> DP16KD block RAMs (ECP5 family data sheet).
+BLOCK_RAMS = {"colorlight-5a75b": 56, "versa-ecp5": 108}
+
+
+@pytest.mark.slow
+def test_yosys_synthesis_of_the_cpu_board(tmp_path):
+    """yosys on the Colorlight with the soft core (3 to 4 minutes here): the core, its
+    bridges and the SoC's register bank survive (nothing they drive is unconnected), its
+    RAM is block RAM initialised from the firmware file, and it all fits the 25F's 56
+    DP16KD beside the SoC's FIFOs and the board RAM."""
+    from macdma.hdl.boards.top import CPU_FIRMWARE_FILE
+
+    board = "colorlight-5a75b"
+    firmware = tmp_path / "firmware.hex"
+    firmware.write_text("".join(f"{0x5A5A0000 + index:08x}\n" for index in range(64)))
+    report = synthesize(
+        board, out_dir=tmp_path / "build", yosys_only=True, cpu=True, cpu_firmware=str(firmware)
+    )
+    cpu_ram_blocks = board_config(board, cpu=True).cpu_ram_bytes // 2048
+    assert 15 + cpu_ram_blocks < report.resources["block_rams"]["used"] <= BLOCK_RAMS[board]
+    assert report.resources["dsps"]["used"] == 4  # VexRiscv's 32 x 32 multiplier
+    blocks = report.blocks
+    assert blocks["soft core: VexRiscv"]["logic_cells"] > 2500
+    assert blocks["soft core: host memory bridge"]["ffs"] > 0
+    assert blocks["soft core: register bridge"]["ffs"] > 0
+    assert blocks["register bank"]["logic_cells"] > 1000
+    assert "board: UART bridge" not in blocks
+    netlist = json.loads((tmp_path / "build" / "macdma_colorlight_5a75b_cpu.json").read_text())
+    module = max(netlist["modules"].values(), key=lambda module: len(module["cells"]))
+    initialised = [
+        name
+        for name, cell in module["cells"].items()
+        if cell["type"] == "DP16KD"
+        and name.startswith("core.cpu.ram.")
+        and any(
+            key.startswith("INITVAL") and value.removeprefix("0x").strip("0")
+            for key, value in cell["parameters"].items()
+        )
+    ]
+    assert initialised, "no block RAM of the core's RAM holds the firmware"
+    # yosys read the image from its build folder (yowasp's yosys has its own /tmp).
+    assert (tmp_path / "build" / CPU_FIRMWARE_FILE).read_text() == firmware.read_text()
+    assert report.host == {
+        "host": "cpu",
+        "cpu_ram_bytes": 32768,
+        "cpu_firmware": str(firmware.resolve()),
+    }

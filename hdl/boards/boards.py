@@ -46,6 +46,16 @@ COLORLIGHT_SOC = SocParams(tx_fifo_bytes=4096, flow_control=False, rx_checksum=F
 # versa-ecp5-100m build keeps BoardConfig's default options (no RX checksum, no PTP).
 VERSA_SOC = SocParams(tx_checksum=True, ptp=True)
 
+# The soft core's RAM (the `--cpu` builds, BoardConfig.host "cpu"), in block RAMs: VexRiscv_Full
+# takes 10 DP16KD (4 KiB instruction and data caches with their tags, the register file
+# twice), its RAM one per 2 KiB. The Colorlight's LFE5U-25F has 56: the SoC and the 16 KiB
+# board RAM take 15, the core 10, which leaves room for 32 KiB (16; 41 in all), not 64
+# (57). The Versa's LFE5UM-45F has 108: its SoC and board RAM take 25, so 64 KiB (67 in
+# all) fits, the size the C firmware is linked for (firmware/c/build.py) and
+# macdma_soc_cpu's.
+COLORLIGHT_CPU_RAM_BYTES = 32768
+VERSA_CPU_RAM_BYTES = 65536
+
 BOARDS = {
     # LFE5U-25F speed 6, 25 MHz oscillator, two RGMII PHYs (the first is used). The
     # system clock is the slowest that holds 1 Gb/s line rate (docs/soc.md), 125/3 MHz.
@@ -57,13 +67,19 @@ BOARDS = {
             clk_hz=25e6,
             sys_clk_hz=125e6 / 3,
             soc=COLORLIGHT_SOC,
+            cpu_ram_bytes=COLORLIGHT_CPU_RAM_BYTES,
         ),
     ),
     # LFE5UM-45F speed 8, 100 MHz oscillator, two RGMII PHYs (the first is used).
     "versa-ecp5": Board(
         VERSA,
         BoardConfig(
-            "versa-ecp5", clk_resource="clk100", clk_hz=100e6, sys_clk_hz=50e6, soc=VERSA_SOC
+            "versa-ecp5",
+            clk_resource="clk100",
+            clk_hz=100e6,
+            sys_clk_hz=50e6,
+            soc=VERSA_SOC,
+            cpu_ram_bytes=VERSA_CPU_RAM_BYTES,
         ),
     ),
     # 10/100-only builds (25 MHz PHY clocks) for when 125 MHz does not close.

@@ -2,12 +2,20 @@
 
 ::
 
-    oscillator -> Ecp5Pll -> sync (SoC, RAM, bridge), tx 125 (or 25) MHz, tx90 (TXC)
+    oscillator -> Ecp5Pll -> sync (SoC, RAM, host), tx 125 (or 25) MHz, tx90 (TXC)
     UART pins <-> UartRx/UartTx <-> UartBridge -> AXI4-Lite -> MacDmaSoc.csr
                                               \\-> AXI4 (single beats) -+
     MacDmaSoc.axi (DMA) ---------------------------------------------+-> arbiters -> Axi4Ram
     MacDmaSoc.gmii_* <-> RgmiiAdapter <-> RgmiiPins (DDR I/O) <-> PHY
     MacDmaSoc.mdc/mdio_* (MDIO_* registers) -> MDC pin, MDIO tristate buffer <-> PHY
+
+With ``BoardConfig.host == "cpu"`` the soft core (:class:`~macdma.hdl.cpu.subsystem.
+CpuSubsystem`: VexRiscv_Full and its on-chip RAM) takes the UART bridge's place: its
+AXI4-Lite port drives ``MacDmaSoc.csr``, its AXI4 port is the arbiters' master 1 (the host
+memory the DMA uses, as in ``macdma_soc_cpu``) and ``MacDmaSoc.irq`` is its external
+interrupt. The UART pins are then unused (TX idles high), the PHY is out of reset and
+the RGMII adapter runs at 1000 Mb/s: the bridge's ``PHY`` word has no counterpart on the
+core's bus yet.
 
 Every domain's reset is released synchronously to its own clock once the PLL has locked
 (``rx`` too, although its clock comes from the PHY, so no SoC domain runs before the
@@ -15,6 +23,7 @@ others have a clock).
 """
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from amaranth import *
 from amaranth.lib import io, wiring
@@ -24,6 +33,9 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from ..bus.axi4 import connect_read_write
 from ..bus.axi4_arbiter import Axi4ReadArbiter, Axi4WriteArbiter
 from ..bus.axi4_ram import Axi4Ram
+from ..cpu.ram import CPU_RAM_MODULE, CPU_RAM_VERILOG
+from ..cpu.subsystem import CpuSubsystem
+from ..cpu.vexriscv import vexriscv_verilog_path
 from ..mac.mdio import MdioPinsSignature
 from ..soc import ADDR_WIDTH, MacDmaSoc, SocParams
 from .pll import ClockOutput, Ecp5Pll
@@ -31,7 +43,15 @@ from .rgmii import SPEED_1000, RgmiiAdapter, RgmiiPins
 from .uart import UartRx, UartTx, bit_cycles
 from .uart_bridge import UartBridge
 
-__all__ = ["BoardConfig", "BoardCore", "BoardTop"]
+__all__ = ["CPU_FIRMWARE_FILE", "HOSTS", "BoardConfig", "BoardCore", "BoardTop"]
+
+#: What drives the SoC's registers and shares its host memory: the UART bridge (a PC
+#: runs the driver model) or the soft core (the C driver runs on the board).
+HOSTS = ("uart", "cpu")
+#: The soft core's RAM image as a board build names it: ``BoardTop.add_sources`` puts
+#: ``BoardConfig.cpu_firmware`` there, in the build folder, where yosys runs (yowasp's yosys
+#: sees its own /tmp, not the host's, so a path given there would not open).
+CPU_FIRMWARE_FILE = "cpu_firmware.hex"
 
 # docs/soc.md: 24 ns (41.7 MHz) is the slowest system clock that holds 1 Gb/s full duplex
 # at every frame size; the need scales with the link rate.
@@ -57,8 +77,15 @@ class BoardConfig:
     # RX checksum is off in the board builds until it has been synthesised and timed there.
     # Its sys_clk_hz is ignored: BoardCore gives the SoC this board's.
     soc: SocParams = SocParams(rx_checksum=False, ptp=False)
+    host: str = "uart"
+    # The soft core's on-chip RAM (host "cpu"; boards.py says why each board's size) and
+    # its initial words: a $readmemh file of 32-bit words, or "" for zeros.
+    cpu_ram_bytes: int = 32768
+    cpu_firmware: str = ""
 
     def __post_init__(self):
+        if self.host not in HOSTS:
+            raise ValueError(f"host must be one of {', '.join(HOSTS)}, not {self.host!r}")
         if self.link_mbps not in (100, 1000):
             raise ValueError(f"link_mbps must be 100 or 1000, not {self.link_mbps!r}")
         minimum = MIN_SYS_CLK_HZ_PER_GBPS * self.link_mbps / 1000
@@ -76,9 +103,9 @@ class BoardConfig:
 
 class BoardCore(wiring.Component):
     """Everything of the board design but the PLL, the reset synchronisers and the I/O
-    buffers, so it can be simulated: the SoC, the RAM and its arbiters, the UART bridge
-    and the RGMII adapter's logic. Domains ``sync``, ``tx`` and ``rx`` come from outside
-    (``BoardTop`` or a test bench).
+    buffers, so it can be simulated: the SoC, the RAM and its arbiters, the host (the UART
+    bridge, or the soft core with ``config.host == "cpu"``) and the RGMII adapter's logic.
+    Domains ``sync``, ``tx`` and ``rx`` come from outside (``BoardTop`` or a test bench).
 
     Members
     -------
@@ -89,7 +116,7 @@ class BoardCore(wiring.Component):
     mdio : Out(MdioPinsSignature())
         PHY management pins, from the SoC's MDIO master (MDIO_* registers).
     phy_reset
-        The PHY's reset, from the bridge's ``PHY`` word.
+        The PHY's reset, from the bridge's ``PHY`` word (held released with the core).
     """
 
     def __init__(self, config: BoardConfig, *, ram_init=()):
@@ -131,7 +158,7 @@ class BoardCore(wiring.Component):
                 adapter.rx_ctl_i[index].eq(self.rx_ctl_i[index]),
             ]
 
-        # The RAM is shared by the DMA (master 0) and the bridge (master 1).
+        # The RAM is shared by the DMA (master 0) and the host (master 1).
         width = cfg.soc.data_width
         m.submodules.ram = ram = Axi4Ram(
             cfg.ram_bytes, addr_width=ADDR_WIDTH, data_width=width, id_width=3, init=self.ram_init
@@ -141,6 +168,16 @@ class BoardCore(wiring.Component):
         _split(m, soc.axi, read_arbiter.i0, write_arbiter.i0)
         connect_read_write(m, bus=ram.axi, read=read_arbiter.o, write=write_arbiter.o)
 
+        if cfg.host == "cpu":
+            self._cpu_host(m, soc, read_arbiter, write_arbiter, adapter)
+        else:
+            self._uart_host(m, soc, read_arbiter, write_arbiter, adapter)
+        connect(m, flipped(self.mdio), soc.mdio)
+        return m
+
+    def _uart_host(self, m, soc, read_arbiter, write_arbiter, adapter):
+        """The UART bridge: registers, RAM, interrupt and PHY word over the serial pins."""
+        cfg = self.config
         cycles = bit_cycles(int(cfg.sys_clk_hz), cfg.uart_baud)
         m.submodules.uart_rx = uart_rx = UartRx(cycles)
         m.submodules.uart_tx = uart_tx = UartTx(cycles)
@@ -157,7 +194,6 @@ class BoardCore(wiring.Component):
             bridge.irq.eq(soc.irq),
             self.phy_reset.eq(bridge.phy_reset),
         ]
-        connect(m, flipped(self.mdio), soc.mdio)
         m.submodules.speed_sync = FFSynchronizer(
             bridge.phy_speed, adapter.speed, o_domain="tx", init=SPEED_1000
         )
@@ -165,7 +201,23 @@ class BoardCore(wiring.Component):
             Cat(adapter.inband_link, adapter.inband_speed, adapter.inband_full_duplex),
             bridge.phy_status,
         )
-        return m
+
+    def _cpu_host(self, m, soc, read_arbiter, write_arbiter, adapter):
+        """The soft core: registers through its AXI4-Lite bridge, the RAM through its AXI4
+        bridge (cached and uncached windows, memory_map.py), the SoC's interrupt."""
+        cfg = self.config
+        m.submodules.cpu = cpu = CpuSubsystem(
+            cfg.cpu_ram_bytes, id_width=2, ram_init_file=cfg.cpu_firmware
+        )
+        connect(m, cpu.csr, soc.csr)
+        _split(m, cpu.axi, read_arbiter.i1, write_arbiter.i1)
+        m.d.comb += [
+            cpu.irq.eq(soc.irq),
+            cpu.command.eq(0),
+            self.uart_tx.eq(1),
+            self.phy_reset.eq(0),
+            adapter.speed.eq(SPEED_1000),
+        ]
 
 
 class BoardTop(Elaboratable):
@@ -175,6 +227,19 @@ class BoardTop(Elaboratable):
 
     def __init__(self, config: BoardConfig):
         self.config = config
+
+    def add_sources(self, platform) -> dict:
+        """Give ``platform`` the Verilog the design instantiates beside its RTLIL, and
+        return the build options (``platform.build`` keywords) that read the rest: with
+        the soft core, its RAM array's module, its RAM image (:data:`CPU_FIRMWARE_FILE`)
+        and VexRiscv_Full, which yosys reads from the installed pythondata-cpu-vexriscv
+        package (no copy is made)."""
+        if self.config.host != "cpu":
+            return {}
+        platform.add_file(f"{CPU_RAM_MODULE}.v", CPU_RAM_VERILOG)
+        if self.config.cpu_firmware:
+            platform.add_file(CPU_FIRMWARE_FILE, Path(self.config.cpu_firmware).read_text())
+        return {"script_after_read": f"read_verilog {vexriscv_verilog_path()}"}
 
     def elaborate(self, platform):
         m = Module()
@@ -195,7 +260,9 @@ class BoardTop(Elaboratable):
             m.domains += ClockDomain(name)
             m.submodules[f"{name}_reset"] = ResetSynchronizer(~pll.locked, domain=name)
 
-        m.submodules.core = core = BoardCore(cfg)
+        # The image is read from the build folder (add_sources).
+        image = CPU_FIRMWARE_FILE if cfg.cpu_firmware else ""
+        m.submodules.core = core = BoardCore(replace(cfg, cpu_firmware=image))
 
         eth = platform.request("eth_rgmii", cfg.eth_index, dir="-")
         m.submodules.rgmii_pins = pins = RgmiiPins(core, eth, rx_clk_hz=cfg.phy_clk_hz)

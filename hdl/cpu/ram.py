@@ -5,7 +5,8 @@ The words are a plain Verilog array (:data:`CPU_RAM_VERILOG`, carried beside the
 like the host memory's): a bench loads the firmware image through the array's handle
 while the core is held in reset, so one simulator build runs any firmware, and the array
 needs no initialiser per word in the netlist. ``init_file`` (a ``$readmemh`` file) gives a
-synthesised board its image.
+synthesised board its image (the words past it are then zeros in block RAM, undefined in a
+simulator; without it every word starts at zero).
 
 Each port answers one clock after a request (``ack`` registered, the BRAM's read
 latency) and reads ahead during an incrementing burst (``cti`` = 0b010), so a cache line
@@ -24,9 +25,14 @@ __all__ = ["CPU_RAM_MODULE", "CPU_RAM_VERILOG", "CpuRam"]
 
 CPU_RAM_MODULE = "macdma_cpu_ram_array"
 
-# Two read ports and one write port on one clock: block RAM in true dual-port mode (the
-# data port reads and writes, the instruction port reads). The metacomment keeps the words
-# reachable from a bench on a Verilator model built without --public-flat-rw.
+# Block RAM in true dual-port mode: the data port reads and writes at one address, the
+# instruction port reads. Either of these would make yosys build the RAM twice (twice the
+# DP16KDs): a write address of its own (a third port), or the instruction port's word
+# defined when the data port writes it in the same clock (the block RAM leaves that
+# collision undefined; `no_rw_check` says it may). A fetch of code the core is storing is
+# undefined anyway until a `fence.i`. Simulators ignore the attribute (the old word). The
+# metacomment keeps the words reachable from a bench on a Verilator model built without
+# --public-flat-rw.
 CPU_RAM_VERILOG = f"""
 module {CPU_RAM_MODULE} #(parameter DEPTH = 1024, parameter ADDR_BITS = 10,
                           parameter INIT_FILE = "") (
@@ -35,27 +41,27 @@ module {CPU_RAM_MODULE} #(parameter DEPTH = 1024, parameter ADDR_BITS = 10,
   input wire [ADDR_BITS-1:0] i_read_addr,
   output reg [31:0] i_read_data,
   input wire d_read_en,
-  input wire [ADDR_BITS-1:0] d_read_addr,
+  input wire [ADDR_BITS-1:0] d_addr,
   output reg [31:0] d_read_data,
   input wire [3:0] d_write_en,
-  input wire [ADDR_BITS-1:0] d_write_addr,
   input wire [31:0] d_write_data
 );
-  reg [31:0] words [0:DEPTH-1] /*verilator public_flat_rw*/;
+  (* no_rw_check *) reg [31:0] words [0:DEPTH-1] /*verilator public_flat_rw*/;
   integer i;
   initial begin
-    for (i = 0; i < DEPTH; i = i + 1) words[i] = 32'd0;
+    // Either, not both: yosys lets the loop's zeros win over the file's words.
     if (INIT_FILE != "") $readmemh(INIT_FILE, words);
+    else for (i = 0; i < DEPTH; i = i + 1) words[i] = 32'd0;
     i_read_data = 32'd0;
     d_read_data = 32'd0;
   end
   always @(posedge clk) begin
     if (i_read_en) i_read_data <= words[i_read_addr];
-    if (d_read_en) d_read_data <= words[d_read_addr];
-    if (d_write_en[0]) words[d_write_addr][7:0] <= d_write_data[7:0];
-    if (d_write_en[1]) words[d_write_addr][15:8] <= d_write_data[15:8];
-    if (d_write_en[2]) words[d_write_addr][23:16] <= d_write_data[23:16];
-    if (d_write_en[3]) words[d_write_addr][31:24] <= d_write_data[31:24];
+    if (d_read_en) d_read_data <= words[d_addr];
+    if (d_write_en[0]) words[d_addr][7:0] <= d_write_data[7:0];
+    if (d_write_en[1]) words[d_addr][15:8] <= d_write_data[15:8];
+    if (d_write_en[2]) words[d_addr][23:16] <= d_write_data[23:16];
+    if (d_write_en[3]) words[d_addr][31:24] <= d_write_data[31:24];
   end
 endmodule
 """
@@ -103,10 +109,10 @@ class CpuRam(wiring.Component):
             i_i_read_addr=ports["i"]["read_addr"],
             o_i_read_data=self.ibus.dat_r,
             i_d_read_en=ports["d"]["read_en"],
-            i_d_read_addr=ports["d"]["read_addr"],
+            # A write is a request, never a burst's read-ahead: its address is the bus's.
+            i_d_addr=ports["d"]["read_addr"],
             o_d_read_data=self.dbus.dat_r,
             i_d_write_en=ports["d"]["write_en"],
-            i_d_write_addr=self.dbus.adr[:word_bits],
             i_d_write_data=self.dbus.dat_w,
         )
         return m

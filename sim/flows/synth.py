@@ -17,6 +17,11 @@ yosys' cell counts; the CI test uses it.
 ``--with FEATURE`` and ``--without FEATURE`` (repeatable; FEATURES below) build the board
 with an SoC option switched on or off instead of the board's own selection in
 ``macdma.hdl.boards.boards``, e.g. ``--with ptp`` for PTP timestamps on the Colorlight.
+
+``--cpu`` builds the board with the soft core as the SoC's host instead of the UART bridge
+(``macdma_soc_cpu`` on the board: ``BoardConfig.host``), into ``build/synth/<board>-cpu``;
+yosys reads VexRiscv_Full's Verilog from the installed pythondata-cpu-vexriscv.
+``--cpu-firmware FILE`` gives the core's RAM its initial words (a ``$readmemh`` file).
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ class SynthReport:
     blocks: dict = field(default_factory=dict)  # block -> {"logic_cells": n, "ffs": m}
     options: dict = field(default_factory=dict)  # FEATURES -> on (True) / off, as built
     seed: int | None = None  # nextpnr's placement seed, when one was given
+    # The SoC's host: {"host": "uart"}, or "cpu" with "cpu_ram_bytes" and "cpu_firmware".
+    host: dict = field(default_factory=dict)
 
     @property
     def timing_met(self) -> bool:
@@ -129,6 +136,13 @@ class SynthReport:
                 f"{name} {'on' if on else 'off'}" for name, on in self.options.items()
             )
             lines += [f"SoC options: {built}.", ""]
+        if self.host.get("host") == "cpu":
+            firmware = self.host.get("cpu_firmware") or "zeros"
+            lines += [
+                f"Host: the soft core (VexRiscv_Full, {self.host['cpu_ram_bytes'] // 1024} KiB "
+                f"of on-chip RAM, initialised from {firmware}).",
+                "",
+            ]
         if self.seed is not None:
             lines += [f"nextpnr seed: {self.seed}.", ""]
         lines += ["| resource | used | available |", "| --- | ---: | ---: |"]
@@ -249,6 +263,12 @@ BLOCKS = {
     "AXI arbiters": ("soc.read_arbiter", "soc.write_arbiter"),
     "board: on-chip RAM": ("ram",),
     "board: UART bridge": ("bridge", "uart"),
+    # The soft core (the --cpu build, hdl/cpu/subsystem.py).
+    "soft core: VexRiscv": ("cpu.core",),
+    "soft core: on-chip RAM": ("cpu.ram",),
+    "soft core: host memory bridge": ("cpu.host_bridge",),
+    "soft core: register bridge": ("cpu.csr_bridge",),
+    "soft core: decoders, timer, port": ("cpu",),
 }
 
 
@@ -309,9 +329,17 @@ def _tool_environment() -> dict:
     return env
 
 
-def board_config(board: str, features: dict[str, bool] | None = None):
+def board_config(
+    board: str,
+    features: dict[str, bool] | None = None,
+    *,
+    cpu: bool = False,
+    cpu_firmware: str = "",
+):
     """``board``'s BoardConfig with the SoC options in ``features`` (FEATURES -> on/off)
-    replacing the board's own; ValueError for an unknown board or feature."""
+    replacing the board's own, and with ``cpu`` the soft core as the SoC's host, its RAM
+    initialised from ``cpu_firmware`` (a ``$readmemh`` file; "" for zeros); ValueError for
+    an unknown board or feature, or a firmware file that does not exist."""
     if board not in BOARDS:
         raise ValueError(f"unknown board {board!r}; known boards: {', '.join(BOARDS)}")
     features = dict(features or {})
@@ -321,7 +349,16 @@ def board_config(board: str, features: dict[str, bool] | None = None):
             f"unknown feature {', '.join(unknown)}; known features: {', '.join(FEATURES)}"
         )
     config = BOARDS[board].config
-    return replace(config, soc=replace(config.soc, **features))
+    config = replace(config, soc=replace(config.soc, **features))
+    if cpu_firmware and not cpu:
+        raise ValueError("a CPU firmware needs the soft core (cpu=True, --cpu)")
+    if cpu_firmware and not Path(cpu_firmware).is_file():
+        raise ValueError(f"CPU firmware {cpu_firmware!r} is not a file")
+    if cpu:
+        # An absolute path: yosys reads it from the build folder.
+        firmware = str(Path(cpu_firmware).resolve()) if cpu_firmware else ""
+        config = replace(config, host="cpu", cpu_firmware=firmware)
+    return config
 
 
 #: The weight nextpnr's analytic placer (HeAP) gives timing against wire length; nextpnr's
@@ -349,19 +386,24 @@ def synthesize(
     yosys_only: bool = False,
     features: dict[str, bool] | None = None,
     seed: int | None = None,
+    cpu: bool = False,
+    cpu_firmware: str = "",
 ) -> SynthReport:
     """Build ``board`` (with the SoC options ``features`` changed, see
     :func:`board_config`) into ``out_dir`` (default build/synth/<board>) and return the
     report (also written there as report.md and report.json). ``seed`` is nextpnr's
-    placement seed (default: nextpnr's own). Raises CalledProcessError if a tool fails."""
+    placement seed (default: nextpnr's own). ``cpu`` and ``cpu_firmware``: the soft core as
+    host (default folder build/synth/<board>-cpu). Raises CalledProcessError if a tool
+    fails."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 1):
         raise ValueError(f"the nextpnr seed must be a whole number >= 1, not {seed!r}")
-    config = board_config(board, features)
+    config = board_config(board, features, cpu=cpu, cpu_firmware=cpu_firmware)
     platform = platform_for(board)
     env = _tool_environment()
-    out_dir = Path(out_dir) if out_dir else build_dir() / "synth" / board
+    build = board + ("-cpu" if cpu else "")
+    out_dir = Path(out_dir) if out_dir else build_dir() / "synth" / build
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = "macdma_" + board.replace("-", "_")
+    name = "macdma_" + build.replace("-", "_")
     top = BoardTop(config)
     device = f"{platform.device}-{platform.speed}{platform.package}"
     plan = platform.build(
@@ -370,6 +412,7 @@ def synthesize(
         build_dir=str(out_dir),
         do_build=False,
         nextpnr_opts=nextpnr_options(name, seed),
+        **top.add_sources(platform),
     )
     plan.extract(str(out_dir))
     if yosys_only:
@@ -390,6 +433,9 @@ def synthesize(
     report.blocks = logic_by_block(json.loads((out_dir / f"{name}.json").read_text()))
     report.options = {feature: getattr(config.soc, feature) for feature in FEATURES}
     report.seed = seed
+    report.host = {"host": config.host}
+    if config.host == "cpu":
+        report.host.update(cpu_ram_bytes=config.cpu_ram_bytes, cpu_firmware=config.cpu_firmware)
     (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     (out_dir / "report.md").write_text(report.to_markdown())
     return report
@@ -434,6 +480,17 @@ def main(argv: list[str] | None = None) -> int:
             help=f"switch an SoC option {state} for this build ({', '.join(FEATURES)}; repeatable)",
         )
     parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="the soft core as the SoC's host instead of the UART bridge",
+    )
+    parser.add_argument(
+        "--cpu-firmware",
+        default="",
+        metavar="FILE",
+        help="the soft core's initial RAM words, a $readmemh file (default: zeros)",
+    )
+    parser.add_argument(
         "--seed",
         type=_seed,
         default=None,
@@ -445,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--with and --without both name {', '.join(both)}")
     features = {name: True for name in args.with_features}
     features.update({name: False for name in args.without_features})
+    if args.cpu_firmware and not args.cpu:
+        parser.error("--cpu-firmware needs --cpu")
     try:
         report = synthesize(
             args.board,
@@ -452,11 +511,13 @@ def main(argv: list[str] | None = None) -> int:
             yosys_only=args.yosys_only,
             features=features,
             seed=args.seed,
+            cpu=args.cpu,
+            cpu_firmware=args.cpu_firmware,
         )
     except subprocess.CalledProcessError as error:
         print(f"error: {error.cmd[0]} failed with status {error.returncode}", file=sys.stderr)
         return 2
-    except RuntimeError as error:
+    except (RuntimeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report.to_markdown())
