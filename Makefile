@@ -35,7 +35,7 @@ help: ## list the targets
 	@echo "  variables: SIM=icarus|verilator  TEST=<module or pytest node>  WAVES=1  JOBS=$(JOBS)"
 	@echo "             REGRESS_ARGS='--quick | --force | --sim icarus | SWEEP.toml ...'"
 	@echo "             SOAK_ARGS='--frames N --seed S --faults CLASS,... --json FILE'"
-	@echo "             BOARD=colorlight-5a75b|versa-ecp5[-100m]  SYNTH_ARGS='--with FEATURE --without FEATURE --yosys-only --seed N'"
+	@echo "             BOARD=colorlight-5a75b|versa-ecp5[-100m]  SYNTH_ARGS='--with FEATURE --without FEATURE --yosys-only --seed N --cpu [--cpu-firmware FILE]'"
 
 $(INSTALLED): pyproject.toml setup.py
 	@test -x $(PY) || { $(SYSTEM_DEPS) venv && $(PYTHON) -m venv $(VENV); }
