@@ -411,7 +411,14 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
                     Assert(next_r >= stored_here << 4),
                 ]
 
-        # ---- a fragment read ------------------------------------------------------------------
+        self._fragment_invariants(m, reader, rd, reading_fragment, stored)
+
+    def _fragment_invariants(self, m, reader, rd, reading_fragment, stored):
+        """A fragment read: the reader's command is the head descriptor's buffer."""
+        state = internal_signal(reader, "reader_state")
+        next_addr = internal_signal(reader, "ar_next_addr")
+        beats_left = internal_signal(reader, "ar_beats_left")
+        start_lane = internal_signal(reader, "start_lane")
         frag_addr = stored(0, "addr")[:CHANNEL_ADDR_WIDTH]
         first = Cat(C(0, 2), frag_addr[2:])
         frag_beats = (frag_addr[:2] + stored(0, "length") + 3) >> 2
