@@ -162,7 +162,7 @@ def test_register_fifo_behaves_as_sync_fifo(depth):
 
 def test_tx_induction_harness_builds_with_every_invariant(tmp_path):
     """The TX channel's linking invariants (hdl/formal/channel_induction.py, the induction
-    of TX ownership, not closed yet: docs/formal.md) find every register they name in the
+    of TX ownership, not in make formal yet: docs/formal.md) find every register they name in the
     channel built with register FIFOs; a renamed register fails here, not silently."""
     from macdma.hdl.formal.channel_induction import TxOwnershipInductionHarness
 
