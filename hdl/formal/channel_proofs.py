@@ -4,6 +4,7 @@ R beat of a descriptor fetch is free data), any doorbells, AXI4 slaves free with
 protocol, under :class:`~.ownership_properties.RingOwnershipProperties`."""
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from unittest import mock
 
 from amaranth import *
@@ -20,6 +21,7 @@ from .harness import Harness, drive_free
 from .internal import elaborated, in_state, internal_signal, subfragment
 from .mover_invariants import reader_count_invariants, writer_count_invariants
 from .ownership_properties import RingOwnershipProperties
+from .register_fifo import register_fifos
 from .streams import free_stream_source
 
 __all__ = [
@@ -57,6 +59,12 @@ class _ChannelHarness(Harness):
     #: Whether the harness puts :class:`~.ownership_properties.RingOwnershipProperties` on
     #: the channel.
     CHECK_OWNERSHIP = True
+    #: Whether the channel is elaborated with :class:`~.register_fifo.RegisterFifo` for every
+    #: ``SyncFIFO`` (so that linking invariants can name their entries).
+    REGISTER_FIFOS = False
+    #: Bursts the channel's movers keep in flight (their default unless a proof build
+    #: elaborates them smaller).
+    MAX_OUTSTANDING = CHANNEL_MAX_OUTSTANDING
 
     def __init__(self, make_dut: Callable, *, resets: bool = False):
         super().__init__()
@@ -69,8 +77,8 @@ class _ChannelHarness(Harness):
 
         With ``resets``, CTRL.run and the CTRL.reset strobe are free in every cycle (see
         :meth:`released`): the driver may stop, start and reset the channel at any time."""
-        ring_base = self.any_const(CHANNEL_ADDR_WIDTH, "ring_base")
-        ring_size = self.any_const(len(dut.regs.ring_size), "ring_size")
+        self.ring_base = ring_base = self.any_const(CHANNEL_ADDR_WIDTH, "ring_base")
+        self.ring_size = ring_size = self.any_const(len(dut.regs.ring_size), "ring_size")
         burst_beats = self.any_const(len(dut.regs.burst_beats), "burst_beats")
         m.d.comb += [
             Assume(ring_base[:4] == 0),
@@ -93,14 +101,14 @@ class _ChannelHarness(Harness):
             dut.axi_read,
             started=self.started,
             burst_beats=burst_beats,
-            max_outstanding=CHANNEL_MAX_OUTSTANDING,
+            max_outstanding=self.MAX_OUTSTANDING,
             proven=self.READ_RULES,
         )
         write_props = Axi4WriteProperties(
             dut.axi_write,
             started=self.started,
             burst_beats=burst_beats,
-            max_outstanding=CHANNEL_MAX_OUTSTANDING,
+            max_outstanding=self.MAX_OUTSTANDING,
             proven=self.WRITE_RULES,
         )
         # Elaborated here, so that linking invariants can find the checkers' records.
@@ -117,6 +125,8 @@ class _ChannelHarness(Harness):
         without ``resets``."""
         if not self._resets:
             return None
+        if getattr(self, "_released", None) is not None:
+            return self._released
         regs = dut.regs
         self.reset_waiting = waiting = Signal(name="reset_waiting")  # STATUS.resetting not 0 yet
         released = Signal(name="reset_released")
@@ -125,7 +135,13 @@ class _ChannelHarness(Harness):
             m.d.sync += waiting.eq(1)
         with m.Elif(released):
             m.d.sync += waiting.eq(0)
+        self._released = released
         return released
+
+    def elaborate_dut(self, dut):
+        """``dut`` elaborated (with register FIFOs if :attr:`REGISTER_FIFOS`)."""
+        with register_fifos() if self.REGISTER_FIFOS else nullcontext():
+            return elaborated(dut)
 
 
 class RxOwnershipHarness(_ChannelHarness):
@@ -168,11 +184,11 @@ class RxOwnershipHarness(_ChannelHarness):
         )
         min_length = MIN_RX_BUFFER_BYTES
         if self._min_buffer_bytes is None:
-            m.submodules.dut = elaborated(dut)
+            m.submodules.dut = self.elaborate_dut(dut)
         else:
             min_length = self._min_buffer_bytes
             with mock.patch.object(rx_channel, "MIN_RX_BUFFER_BYTES", min_length):
-                m.submodules.dut = elaborated(dut)
+                m.submodules.dut = self.elaborate_dut(dut)
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
         # The command the channel's writer serves (its W beats follow it: the writer takes
         # the next only when every B of this one is in). Its layout is {addr, length (16),
@@ -240,7 +256,7 @@ class TxOwnershipHarness(_ChannelHarness):
 
     def build(self, m):
         dut = self._make_dut(data_width=32, addr_width=CHANNEL_ADDR_WIDTH, max_prefetch=2)
-        m.submodules.dut = fragment = elaborated(dut)
+        m.submodules.dut = fragment = self.elaborate_dut(dut)
         ring_base, ring_size, read_props, write_props = self.ring(m, dut)
         m.d.comb += [
             dut.regs.prefetch.eq(self.any_const(len(dut.regs.prefetch), "prefetch")),
@@ -498,7 +514,7 @@ class _ResetWindDown:
     CHECK_OWNERSHIP = False
 
     def build(self, m):
-        dut, _none, read_props = super().build(m)
+        dut, ownership, read_props = super().build(m)
         channel = m.submodules.dut
         released = self.released(m, dut)
         reader = subfragment(channel, "core.reader")
@@ -516,7 +532,7 @@ class _ResetWindDown:
         # From the cycle after the core's reset until the driver sees the reset over: one
         # cycle on RX; on TX as long as the reset winds down (STATUS.resetting stays 1
         # until the TX FIFO's flush is over and the counters have taken its frames).
-        cleared = Signal(name="cleared")
+        self.cleared = cleared = Signal(name="cleared")
         with m.If(clear):
             m.d.sync += cleared.eq(1)
         with m.Elif(released | dut.regs.ctrl.reset):
@@ -545,6 +561,7 @@ class _ResetWindDown:
         with m.If(dut.regs.ctrl.reset & (aw_open != 0)):
             m.d.sync += write_at_strobe.eq(1)
         m.d.comb += Cover(released & write_at_strobe)
+        return dut, ownership, read_props
 
     def covers(self, *args):
         """The cover is :meth:`build`'s."""

@@ -90,6 +90,13 @@ class RingOwnershipProperties(Elaboratable):
         self.owned = Signal(max_ring)
         #: A W beat writes the last word (OWN) of a ring entry: its write-back ends.
         self.handed_back = Signal()
+        entries = range(max_ring)
+        #: What the checker learnt of each ring entry (for linking invariants): owned (OWN
+        #: and a usable length, not yet written back; ``owned`` is this but 0 in the cycle a
+        #: reset is over), the buffer address and length of its last fetch.
+        self.learnt = Signal(max_ring, name="learnt")
+        self.buf_addr = [Signal(32, name=f"buf_addr{i}") for i in entries]
+        self.buf_length = [Signal(16, name=f"buf_length{i}") for i in entries]
 
     def elaborate(self, platform):
         m = Module()
@@ -102,8 +109,8 @@ class RingOwnershipProperties(Elaboratable):
 
         # ---- learn each fetched descriptor -------------------------------------------------
         entries = range(self._max_ring)
-        buf_addr = Array(Signal(32, name=f"buf_addr{i}") for i in entries)
-        buf_length = Array(Signal(16, name=f"buf_length{i}") for i in entries)
+        buf_addr = Array(self.buf_addr)
+        buf_length = Array(self.buf_length)
         r_addr = self._read_props.r_addr
         r_offset = (r_addr - base)[:addr_width]
         r_entry = r_offset[4:]
@@ -115,7 +122,7 @@ class RingOwnershipProperties(Elaboratable):
         assert beat_bytes == 4, "the ownership checker reads descriptors as 32-bit beats"
         # What the checker learnt, and what it allows this cycle: nothing learnt before the
         # cycle a reset is over.
-        learnt = Signal(self._max_ring)
+        learnt = self.learnt
         owned = self.owned
         m.d.comb += owned.eq(Mux(self._released, 0, learnt))
         with m.If(self._released):
