@@ -15,7 +15,8 @@ class DeviceIo:
 
     ``charge(what, count)`` spends ``count`` times the ``what`` entry of ``costs`` (a
     :class:`~.costs.CpuCosts` field name) through ``platform.charge``; ``readl`` and
-    ``writel`` charge ``mmio_read``/``mmio_write`` and count in ``stats``.
+    ``writel`` charge ``mmio_read``/``mmio_write`` and count in ``stats``; ``memory``
+    moves the CPU's own bytes through the platform's memory system.
     """
 
     def __init__(self, platform: Platform, costs: CpuCosts, stats: DriverStats) -> None:
@@ -28,6 +29,14 @@ class DeviceIo:
         cycles = getattr(self.costs, what) * count
         if cycles:
             await self.platform.charge(cycles, what)
+
+    async def memory(self, what: str, read_bytes: int = 0, write_bytes: int = 0) -> None:
+        """Move the CPU's own ``read_bytes``/``write_bytes`` for ``what`` through the host
+        memory (the platform's memory system, shared with the DMA); nothing when both are 0."""
+        if read_bytes < 0 or write_bytes < 0:
+            raise ValueError(f"memory traffic for {what!r} cannot be negative")
+        if read_bytes or write_bytes:
+            await self.platform.memory_traffic(what, read_bytes, write_bytes)
 
     async def readl(self, offset: int) -> int:
         """Read the register at ``offset``, counted and charged."""

@@ -35,6 +35,12 @@ class Platform(Protocol):
         """Spend ``cycles`` CPU cycles on ``what`` (a cost-table entry name, for the
         accounting); returns when the CPU has done that work."""
 
+    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
+        """The CPU's own traffic to host memory for ``what`` (a cost-table entry name):
+        ``read_bytes`` loaded and ``write_bytes`` stored through the memory the DMA also
+        uses (copies, checksums, cache-line misses and write-backs, uncached descriptor
+        accesses). Returns when the memory has moved them; the CPU is stalled meanwhile."""
+
     def now_ns(self) -> float:
         """Current time in nanoseconds."""
 

@@ -171,6 +171,14 @@ class CocotbPlatform:
     async def charge(self, cycles: float, what: str) -> None:
         await self.cpu.charge(cycles, what)
 
+    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
+        """The CPU's own memory traffic: for now the write path's timing per direction
+        (the memory's per-burst latency, then one :data:`STORE_BEAT_BYTES` beat per
+        clock), the CPU held meanwhile and the time accounted to ``what``. Not yet shared
+        with the DMA (issue 40: a master port of the simulated memory)."""
+        ns = sum(self.write_path.store_ns(length) for length in (read_bytes, write_bytes) if length)
+        await self.cpu.spin(ns, what)
+
     async def spin_ns(self, ns: float, what: str) -> None:
         """Busy-wait ``ns`` (the CPU is held and the time accounted to ``what``)."""
         await self.cpu.spin(ns, what)

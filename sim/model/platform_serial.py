@@ -10,7 +10,8 @@ RAM and the interrupt all go through the bridge's byte protocol
 
 Any object with pyserial's ``read(n)`` / ``write(data)`` works as the port (the tests use
 a Python model of the bridge). CPU cost is not modelled on hardware: ``charge`` only
-tallies cycles per cost entry in :attr:`SerialPlatform.charged`.
+tallies cycles per cost entry in :attr:`SerialPlatform.charged` (and the CPU's memory
+traffic in bytes in :attr:`SerialPlatform.traffic`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class SerialPlatform:
         self.ram_bytes = ram_bytes
         self._next_free = 0
         self.charged: Counter = Counter()
+        self.traffic: Counter = Counter()
         self._irq_status = REGISTER_MAP.address("IRQ_STATUS")
         self._irq_enable = REGISTER_MAP.address("IRQ_ENABLE")
 
@@ -138,6 +140,10 @@ class SerialPlatform:
 
     async def charge(self, cycles: float, what: str) -> None:
         self.charged[what] += cycles
+
+    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
+        """On a board the CPU's memory traffic is real: only tallied (bytes) here."""
+        self.traffic[what] += read_bytes + write_bytes
         await asyncio.sleep(0)
 
     def now_ns(self) -> float:
