@@ -22,6 +22,7 @@ from macdma.sim.soak.command import (
     format_report,
     parse_faults,
     soak_config,
+    soak_top,
     summarise,
     wire_fault_detected,
 )
@@ -112,11 +113,24 @@ def test_layouts_include_odd_addresses_and_page_crossings():
         ({"frames": 0}, "--frames must be a whole number >= 1, got 0"),
         ({"seed": -1}, "--seed must be a whole number >= 0, got -1"),
         ({"faults": ("axi-slverr", "meteor")}, "unknown fault class meteor"),
+        ({"wire": "copper"}, "--wire must be auto or one of frames, cocotbext, not 'copper'"),
     ],
 )
 def test_bad_configs_name_the_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SoakConfig(**kwargs)
+
+
+def test_the_wire_is_resolved_per_simulator_and_picks_the_top():
+    config = soak_config(1000, 5)
+    assert config.wire == "auto"
+    on_verilator, on_icarus = config.on("verilator"), config.on("icarus")
+    assert (on_verilator.wire, soak_top(on_verilator)) == ("frames", "macdma_soc_wire")
+    assert (on_icarus.wire, soak_top(on_icarus)) == ("cocotbext", "macdma_soc")
+    chosen = soak_config(1000, 5, ("wire",), wire="cocotbext").on("verilator")
+    assert (chosen.wire, soak_top(chosen), chosen.faults) == ("cocotbext", "macdma_soc", ("wire",))
+    # The plan does not depend on the wire: the same seed replays on either.
+    assert plan_segments(on_verilator) == plan_segments(on_icarus)
 
 
 def test_fault_lists_parse_and_reject_unknown_classes():

@@ -50,6 +50,9 @@ _SOC_PINS = TopPins(
     resets=("rst", "tx_rst", "rx_rst"),
     held_high=("tx_clk_enable", "rx_clk_enable"),
 )
+_WIRE_SOC_PINS = TopPins(
+    clocks=_SOC_PINS.clocks, resets=(*_SOC_PINS.resets, "wire_rst"), held_high=_SOC_PINS.held_high
+)
 
 #: Every registered top, by module name (a new top must be added here).
 TOP_PINS = {
@@ -60,8 +63,8 @@ TOP_PINS = {
     ),
     "macdma_soc": _SOC_PINS,
     "macdma_soc_hostmem": _SOC_PINS,
-    "macdma_soc_wire": _SOC_PINS,
-    "macdma_soc_hostmem_wire": _SOC_PINS,
+    "macdma_soc_wire": _WIRE_SOC_PINS,
+    "macdma_soc_hostmem_wire": _WIRE_SOC_PINS,
     "macdma_soc_cpu": _SOC_PINS,
     "macdma_board": TopPins(clocks=("clk", "tx_clk", "tx90_clk", "rgmii_rxc"), resets=("rst",)),
 }

@@ -5,6 +5,8 @@
 ports) and a :class:`~.recorder.FrameRecorder` watches its ``gmii_tx*`` pins (still
 ports, so a bench can watch them too). Every other port is the inner top's, plus:
 
+- ``wire_rst``: the wire's own reset (the PHY's): the SoC's resets (``rst``, ``tx_rst``,
+  ``rx_rst``) leave the wire running, as a PHY goes on through its MAC's reset;
 - ``wire_mii``: MII mode for the player (the SoC's own mode is a register);
 - ``play_*``: the player's frame inputs and record (``play_frame_bytes``,
   ``play_frame_gap``, ``play_frame_errors``, ``play_queued``; ``play_done``,
@@ -14,8 +16,8 @@ ports, so a bench can watch them too). Every other port is the inner top's, plus
   ``rec_overflowed``, ``rec_start_cycle``, ``rec_sfd_cycle``, ``rec_sfd_seen``,
   ``rec_end_cycle``, ``rec_cycle``).
 
-The player runs on ``rx_clk``/``rx_rst`` with ``rx_clk_enable``, the recorder on
-``tx_clk``/``tx_rst`` with ``tx_clk_enable``, as the PHY models they stand in for. Their
+The player runs on ``rx_clk`` with ``rx_clk_enable``, the recorder on ``tx_clk`` with
+``tx_clk_enable``, as the PHY models they stand in for, both reset by ``wire_rst``. Their
 memories are ``wire_rx.data_words``, ``wire_rx.error_words``, ``wire_tx.data_words`` and
 ``wire_tx.error_words`` (sim/benches/frame_wire.py reaches them).
 """
@@ -47,6 +49,7 @@ class FrameWireTop(wiring.Component):
         members = {
             name: member for name, member in inner.signature.members.items() if name not in _RX_PINS
         }
+        members["wire_rst"] = In(1)
         members["wire_mii"] = In(1)
         for name, member in self.player.signature.members.items():
             if name in _PLAYER_INPUTS or name not in ("enable", "mii", *_RX_PINS.values()):
@@ -70,7 +73,7 @@ class FrameWireTop(wiring.Component):
             m.domains += ClockDomain(f"wire_{domain}", local=True)
             m.d.comb += [
                 ClockSignal(f"wire_{domain}").eq(getattr(self, f"{domain}_clk")),
-                ResetSignal(f"wire_{domain}").eq(getattr(self, f"{domain}_rst")),
+                ResetSignal(f"wire_{domain}").eq(self.wire_rst),
             ]
         m.submodules.wire_rx = DomainRenamer("wire_rx")(self.player)
         m.submodules.wire_tx = DomainRenamer("wire_tx")(self.recorder)

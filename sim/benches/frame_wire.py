@@ -404,6 +404,12 @@ class FramePhy(GmiiPhy):
         # The gap is counted in symbols, which are nibbles in MII mode (as GmiiPhy's).
         self.rx_source.ifg = ifg * (2 if mode.mii else 1)
 
+    @property
+    def own_resets(self) -> tuple:
+        """The wire's reset (``wire_rst``): the bench pulses it with the SoC's at start; a
+        reset of the SoC alone leaves the wire running, as a PHY does."""
+        return (self.dut.wire_rst,)
+
     def start(self):
         """Start the PHY clocks, idle the player and follow both ends of the wire."""
         super().start()

@@ -175,8 +175,12 @@ class GmiiPhy:
     """Clocks and wire models on a design's ``tx_clk``/``rx_clk``/``gmii_*`` pins.
 
     ``mii_select`` pins are driven when the design has them; otherwise (the SoC, where
-    MII mode is a register) the models are told the mode directly.
+    MII mode is a register) the models are told the mode directly. ``own_resets``: the
+    PHY's reset inputs on the design, pulsed with the design's at the bench's reset (none:
+    cocotbext-eth's models follow the MAC's ``tx_rst``/``rx_rst``).
     """
+
+    own_resets: tuple = ()
 
     def __init__(self, dut, mode: LinkMode, ifg: int):
         self.dut = dut

@@ -202,10 +202,11 @@ class SocBench:
         self.phy.start()
         if hasattr(self.memory, "start"):  # the HDL memory's burst recorder
             self.memory.start()
-        for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
+        resets = (dut.rst, dut.tx_rst, dut.rx_rst, *self.phy.own_resets)
+        for reset in resets:
             reset.value = 1
         await ClockCycles(dut.clk, 8)
-        for reset in (dut.rst, dut.tx_rst, dut.rx_rst):
+        for reset in resets:
             reset.value = 0
         await ClockCycles(dut.clk, 8)
 

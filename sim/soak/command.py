@@ -28,7 +28,7 @@ from ..cosim.progress import PROGRESS_ENV, ProgressFollower, RunProgress
 from ..cosim.runner import CocotbTestFailure, announcing_builds, run_cocotb
 from ..cosim.simulators import SIMULATORS
 from ..cosim.verilog import build_dir
-from ..run.scenario import frame_count_type
+from ..run.scenario import WIRES, frame_count_type
 from .plan import (
     FAULT_CLASSES,
     FAULT_SEGMENT_FRAMES,
@@ -88,6 +88,14 @@ def add_soak_parser(commands) -> None:
     add("--seed", type=_seed, default=None, help="replay this seed (default: a random one)")
     add("--sim", choices=SIMULATORS, default="verilator", help="default: verilator")
     add("--json", type=Path, help="write the segments, totals, coverage and faults here")
+    add(
+        "--wire",
+        choices=("auto", *WIRES),
+        default="auto",
+        help="GMII wire: frames = the frame player and recorder in the simulated top; "
+        "cocotbext = cocotbext-eth's per-byte models; auto (default) = frames on Verilator, "
+        "cocotbext on Icarus",
+    )
     add(
         "--faults",
         type=parse_faults,
@@ -336,11 +344,19 @@ def format_fault_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def soak_config(frames: int, seed: int, faults: tuple[str, ...] = ()) -> SoakConfig:
+def soak_config(
+    frames: int, seed: int, faults: tuple[str, ...] = (), wire: str = "auto"
+) -> SoakConfig:
     """The run's config: with faults, shorter segments (one fault each)."""
     if faults:
-        return SoakConfig(frames, seed, FAULT_SEGMENT_FRAMES, faults)
-    return SoakConfig(frames, seed)
+        return SoakConfig(frames, seed, FAULT_SEGMENT_FRAMES, faults, wire=wire)
+    return SoakConfig(frames, seed, wire=wire)
+
+
+def soak_top(config: SoakConfig) -> str:
+    """The simulated top of *config* (its wire resolved): ``macdma_soc``, with the frame
+    wire ``macdma_soc_wire``."""
+    return SOAK_TOP + ("_wire" if config.wire == "frames" else "")
 
 
 def soak_paths() -> tuple[Path, Path]:
@@ -363,6 +379,7 @@ def run_soak(
     JSON line per segment to *record_path* (default: a scratch file). Raises
     :class:`macdma.sim.cosim.runner.CocotbTestFailure` when a check failed; its ``report``
     attribute then holds what the bench recorded up to the failure."""
+    config = config.on(sim)
     with tempfile.TemporaryDirectory() as scratch:
         if record_path is None:
             record_path = Path(scratch) / "soak.jsonl"
@@ -377,7 +394,7 @@ def run_soak(
         started = time.monotonic()
         try:
             result = run_cocotb(
-                top=SOAK_TOP,
+                top=soak_top(config),
                 test_module=SOAK_MODULE,
                 sim=sim,
                 extra_env=env,
@@ -413,11 +430,12 @@ def reap_children(timeout_s: float = REAP_TIMEOUT_S) -> None:
 def run_soak_command(args: argparse.Namespace) -> int:
     """``macdma soak``: print the seed, run with a progress bar, print the summary."""
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    config = soak_config(args.frames, seed, args.faults)
+    config = soak_config(args.frames, seed, args.faults, args.wire).on(args.sim)
     log_path, record_path = soak_paths()
     faults = f", faults {','.join(config.faults)}" if config.faults else ""
     print(
-        f"macdma soak: {config.frames:,} frames per direction on {args.sim}, "
+        f"macdma soak: {config.frames:,} frames per direction on {args.sim} "
+        f"({config.wire} wire), "
         f"seed {seed}{faults} (replay: --frames {config.frames} --seed {seed})",
         flush=True,
     )

@@ -19,7 +19,7 @@ from typing import Any
 from macdma.firmware import regs
 from macdma.firmware.driver import IRQ_STRATEGIES, DriverConfig, IrqStrategyName
 from macdma.sim.run.knobs import driver_config, scenario_from_values
-from macdma.sim.run.scenario import MAX_EXTRA_FRAGMENTS, Scenario
+from macdma.sim.run.scenario import AUTO_WIRE, MAX_EXTRA_FRAGMENTS, WIRES, Scenario
 
 #: Frame sizes without FCS: the smallest untagged frame to the largest.
 MIN_FRAME_BYTES, MAX_FRAME_BYTES = 60, 1514
@@ -112,13 +112,16 @@ class SoakConfig:
     """One soak run: *frames* per direction, *seed*, *segment_frames* per segment, the
     fault classes to inject (sim/soak/command.py ``FAULT_CLASSES``; empty for a clean soak), and
     *plant*: "" or one of :data:`PLANTS`, a bug the bench plants in its own stack (a
-    self-test of its accounting: the run must fail)."""
+    self-test of its accounting: the run must fail); *wire*: the GMII wire, as ``macdma
+    run``'s (``auto``: the frame wire on Verilator, cocotbext-eth's models on Icarus;
+    :meth:`on` resolves it for a simulator)."""
 
     frames: int = 50_000
     seed: int = 1
     segment_frames: int = SEGMENT_FRAMES
     faults: tuple[str, ...] = ()
     plant: str = ""
+    wire: str = "auto"
 
     def __post_init__(self) -> None:
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or self.frames < 1:
@@ -135,6 +138,12 @@ class SoakConfig:
             )
         if self.plant not in ("", *PLANTS):
             raise ValueError(f"plant must be one of {', '.join(PLANTS)}, not {self.plant!r}")
+        if self.wire not in ("auto", *WIRES):
+            raise ValueError(f"--wire must be auto or one of {', '.join(WIRES)}, not {self.wire!r}")
+
+    def on(self, sim: str) -> SoakConfig:
+        """This run on simulator *sim*: ``auto`` resolved to the wire it uses there."""
+        return replace(self, wire=AUTO_WIRE[sim]) if self.wire == "auto" else self
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -508,10 +508,11 @@ class SegmentRun:
         for n, size in enumerate(self.rx_sizes):
             if s.fault_class == "wire" and n == s.fault_at_frame:
                 await self.send_wire_fault(n)
-            data = make_frame(RX_SOURCE, self.rx_first + n, size)
-            await source.send(GmiiFrame.from_payload(data))
-            # The source queues a copy, which gets the wire times (sim_time_sfd): keep it.
-            self.rx_sent_frames.append(source.queue._queue[-1])
+            frame = GmiiFrame.from_payload(make_frame(RX_SOURCE, self.rx_first + n, size))
+            # The source sends a copy; its wire times come back here once it has left.
+            frame.tx_complete = _stamp_back(frame)
+            self.rx_sent_frames.append(frame)
+            await source.send(frame)
             self.rx_queued = n + 1
             if rng.random() < self.segment.rx_gap_fraction:
                 await source.wait()
@@ -705,9 +706,11 @@ class SegmentRun:
         totals_before = dict(driver.hw_totals)
         resets_before = driver.device_resets
 
-        # The PHY is not part of the SoC: its models (which the bench wires to the same
-        # reset nets) go on sending and receiving through the reset.
-        phy = (self.bench.rx_source, self.bench.tx_sink)
+        # The PHY is not part of the SoC: it goes on sending and receiving through the
+        # reset. The frame wire has a reset of its own; cocotbext-eth's models follow the
+        # SoC's reset nets, so their reset handling is switched off meanwhile.
+        bench = self.bench
+        phy = () if bench.phy.own_resets else (bench.rx_source, bench.tx_sink)
 
         async def assert_reset() -> None:
             # Into a frame the MAC is sending, if it sends one within 20 µs: the reset
@@ -1223,13 +1226,27 @@ async def settle(left, refresh=None) -> None:
         await Timer(5, "us")
 
 
+def _stamp_back(original: GmiiFrame):
+    """A ``tx_complete`` for *original*: the wire times of the copy a source sent are
+    written back to it (either wire sends a copy and stamps that)."""
+
+    def stamped(sent: GmiiFrame) -> None:
+        original.sim_time_start = sent.sim_time_start
+        original.sim_time_sfd = sent.sim_time_sfd
+        original.sim_time_end = sent.sim_time_end
+
+    return stamped
+
+
 class Soak:
     """The whole run: the bench, the guard, the back-pressure tasks and the counts."""
 
     def __init__(self, dut, config: SoakConfig):
         self.config = config
         self.rng = random.Random(f"soak-bench-{config.seed}")
-        self.bench = SocBench(dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES)
+        self.bench = SocBench(
+            dut, GMII_1000, sys_clk_ns=SYS_CLK_NS, memory_bytes=MEMORY_BYTES, wire=config.wire
+        )
         self.cpu_spec = load_cpu(SOAK_CPU)
         self.progress = {
             direction: FrameProgress(direction, config.frames, sim_time_us, dut._log)
