@@ -86,10 +86,12 @@ class Sides:
     async def start(self):
         dut = self.dut
         self.wire.start()
-        for reset in (dut.tx_rst, dut.rx_rst):
+        # The models follow tx_rst/rx_rst, the frame wire its own reset.
+        resets = (dut.tx_rst, dut.rx_rst, *self.wire.own_resets)
+        for reset in resets:
             reset.value = 1
         await ClockCycles(dut.rx_clk, 4 * self.mode.enable_every)
-        for reset in (dut.tx_rst, dut.rx_rst):
+        for reset in resets:
             reset.value = 0
         await ClockCycles(dut.rx_clk, 2 * self.mode.enable_every)
         # The top's comparison runs from time 0 through every test of the module.
