@@ -17,6 +17,7 @@ them, and Ctrl-C keeps what finished. Every run is recorded in the results datab
 - :mod:`.metrics`: the metrics of a point (:data:`METRICS`, :func:`summarise`).
 - :mod:`.expectations`: declared expectations and the built-in check, PASS/FAIL.
 - :mod:`.field_reports`: field-report conditions, ``field_reports.json`` and its table.
+- :mod:`.model_vs_rtl`: the model against the real core, ``model_vs_rtl.json``, MAPE.
 - :mod:`.results_csv`: ``results.csv``.
 - :mod:`.readings`: one paragraph of prose per experiment from its numbers.
 - :mod:`.plots`: one PNG per experiment.

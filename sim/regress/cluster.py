@@ -31,9 +31,8 @@ import threading
 from pathlib import Path
 
 from ..cosim.interrupts import stop_descendants
-from ..model.cpus import load_cpu
 from ..run.scenario import Scenario
-from .keys import source_hash
+from .keys import cpu_digest, source_hash
 from .pool import run_point, worker_init
 
 __all__ = [
@@ -177,8 +176,8 @@ def worker_mismatch(expected: dict, scenario_json: str) -> str | None:
             f"worker {os.uname().nodename}: its simulated sources hash {sources}, the sweep's "
             f"is {expected['sources']}: install the same commit (and local changes) there"
         )
-    cpu = Scenario.from_json(scenario_json).cpu
-    digest = load_cpu(cpu).digest
+    scenario = Scenario.from_json(scenario_json)
+    cpu, digest = scenario.cpu, cpu_digest(scenario)
     if digest != expected["cpu_digest"]:
         return (
             f"worker {os.uname().nodename}: CPU file {cpu} differs from the collecting "

@@ -26,6 +26,7 @@ from .expectations import check_results
 from .failures import failure_lines
 from .field_reports import field_report_rows, write_field_reports_json
 from .keys import source_hash
+from .model_vs_rtl import pair_points, plot_model_vs_rtl, write_model_vs_rtl_json
 from .plots import plot_experiment
 from .points import expand, plan
 from .pool import build_models, run_points
@@ -236,6 +237,10 @@ def _report_baseline(report: Path, baseline, current) -> None:
     )
 
 
+#: The plot of model against RTL throughput, in the output folder (with model_vs_rtl.json).
+MODEL_VS_RTL_PLOT = "plots/model_vs_rtl.png"
+
+
 def _finish(
     sweep: Sweep, results: list[dict], out: Path, total: int, wall: float, interrupted: bool
 ) -> int:
@@ -251,9 +256,16 @@ def _finish(
     if len(results) < total:
         notes.append(f"**Incomplete:** {total - len(results)} of {total} points not run yet.")
     field_reports = field_report_rows(sweep, results)
+    model_vs_rtl = pair_points(results)
+    if model_vs_rtl:
+        write_model_vs_rtl_json(out / "model_vs_rtl.json", model_vs_rtl)
+        plot_model_vs_rtl(model_vs_rtl, out / MODEL_VS_RTL_PLOT)
     write_csv(out / "results.csv", results)
     write_field_reports_json(out / "field_reports.json", field_reports)
-    write_report(out / "report.md", sweep, results, checks, plots, notes, field_reports)
+    write_report(
+        out / "report.md", sweep, results, checks, plots, notes, field_reports, model_vs_rtl,
+        MODEL_VS_RTL_PLOT,
+    )  # fmt: skip
     failed = [r for r in results if r.get("status") != "ok"]
     print(f"\n{len(results)}/{total} points in {out} ({duration_text(wall)} wall this run)")
     for check in checks:
@@ -268,6 +280,8 @@ def _finish(
         f"condition{'s' * (len(field_reports) != 1)})  "
         f"plots: {out / 'plots'}"
     )
+    if model_vs_rtl:
+        print(f"model vs RTL: {out / 'model_vs_rtl.json'} ({len(model_vs_rtl)} conditions)")
     if interrupted:
         return 130
     if failed or any(c.failed for c in checks):

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from ..model.cpus import load_cpu
-from ..run.scenario import Scenario
+from ..run.scenario import RTL_CPU, Scenario
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding hdl/ sim/ firmware/
 # Inputs of a point's result besides the scenario: what is simulated. The reporting side
@@ -25,6 +25,10 @@ SOURCE_EXCLUDED = (
     "sim/model/platform_serial.py",
 )
 SOURCE_EXCLUDED_DIRS = ("hdl/boards/", "sim/regress/sweeps/", "sim/regress/")
+#: What the real core runs besides the Python sources: the C firmware and its linker
+#: script (firmware/c/), and the generated register header it includes.
+FIRMWARE_SOURCES = ("firmware/c", "firmware/include")
+FIRMWARE_SUFFIXES = (".c", ".h", ".S", ".ld")
 # Scenario fields that do not change what a run measures.
 UNHASHED_FIELDS = ("json", "waves")
 SCENARIO_FIELDS = tuple(f.name for f in dataclasses.fields(Scenario))
@@ -42,9 +46,25 @@ def source_hash(root: Path = PACKAGE_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
+def firmware_digest(root: Path = PACKAGE_ROOT) -> str:
+    """SHA-256 of the C firmware's sources (``vexriscv-rtl`` points run it): a change to
+    the C driver changes what such a point measures, and :func:`source_hash` holds only
+    Python files."""
+    digest = hashlib.sha256()
+    for folder in FIRMWARE_SOURCES:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in FIRMWARE_SUFFIXES:
+                relative = path.relative_to(root).as_posix()
+                digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def cpu_digest(scenario: Scenario) -> str:
     """SHA-256 of the scenario's CPU file: editing a CPU file changes what a point measures,
-    and the file is data, not part of :func:`source_hash`."""
+    and the file is data, not part of :func:`source_hash`. For the real core
+    (``vexriscv-rtl``), the firmware's instead (:func:`firmware_digest`)."""
+    if scenario.cpu == RTL_CPU:
+        return firmware_digest()
     return load_cpu(scenario.cpu).digest
 
 

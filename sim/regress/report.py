@@ -14,6 +14,7 @@ from .field_reports import (
     cpu_pct_note,
     field_reports_table,
 )
+from .model_vs_rtl import ModelVsRtl, model_vs_rtl_lines
 from .report_content import (
     experiment_notes,
     experiment_reading,
@@ -47,10 +48,13 @@ def write_report(
     plots: dict[str, str],
     notes: list[str] = (),
     field_reports: list[FieldReportRow] = (),
+    model_vs_rtl: list[ModelVsRtl] = (),
+    model_vs_rtl_plot: str | None = None,
 ) -> None:
-    """The Markdown report: field reports (when the sweep has conditions), assertions,
-    then one section per experiment (plot, reading, table of its points); and the same as
-    one self-contained page next to it (.html)."""
+    """The Markdown report: field reports (when the sweep has conditions), the model
+    against the real core (when the sweep runs conditions on both), assertions, then one
+    section per experiment (plot, reading, table of its points); and the same as one
+    self-contained page next to it (.html)."""
     failed_points = [r for r in results if r.get("status") != "ok"]
     lines = [
         f"# macdma regression: {sweep.name}",
@@ -73,6 +77,7 @@ def write_report(
             "",
             *_md_table(FIELD_REPORT_HEADERS, field_reports_table(field_reports)),
         ]
+    lines += model_vs_rtl_lines(list(model_vs_rtl), model_vs_rtl_plot)
     lines += ["", "## Assertions", ""]
     lines += _md_table(
         ["", "assertion", "detail"],
@@ -102,5 +107,6 @@ def write_report(
         lines += ["", f"Fixed: {fixed}."]
     path.write_text("\n".join(lines) + "\n")
     write_html_report(
-        path.with_suffix(".html"), sweep, results, checks, plots, notes, field_reports
-    )
+        path.with_suffix(".html"), sweep, results, checks, plots, notes, field_reports,
+        list(model_vs_rtl), model_vs_rtl_plot,
+    )  # fmt: skip

@@ -17,6 +17,7 @@ from html import escape
 from pathlib import Path
 
 from .field_reports import FIELD_REPORT_HEADERS, cpu_pct_note, field_reports_table
+from .model_vs_rtl import model_vs_rtl_summary, model_vs_rtl_table
 from .report_content import (
     experiment_notes,
     experiment_reading,
@@ -130,6 +131,8 @@ def write_html_report(
     plots: dict[str, str],
     notes=(),
     field_reports=(),
+    model_vs_rtl=(),
+    model_vs_rtl_plot: str | None = None,
 ) -> None:
     """Write ``path`` (report.html) from what write_report writes report.md from; the
     ``plots`` paths are relative to ``path``'s folder and are embedded."""
@@ -149,6 +152,12 @@ def write_html_report(
             f"calibration figure (a prediction's figure is not known here). {escape(note)}</p>",
             _table(FIELD_REPORT_HEADERS, field_reports_table(field_reports), "field_reports"),
         ]
+    if model_vs_rtl:
+        headers, rows = model_vs_rtl_table(list(model_vs_rtl))
+        parts += ["<h2>Model vs RTL</h2>", f"<p>{escape(model_vs_rtl_summary(model_vs_rtl))}</p>"]
+        if model_vs_rtl_plot and (folder / model_vs_rtl_plot).exists():
+            parts.append(_figure(folder / model_vs_rtl_plot, "Model vs RTL throughput"))
+        parts.append(_table(headers, rows, "model_vs_rtl"))
     parts += [
         "<h2>Assertions</h2>",
         _table(
