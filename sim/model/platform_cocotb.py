@@ -46,7 +46,7 @@ MEMORY_STEP_BYTES = 1024
 #: The CPU's own memory for traffic that names no address (a stack's buffers, its
 #: skbs): reads walk its first half, writes its second, each wrapping, so consecutive
 #: lines share DRAM pages as a copy's do.
-SCRATCH_BYTES = 64 * 1024
+SCRATCH_BYTES = 16 * 1024
 
 
 class OutOfDmaMemory(MemoryError):
