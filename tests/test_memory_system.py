@@ -231,7 +231,8 @@ def test_the_write_paths_stores_take_the_ports_time(cocotb_run, tmp_path):
 def test_memory_traffic_holds_the_cpu_for_what_the_memory_gives(cocotb_run, tmp_path):
     """``memory_traffic`` through the port: 4 KiB read and 4 KiB written take at least the
     memory's data time (8 KiB at 16 bytes a clock), the CPU is accounted exactly the time it
-    was held, and a DMA read stream of 2-beat bursts makes it slower."""
+    was held, a DMA read stream of 2-beat bursts makes it slower, and the longest step
+    bounds a preemption's wait."""
     timing = load_cpu(str(TEST_CPU)).memory.timing(10.0)
     got = _run(
         cocotb_run, tmp_path, "verilator", "test_memory_traffic_holds_the_cpu_for_the_ports_time",
@@ -243,3 +244,6 @@ def test_memory_traffic_holds_the_cpu_for_what_the_memory_gives(cocotb_run, tmp_
         assert took["accounted_ns"] == pytest.approx(took["ns"]), got
     assert contended["ns"] > 1.2 * alone["ns"], got
     assert got["port_bytes"] == 2 * 8192
+    # Each step (1 KiB each way) is one non-preemptible stall: longer than a 500-cycle
+    # slice at 1 GHz, and counted in the preemption bound.
+    assert got["slice_ns"] < got["max_stall_ns"] == got["bound_ns"], got

@@ -237,7 +237,7 @@ class CocotbPlatform:
         reads = self._addresses(False, read_bytes, read_address)
         writes = self._addresses(True, write_bytes, write_address)
         while reads or writes:
-            async with self.cpu.step(what):
+            async with self.cpu.step(what, stall=True):
                 for pending, write in ((reads, False), (writes, True)):
                     if pending:
                         address, length = pending.pop(0)

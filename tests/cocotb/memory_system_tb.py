@@ -183,4 +183,10 @@ async def test_memory_traffic_holds_the_cpu_for_the_ports_time(dut):
         }
         if stream is not None:
             await stream
-    _record(traffic=took, port_bytes=platform.memory_port.bytes, steps=cpu.charges)
+    _record(
+        traffic=took,
+        port_bytes=platform.memory_port.bytes,
+        max_stall_ns=cpu.max_stall_ns,
+        bound_ns=cpu.preemption_bound_ns(),
+        slice_ns=cpu.slice_ns,
+    )
