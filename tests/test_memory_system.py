@@ -188,6 +188,8 @@ def test_the_test_cpu_files_memory_loads():
         ("turnaround_ns", None,
          "memory.turnaround_ns = None: missing (a read/write turnaround, 0..1000 ns)"),
         ("cpu_burst_bytes", 48, "memory.cpu_burst_bytes = 48: must be a power of two"),
+        ("cpu_burst_bytes", 2048,
+         "memory.cpu_burst_bytes = 2048: must be a whole number, 4..1024 bytes"),
         ("refresh_ns", 7800.0, "memory.refresh_ns = 7800.0: unknown key"),
     ],
 )  # fmt: skip

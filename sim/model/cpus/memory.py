@@ -46,7 +46,8 @@ MEMORY_KEYS = {
     "page_hit_ns": Knob(float, "an open page's first access", unit="ns", low=0, high=1000),
     "page_miss_ns": Knob(float, "a closed page's first access", unit="ns", low=0, high=1000),
     "turnaround_ns": Knob(float, "a read/write turnaround", unit="ns", low=0, high=1000),
-    "cpu_burst_bytes": Knob(int, "the CPU's burst", unit="bytes", low=4, high=4096),
+    # At most 256 beats of 4 bytes: an AXI4 burst (the CPU port's beats may be wider).
+    "cpu_burst_bytes": Knob(int, "the CPU's burst", unit="bytes", low=4, high=1024),
 }
 #: The SoC bus's beat: the DMA's AXI4 data width (32 bits).
 DMA_BEAT_BYTES = 4
