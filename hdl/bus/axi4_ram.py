@@ -77,6 +77,20 @@ ERROR_WINDOWS = 2
 LATENCY_BITS = 10
 #: Width of the bench-port RAM's burst counters (``ar_bursts``, ``aw_bursts``).
 BURST_COUNT_BITS = 32
+#: Width of a beat's cost in the shared timing, in 1/16 SoC clocks (up to 64 clocks a beat).
+BEAT_COST_BITS = 10
+#: The shared timing's bench ports (a RAM with ``cpu_id_bit``) and their widths; each is
+#: described in :class:`Axi4Ram`.
+SHARED_TIMING_PORTS = {
+    "shared": 1,
+    "page_hit_cycles": LATENCY_BITS,
+    "page_miss_cycles": LATENCY_BITS,
+    "turnaround_cycles": LATENCY_BITS,
+    "page_bytes_log2": 5,
+    "bank_bits": 2,
+    "beat_cost_x16": BEAT_COST_BITS,
+    "cpu_beat_cost_x16": BEAT_COST_BITS,
+}
 
 
 class Axi4Ram(wiring.Component):
@@ -110,6 +124,30 @@ class Axi4Ram(wiring.Component):
         at the end of a run the count tells whether the record missed any.
     ar_burst_addr, ar_burst_len, aw_burst_addr, aw_burst_len : Out
         The last taken burst's AxADDR and AxLEN, held until the next one.
+
+    With ``cpu_id_bit`` (bench ports only): the bursts whose AxID has that bit set are the
+    CPU traffic port's (:class:`~macdma.hdl.bus.cpu_traffic.CpuTrafficMaster` behind an
+    arbiter); the burst record above leaves them out. And the RAM has a second timing, the
+    memory system's, on while ``shared`` is 1 (:class:`_SharedPort`; with ``shared`` 0 the
+    timing is the one above, clock for clock):
+
+    shared : In(1)
+        One port for both directions: a burst of either is taken only when the memory is
+        free (reads and writes serialise; when both wait, they alternate).
+    page_hit_cycles, page_miss_cycles : In(10)
+        A burst's first-access latency when its page is the one open in its bank, or not.
+    turnaround_cycles : In(10)
+        Added when the burst's direction differs from the previous burst's.
+    page_bytes_log2 : In(5); bank_bits : In(2)
+        The page size (a power of two) and the number of banks, ``2**bank_bits`` (the
+        bank is the page number's low bits); each bank keeps one page open.
+    beat_cost_x16, cpu_beat_cost_x16 : In(10)
+        The memory's data time for one beat of the DMA (4 bytes) and of the CPU port, in
+        1/16 SoC clocks (at least 1).
+
+    A burst then holds the memory for its first-access latency plus ``ceil(beats x cost /
+    16)`` clocks; its beats wait for the latency, and, when the memory is slower than the
+    bus, as long again as they would otherwise overtake it.
     """
 
     def __init__(
@@ -122,6 +160,7 @@ class Axi4Ram(wiring.Component):
         init=(),
         bench_ports: bool = False,
         verilog_array: bool = False,
+        cpu_id_bit: int | None = None,
     ):
         if not isinstance(size_bytes, int) or size_bytes & (size_bytes - 1):
             raise ValueError(f"size_bytes must be a power of two, not {size_bytes!r}")
@@ -135,6 +174,12 @@ class Axi4Ram(wiring.Component):
             )
         if addr_width < exact_log2(size_bytes):
             raise ValueError(f"addr_width {addr_width} cannot address a RAM of {size_bytes} bytes")
+        if cpu_id_bit is not None and (not bench_ports or not 0 <= cpu_id_bit < id_width):
+            raise ValueError(
+                f"cpu_id_bit must name an ID bit (0..{id_width - 1}) of a bench-port RAM, "
+                f"not {cpu_id_bit!r} (bench_ports={bench_ports})"
+            )
+        self.cpu_id_bit = cpu_id_bit
         self.size_bytes = size_bytes
         self.data_width = data_width
         self._init = list(init)
@@ -148,6 +193,8 @@ class Axi4Ram(wiring.Component):
                 members[f"err{index}_end"] = In(addr_width)
                 members[f"err{index}_read"] = In(1)
                 members[f"err{index}_write"] = In(1)
+            if cpu_id_bit is not None:
+                members.update({name: In(shape) for name, shape in SHARED_TIMING_PORTS.items()})
             for channel in ("ar", "aw"):
                 members[f"{channel}_bursts"] = Out(BURST_COUNT_BITS)
                 members[f"{channel}_burst_addr"] = Out(addr_width)
@@ -188,10 +235,18 @@ class Axi4Ram(wiring.Component):
             return out_of_range(addr) | in_error_window(addr, length, kind)
 
         if self.bench_ports:
-            takes = _BenchTiming(bus, word_shift, word_bits, self.latency_cycles).elaborate(
-                m, read_port, write_ports, burst_error
-            )
+            shared = None
+            if self.cpu_id_bit is not None:
+                shared = _SharedPort(
+                    SimpleNamespace(**{name: getattr(self, name) for name in SHARED_TIMING_PORTS}),
+                    self.cpu_id_bit,
+                )
+            timing = _BenchTiming(bus, word_shift, word_bits, self.latency_cycles, shared)
+            takes = timing.elaborate(m, read_port, write_ports, burst_error)
             for channel, (take, head) in takes.items():
+                if self.cpu_id_bit is not None:
+                    # The record is the DMA's: the CPU port's bursts are counted by its master.
+                    take = take & ~head["id"][self.cpu_id_bit]
                 # Registers of their own, outside reset: a reset never takes a count back.
                 count = Signal(BURST_COUNT_BITS, name=f"{channel}_taken", reset_less=True)
                 addr = Signal(addr_width, name=f"{channel}_taken_addr", reset_less=True)
@@ -353,6 +408,95 @@ class _Slots:
         m.d.sync += self.count.eq(self.count + sum(valid for valid, _ in added) - taken)
 
 
+#: Width of a burst's wait before its first beat (the shared timing's latency plus data
+#: time can exceed the bench latency's 10 bits).
+WAIT_BITS = 16
+#: Banks the shared timing keeps a page open in (``bank_bits`` up to 3).
+MAX_BANKS = 8
+
+
+class _SharedPort:
+    """The memory system's timing (a RAM with ``cpu_id_bit``, on while its ``shared``
+    port is 1): one port for reads and writes, with DRAM-like first-access latencies.
+
+    The memory is one server. Taking a burst of either direction holds it for the burst's
+    first-access latency (the page hit or miss latency of the burst's bank, plus the
+    turnaround when the direction changes) plus its data time (``ceil(beats x cost /
+    16)`` clocks at the beat's cost, the DMA's or the CPU port's); the next burst of
+    either direction is taken only when it is free. When both directions wait, they take
+    turns. The burst's own beats start after its latency plus whatever its data time
+    exceeds its beats (a memory slower than the bus paces them). Left out: refresh, bank
+    parallelism (one access at a time), write buffering and read/write reordering.
+    """
+
+    def __init__(self, ports, cpu_id_bit: int):
+        self.ports = ports
+        self.cpu_id_bit = cpu_id_bit
+        self.wants = {channel: Signal(name=f"{channel}_wants") for channel in ("ar", "aw")}
+        self.busy = Signal(WAIT_BITS, name="memory_busy")
+        self.prefer_write = Signal(name="memory_prefer_write")
+        self.last_write = Signal(name="memory_last_write")
+        self.any_taken = Signal(name="memory_any_taken")
+        self.rows = [Signal(32, name=f"bank{index}_page") for index in range(MAX_BANKS)]
+        self.open = [Signal(name=f"bank{index}_open") for index in range(MAX_BANKS)]
+        self.taken = {}
+
+    def gate(self, m, channel: str, wants):
+        """Whether ``channel`` takes the burst it ``wants`` this clock."""
+        m.d.comb += self.wants[channel].eq(wants)
+        other = self.wants["aw" if channel == "ar" else "ar"]
+        first = self.prefer_write if channel == "aw" else ~self.prefer_write
+        free = (self.busy == 0) & (~other | first)
+        return wants & (~self.ports.shared | free)
+
+    def wait(self, m, channel: str, head, bench_latency):
+        """The clocks ``head`` waits from its take to its first beat (the bench's
+        ``latency_cycles`` while ``shared`` is 0); records its hold for :meth:`update`."""
+        ports = self.ports
+        page = Signal(32, name=f"{channel}_page")
+        bank = Signal(3, name=f"{channel}_bank")
+        hit = Signal(name=f"{channel}_page_hit")
+        first = Signal(LATENCY_BITS + 1, name=f"{channel}_first_access")
+        data = Signal(WAIT_BITS, name=f"{channel}_data_cycles")
+        wait = Signal(WAIT_BITS, name=f"{channel}_wait_cycles")
+        hold = Signal(WAIT_BITS, name=f"{channel}_hold_cycles")
+        beats = head["beats"]
+        cost = Mux(head["id"][self.cpu_id_bit], ports.cpu_beat_cost_x16, ports.beat_cost_x16)
+        turn = self.any_taken & (self.last_write != (channel == "aw"))
+        m.d.comb += [
+            page.eq(head["axaddr"] >> ports.page_bytes_log2),
+            bank.eq(page & ((C(1, 4) << ports.bank_bits) - 1)),
+            hit.eq(Array(self.open)[bank] & (Array(self.rows)[bank] == page)),
+            first.eq(
+                Mux(hit, ports.page_hit_cycles, ports.page_miss_cycles)
+                + Mux(turn, ports.turnaround_cycles, 0)
+            ),
+            data.eq((beats * cost + 15) >> 4),
+            wait.eq(Mux(ports.shared, first + Mux(data > beats, data - beats, 0), bench_latency)),
+            hold.eq(first + data),
+        ]
+        self.taken[channel] = (page, bank, hold)
+        return wait
+
+    def update(self, m, takes: dict) -> None:
+        """The memory's state after this clock's take (``takes``: channel -> take)."""
+        with m.If(self.busy != 0):
+            m.d.sync += self.busy.eq(self.busy - 1)
+        for channel, take in takes.items():
+            page, bank, hold = self.taken[channel]
+            write = channel == "aw"
+            with m.If(take & self.ports.shared):
+                m.d.sync += [
+                    self.busy.eq(hold - 1),
+                    self.last_write.eq(write),
+                    self.prefer_write.eq(not write),
+                    self.any_taken.eq(1),
+                ]
+                for index, (row, is_open) in enumerate(zip(self.rows, self.open, strict=True)):
+                    with m.If(bank == index):
+                        m.d.sync += [row.eq(page), is_open.eq(1)]
+
+
 class _BenchTiming:
     """The bench RAM's AXI timing: cocotbext-axi's ``AxiRam`` with the bench's per-burst
     latency, clock for clock (sim/benches/soc.py ``HostMemory``), so either host memory
@@ -372,11 +516,25 @@ class _BenchTiming:
       clock its VALID handshake completes.
     """
 
-    def __init__(self, bus, word_shift: int, word_bits: int, latency):
+    def __init__(self, bus, word_shift: int, word_bits: int, latency, shared=None):
         self.bus = bus
         self.word_shift = word_shift
         self.word_bits = word_bits
         self.latency = latency
+        self.shared = shared  # a _SharedPort, or None
+
+    def _gate(self, m, channel: str, wants):
+        """This clock's take: ``wants`` (the burst AxiRam's coroutine would take), unless
+        the shared port holds it back."""
+        take = Signal(name=f"{channel}_take")
+        m.d.comb += take.eq(wants if self.shared is None else self.shared.gate(m, channel, wants))
+        return take
+
+    def _wait(self, m, channel: str, head):
+        """Clocks from a take of ``head`` to its first beat."""
+        if self.shared is None:
+            return self.latency
+        return self.shared.wait(m, channel, head, self.latency)
 
     def _address_queue(self, m, channel: str, burst_error):
         """The AR or AW sink: the queue, its READY register and this clock's view of it
@@ -411,17 +569,16 @@ class _BenchTiming:
     def _burst_state(self, channel: str):
         return SimpleNamespace(
             active=Signal(name=f"{channel}_active"),
-            wait=Signal(LATENCY_BITS, name=f"{channel}_wait"),
+            wait=Signal(WAIT_BITS, name=f"{channel}_wait"),
             addr=Signal(self.word_bits, name=f"{channel}_addr"),
             left=Signal(9, name=f"{channel}_left"),
             id=Signal(len(getattr(self.bus, f"{channel}id")), name=f"{channel}_id"),
             error=Signal(name=f"{channel}_error"),
         )
 
-    def _take(self, m, cur, head, take, moved_now):
+    def _take(self, m, cur, head, take, moved_now, latency):
         """Burst bookkeeping for this clock: a take of ``head`` (moving ``moved_now`` of
-        its beats at once when the latency is 0), else the current burst's progress."""
-        latency = self.latency
+        its beats at once when ``latency`` is 0), else the current burst's progress."""
         with m.If(take):
             m.d.sync += [
                 cur.id.eq(head["id"]),
@@ -438,15 +595,18 @@ class _BenchTiming:
         """Add the timing to ``m``; return ``{"ar": (take, head), "aw": (take, head)}``:
         each direction's take of a burst from its address queue in this clock, and the
         queue's head it takes (the fields of :meth:`_address_queue`)."""
-        return {
+        takes = {
             "ar": self._read(m, read_port, burst_error),
             "aw": self._write(m, write_ports, burst_error),
         }
+        if self.shared is not None:
+            self.shared.update(m, {channel: take for channel, (take, _) in takes.items()})
+        return takes
 
     def _read(self, m, read_port, burst_error):
         bus = self.bus
-        latency = self.latency
         arq, ar_fire, ar_in, ar_count, head = self._address_queue(m, "ar", burst_error)
+        latency = self._wait(m, "ar", head)
         cur = self._burst_state("ar")
         rq = _Slots("rq", addr=self.word_bits, last=1, id=len(bus.arid), error=1)
 
@@ -476,8 +636,7 @@ class _BenchTiming:
         old = Signal(range(QUEUE_DEPTH + 1))
         m.d.comb += old.eq(Mux(moving, Mux(cur.left < space, cur.left, space), 0))
         done = moving & (old == cur.left)
-        take = Signal()
-        m.d.comb += take.eq((~cur.active | done) & (ar_count != 0))
+        take = self._gate(m, "ar", (~cur.active | done) & (ar_count != 0))
         new = Signal(range(QUEUE_DEPTH + 1))
         new_now = take & (latency == 0) & (old == 0)
         m.d.comb += new.eq(Mux(new_now, Mux(head["beats"] < space, head["beats"], space), 0))
@@ -500,7 +659,7 @@ class _BenchTiming:
         rq.update(m, pop, added)
         arq.update(m, take, [(ar_fire, ar_in)])
 
-        self._take(m, cur, head, take, new)
+        self._take(m, cur, head, take, new, latency)
         with m.If(take & new_now & (new == head["beats"])):
             m.d.sync += cur.active.eq(0)
         with m.If(~take & (old != 0)):
@@ -511,8 +670,8 @@ class _BenchTiming:
 
     def _write(self, m, write_ports, burst_error):
         bus = self.bus
-        latency = self.latency
         awq, aw_fire, aw_in, aw_count, head = self._address_queue(m, "aw", burst_error)
+        latency = self._wait(m, "aw", head)
         cur = self._burst_state("aw")
         wq = _Slots("wq", data=len(bus.wdata), strb=len(bus.wstrb))
         bq = _Slots("bq", id=len(bus.awid), error=1)
@@ -548,8 +707,7 @@ class _BenchTiming:
         m.d.comb += old.eq(Mux(moving, Mux(cur.left < w_count, cur.left, w_count), 0))
         old_b = Signal()
         m.d.comb += old_b.eq(moving & (old == cur.left) & (b_kept < QUEUE_DEPTH))
-        take = Signal()
-        m.d.comb += take.eq((~cur.active | old_b) & (aw_count != 0))
+        take = self._gate(m, "aw", (~cur.active | old_b) & (aw_count != 0))
         new_now = take & (latency == 0) & (old == 0)
         new = Signal(range(QUEUE_DEPTH + 1))
         m.d.comb += new.eq(Mux(new_now, Mux(head["beats"] < w_count, head["beats"], w_count), 0))
@@ -578,7 +736,7 @@ class _BenchTiming:
         )
         awq.update(m, take, [(aw_fire, aw_in)])
 
-        self._take(m, cur, head, take, new)
+        self._take(m, cur, head, take, new, latency)
         with m.If(take & new_b):
             m.d.sync += cur.active.eq(0)
         with m.If(~take & moving):

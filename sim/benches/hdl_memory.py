@@ -18,7 +18,7 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, ValueChange
 
-from macdma.hdl.bus.axi4_ram import BURST_COUNT_BITS, ERROR_WINDOWS
+from macdma.hdl.bus.axi4_ram import BURST_COUNT_BITS, ERROR_WINDOWS, SHARED_TIMING_PORTS
 
 from .bursts import BurstRecord
 
@@ -28,6 +28,20 @@ WORD_BYTES = 4
 _WORD_SIZE = 2  # AxSIZE of a full 32-bit beat
 # cocotb's GPI write action "no delay": what ``handle.set(Immediate(value))`` passes on.
 _GPI_NO_DELAY = 3
+
+
+def _ram_of(dut):
+    """The bench-port RAM in ``dut``: ``host_ram`` at its top (macdma_soc_cpu), or in its
+    ``host_memory`` (macdma_soc_hostmem's SharedHostMemory); macdma_soc_hostmem_wire
+    (hdl/sim_wire/tops.py) holds macdma_soc_hostmem as ``soc``."""
+    for top in (dut, getattr(dut, "soc", None)):
+        if top is None:
+            continue
+        if hasattr(top, "host_ram"):
+            return top.host_ram
+        if hasattr(top, "host_memory"):
+            return top.host_memory.host_ram
+    raise ValueError(f"{dut._name} holds no host memory (host_ram or host_memory.host_ram)")
 
 
 class HdlHostMemory:
@@ -41,8 +55,7 @@ class HdlHostMemory:
     """
 
     def __init__(self, dut, size: int):
-        # macdma_soc_hostmem_wire (hdl/sim_wire/tops.py) holds macdma_soc_hostmem as ``soc``.
-        ram = dut.host_ram if hasattr(dut, "host_ram") else dut.soc.host_ram
+        ram = _ram_of(dut)
         depth = len(ram.array.words)
         if depth * WORD_BYTES != size:
             raise ValueError(
@@ -68,6 +81,15 @@ class HdlHostMemory:
         self._error_windows: tuple[tuple[int, int, str], ...] = ()
         self.latency_cycles = 0
         self.error_windows = ()
+        # The memory system's ports (a top with the CPU port) stay at rest, the bench's
+        # timing on, until a CPU file's [memory] turns them on (sim/benches/cpu_port.py).
+        if hasattr(dut, "mem_shared"):
+            for name in SHARED_TIMING_PORTS:
+                getattr(dut, f"mem_{name}").value = 0
+            for name, value in (("cmd_seq", 0), ("cmd_addr", 0), ("cmd_bytes", 0),
+                                ("cmd_write", 0), ("beat_bytes_log2", 2),
+                                ("burst_bytes_log2", 6)):  # fmt: skip
+                getattr(dut, f"mem_cpu_{name}").value = value
 
     def start(self) -> None:
         """Start recording bursts."""

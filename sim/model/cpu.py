@@ -20,10 +20,11 @@ does on one CPU:
   NAPI, only by a hard IRQ.
 - Charges longer than :data:`SLICE_CYCLES` are split into slices of at most that many
   cycles; a pending preemption is taken between slices. An MMIO access is one
-  non-preemptible step (the core is stalled on the bus). So the *preemption latency* --
-  from a higher context asking for the CPU to it running -- is at most one slice plus one
-  MMIO bus transaction; every such latency is recorded (``preemption_ns``) and the bound
-  is tested (tests/test_scenario_sim.py).
+  non-preemptible step (the core is stalled on the bus), and so is each step of the CPU's
+  own memory traffic through the memory system (a *stall*, at most 1 KiB each way). So the
+  *preemption latency* -- from a higher context asking for the CPU to it running -- is at
+  most one slice plus one MMIO bus transaction or memory stall; every such latency is
+  recorded (``preemption_ns``) and the bound is tested (tests/test_scenario_sim.py).
 - Busy waiting (a spin on a lock, pktgen re-trying a stopped queue) holds the CPU and is
   accounted (``spin``); sleeping waits (a timer, an IRQ line) do not use the CPU at all.
 
@@ -114,7 +115,8 @@ class CpuModel:
     ``cycles`` (per cost name, all cores), ``charges`` (count per cost name),
     ``preemption_ns`` (every wait of a context for a lower-priority one on its core to
     reach a boundary), ``max_step_ns`` (the longest non-preemptible step taken: a slice, a
-    barrier's drain slice or an MMIO bus access), ``max_mmio_ns`` (the longest MMIO access).
+    barrier's drain slice or an MMIO bus access), ``max_mmio_ns`` (the longest MMIO access),
+    ``max_stall_ns`` (the longest memory stall: a step of the CPU's own memory traffic).
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class CpuModel:
         self.preemption_ns: list[float] = []
         self.max_step_ns = 0.0
         self.max_mmio_ns = 0.0
+        self.max_stall_ns = 0.0
         self._cores = [_Core(index) for index in range(cores)]
         self._by_task: dict[object, _Context] = {}
         self._started_ns = get_sim_time("ns")
@@ -264,14 +267,16 @@ class CpuModel:
         ctx.wake.set()
 
     @contextlib.asynccontextmanager
-    async def step(self, what: str | None = None):
+    async def step(self, what: str | None = None, *, stall: bool = False):
         """A non-preemptible step of the current context (an MMIO bus access); the time
-        it takes is accounted to ``what`` when given. Outside any context it runs as a
-        process context of its own on core 0."""
+        it takes is accounted to ``what`` when given. ``stall``: the core waits on the
+        memory system (the CPU's own traffic), a step that counts in the preemption bound
+        as an MMIO access does. Outside any context it runs as a process context of its
+        own on core 0."""
         ctx = self._by_task.get(cocotb.task.current_task())
         if ctx is None:
             async with self.context("process"):
-                async with self.step(what):
+                async with self.step(what, stall=stall):
                     yield
             return
         core = ctx.core
@@ -288,6 +293,8 @@ class CpuModel:
             self.max_step_ns = max(self.max_step_ns, taken)
             if what == "mmio_bus":
                 self.max_mmio_ns = max(self.max_mmio_ns, taken)
+            if stall:
+                self.max_stall_ns = max(self.max_stall_ns, taken)
             if what is not None:
                 self._account(core, what, taken)
         await self._boundary(ctx)
@@ -361,8 +368,8 @@ class CpuModel:
 
     def preemption_bound_ns(self) -> float:
         """The documented bound on preemption latency: one slice, or the longest MMIO
-        access seen (a bus transaction is not split), whichever is longer."""
-        return max(self.slice_ns, self.max_mmio_ns)
+        access or memory stall seen (neither is split), whichever is longer."""
+        return max(self.slice_ns, self.max_mmio_ns, self.max_stall_ns)
 
     # -- accounting --------------------------------------------------------------------------
     def total_busy_ns(self) -> float:
@@ -409,6 +416,7 @@ class CpuModel:
         self.preemption_ns.clear()
         self.max_step_ns = 0.0
         self.max_mmio_ns = 0.0
+        self.max_stall_ns = 0.0
         self._started_ns = get_sim_time("ns")
 
     def elapsed_ns(self) -> float:
@@ -435,6 +443,7 @@ class CpuModel:
             "slice_ns": self.slice_ns,
             "max_step_ns": self.max_step_ns,
             "max_mmio_ns": self.max_mmio_ns,
+            "max_stall_ns": self.max_stall_ns,
             "preemption_bound_ns": self.preemption_bound_ns(),
             "preemptions": len(self.preemption_ns),
             "preemption_max_ns": max(self.preemption_ns, default=0.0),

@@ -10,6 +10,14 @@
   and buffers once at open and never free them). The CPU's stores to it go through
   :class:`CpuWritePath`: posted, in program order, each taking simulated time, so the DMA
   can observe a descriptor whose first store landed and whose second did not.
+- The memory system: with a CPU file's ``[memory]`` (``memory=`` a
+  :class:`~macdma.sim.model.cpus.memory.MemorySpec`; the HDL host memory only), the host
+  memory takes its shared timing and the CPU's own traffic flows as real bursts through
+  its CPU port (sim/benches/cpu_port.py), contending with the DMA: each store of the write
+  path lands when its write command completes, and ``memory_traffic`` holds the calling
+  context until its commands complete. Without it (and always on cocotbext-axi's AxiRam,
+  which has no second port), the write path and ``memory_traffic`` take the flat time
+  of :meth:`CpuWritePath.store_ns`, contending with nothing.
 - ``charge``/``spin_ns``/``sleep_ns``/``context`` go to the :class:`CpuModel` scheduler:
   charges run in the caller's context, spinning holds the CPU, sleeping gives it up.
 - ``wait_irq`` watches the SoC's level ``irq`` pin (a sleeping wait); ``spawn`` starts a
@@ -32,6 +40,13 @@ __all__ = ["CocotbPlatform", "CpuWritePath", "OutOfDmaMemory"]
 
 #: Bytes one store beat carries to host memory: the SoC's 32-bit memory bus.
 STORE_BEAT_BYTES = 4
+#: Most bytes ``memory_traffic`` moves in one non-preemptible step: between steps a
+#: pending preemption is taken, as between the slices of a charge.
+MEMORY_STEP_BYTES = 1024
+#: The CPU's own memory for traffic that names no address (a stack's buffers, its
+#: skbs): reads walk its first half, writes its second, each wrapping, so consecutive
+#: lines share DRAM pages as a copy's do.
+SCRATCH_BYTES = 16 * 1024
 
 
 class OutOfDmaMemory(MemoryError):
@@ -42,19 +57,22 @@ class CpuWritePath:
     """The CPU's posted stores to host memory, drained in program order.
 
     Each :meth:`store` (one ``mem_write`` of the driver: a descriptor's words, a frame's
-    bytes) is one write burst: it lands in ``memory`` all at once after
-    ``memory.latency_cycles`` + one cycle per :data:`STORE_BEAT_BYTES` bytes of
-    ``clock_ns``, and only after every earlier store landed. :meth:`read` is what the CPU
-    sees: memory with its own pending stores on top (store-to-load forwarding).
+    bytes) lands in ``memory`` all at once, and only after every earlier store landed:
+    with a ``port`` (a :class:`~macdma.sim.benches.cpu_port.CpuMemoryPort`) when its write
+    command through the memory system completes; without, after :meth:`store_ns`
+    (``memory.latency_cycles`` + one cycle per :data:`STORE_BEAT_BYTES` bytes of
+    ``clock_ns``). :meth:`read` is what the CPU sees: memory with its own pending stores
+    on top (store-to-load forwarding).
 
     Members: ``stores`` and ``bytes`` (totals), ``pending`` (stores not landed yet).
     """
 
-    def __init__(self, memory, clock_ns: float) -> None:
+    def __init__(self, memory, clock_ns: float, port=None) -> None:
         if not clock_ns > 0:
             raise ValueError(f"store clock period must be > 0 ns, got {clock_ns!r}")
         self.memory = memory
         self.clock_ns = float(clock_ns)
+        self.port = port
         self.pending: deque[tuple[int, bytes]] = deque()
         self.idle = Event()
         self.idle.set()
@@ -77,7 +95,10 @@ class CpuWritePath:
     async def _drain(self) -> None:
         while self.pending:
             address, data = self.pending[0]
-            await Timer(round(self.store_ns(len(data)) * 1000), unit="ps")
+            if self.port is None:
+                await Timer(round(self.store_ns(len(data)) * 1000), unit="ps")
+            else:
+                await self.port.move(address, len(data), write=True)
             self.memory.write(address, data)
             self.pending.popleft()
         self._drainer = None
@@ -98,17 +119,35 @@ class CocotbPlatform:
     ``dma_base`` is the first address the allocator hands out (the low page stays unused
     so a stray zero address is never a valid buffer). Members ``mmio_reads`` and
     ``mmio_writes`` count accesses; ``allocations`` lists ``(address, size)``;
-    ``write_path`` is the :class:`CpuWritePath` of the CPU's stores.
+    ``write_path`` is the :class:`CpuWritePath` of the CPU's stores; ``memory_port`` the
+    :class:`~macdma.sim.benches.cpu_port.CpuMemoryPort` when ``memory_system`` (a CPU
+    file's :class:`~macdma.sim.model.cpus.memory.MemorySpec`) is given, else None.
     """
 
-    def __init__(self, bench, cpu: CpuModel, *, dma_base: int = 0x1000) -> None:
+    def __init__(self, bench, cpu: CpuModel, *, dma_base: int = 0x1000, memory_system=None) -> None:
         self.bench = bench
         self.cpu = cpu
         self.memory = bench.memory
         self.memory_bytes = bench.memory_bytes
-        self.write_path = CpuWritePath(bench.memory, bench.sys_clk_ns)
         self._next = dma_base
         self.allocations: list[tuple[int, int]] = []
+        self.memory_port = None
+        if memory_system is not None:
+            if not hasattr(bench.dut, "mem_cpu_cmd_seq"):
+                raise ValueError(
+                    'a CPU file\'s [memory] needs the HDL host memory (memory = "hdl"): '
+                    "this top has no CPU port into its host memory"
+                )
+            # Imported here: only a bench on macdma_soc_hostmem has the port, and its
+            # module loads Amaranth for the RTL's constants.
+            from macdma.sim.benches.cpu_port import CpuMemoryPort, configure_memory_system
+
+            self.memory_port = CpuMemoryPort(bench.dut)
+            configure_memory_system(bench.dut, memory_system.timing(bench.sys_clk_ns))
+            scratch = self.dma_alloc(SCRATCH_BYTES, align=4096)
+            half = SCRATCH_BYTES // 2
+            self._cursors = {False: [scratch, scratch], True: [scratch + half, scratch + half]}
+        self.write_path = CpuWritePath(bench.memory, bench.sys_clk_ns, self.memory_port)
         self.mmio_reads = 0
         self.mmio_writes = 0
         #: When a list, every access is appended as (time_ns, "r"/"w", offset, value).
@@ -171,13 +210,59 @@ class CocotbPlatform:
     async def charge(self, cycles: float, what: str) -> None:
         await self.cpu.charge(cycles, what)
 
-    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
-        """The CPU's own memory traffic: for now the write path's timing per direction
-        (the memory's per-burst latency, then one :data:`STORE_BEAT_BYTES` beat per
-        clock), the CPU held meanwhile and the time accounted to ``what``. Not yet shared
-        with the DMA (issue 40: a master port of the simulated memory)."""
-        ns = sum(self.write_path.store_ns(length) for length in (read_bytes, write_bytes) if length)
-        await self.cpu.spin(ns, what)
+    async def memory_traffic(
+        self,
+        what: str,
+        read_bytes: int,
+        write_bytes: int,
+        *,
+        read_address: int | None = None,
+        write_address: int | None = None,
+    ) -> None:
+        """The CPU's own memory traffic, the calling context held meanwhile and the time
+        accounted to ``what``.
+
+        With the memory system: through the CPU port, in steps of at most
+        :data:`MEMORY_STEP_BYTES` each way (a step's reads, then its writes: a copy's
+        order), each step non-preemptible and lasting until the RTL completed it. The
+        bytes are read from ``read_address`` and written to ``write_address`` when given
+        (the buffers the driver names), else in the CPU's scratch memory. Without it:
+        :meth:`CpuWritePath.store_ns` per direction, contending with nothing."""
+        if self.memory_port is None:
+            ns = sum(
+                self.write_path.store_ns(length) for length in (read_bytes, write_bytes) if length
+            )
+            await self.cpu.spin(ns, what)
+            return
+        reads = self._addresses(False, read_bytes, read_address)
+        writes = self._addresses(True, write_bytes, write_address)
+        while reads or writes:
+            async with self.cpu.step(what, stall=True):
+                for pending, write in ((reads, False), (writes, True)):
+                    if pending:
+                        address, length = pending.pop(0)
+                        await self.memory_port.move(address, length, write=write)
+
+    def _addresses(self, write: bool, length: int, address: int | None) -> list:
+        """``length`` bytes from ``address`` (or the scratch cursor of the direction) as
+        (address, bytes) steps of at most :data:`MEMORY_STEP_BYTES`."""
+        steps = []
+        if address is None:
+            base, cursor = self._cursors[write]
+            half = SCRATCH_BYTES // 2
+            while length > 0:
+                part = min(length, MEMORY_STEP_BYTES, base + half - cursor)
+                steps.append((cursor, part))
+                length -= part
+                cursor = base if cursor + part == base + half else cursor + part
+            self._cursors[write][1] = cursor
+            return steps
+        while length > 0:
+            part = min(length, MEMORY_STEP_BYTES)
+            steps.append((address, part))
+            address += part
+            length -= part
+        return steps
 
     async def spin_ns(self, ns: float, what: str) -> None:
         """Busy-wait ``ns`` (the CPU is held and the time accounted to ``what``)."""

@@ -336,7 +336,21 @@ class Scenario:
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
             )
-        cores = 1 if self.cpu == RTL_CPU else load_cpu(self.cpu).cores
+        spec = None if self.cpu == RTL_CPU else load_cpu(self.cpu)
+        cores = 1 if spec is None else spec.cores
+        if spec is not None and spec.memory is not None:
+            # The memory system is RTL: the shared timing and the CPU's port are in
+            # macdma_soc_hostmem, and its latencies are the CPU file's.
+            if self.memory != "hdl":
+                raise ValueError(
+                    f"the CPU {self.cpu} has a [memory] table: its memory system needs "
+                    f'memory = "hdl" (cocotbext-axi\'s AxiRam has no CPU port), got {self.memory!r}'
+                )
+            if self.mem_latency_cycles:
+                raise ValueError(
+                    f"the CPU {self.cpu} has a [memory] table, which gives the memory's "
+                    f"latencies: mem_latency_cycles must stay 0, got {self.mem_latency_cycles}"
+                )
         for name in ("irq_core", "app_core"):
             if getattr(self, name) >= cores:
                 raise ValueError(

@@ -180,7 +180,7 @@ async def test_scenario(dut):
     cpu_spec = load_cpu(scenario.cpu)
     costs = cpu_spec.costs
     cpu = CpuModel(cpu_spec.clock_mhz, costs, cores=cpu_spec.cores)
-    platform = CocotbPlatform(bench, cpu)
+    platform = CocotbPlatform(bench, cpu, memory_system=cpu_spec.memory)
     traffic = make_traffic(scenario, bench, platform, costs, log)
     config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)
     driver = MacDmaDriver(platform, config, on_receive=traffic.on_receive, costs=costs)

@@ -58,8 +58,8 @@ VERILOG_TOP = "limit_tb"
 BINARY = "limit_harness"
 #: The simulators a limit harness exists for.
 LIMIT_SIMULATORS = ("verilator", "icarus")
-#: Where the host memory's words sit below the top (``dut.host_ram.array.words``).
-HOST_WORDS_PATH = ("host_ram", "array", "words")
+#: Where the host memory's words sit below the top (``dut.host_memory.host_ram.array.words``).
+HOST_WORDS_PATH = ("host_memory", "host_ram", "array", "words")
 #: Planted faults the harness must catch (``--fault``): a byte of a TX buffer flipped in
 #: host memory after its descriptor was handed over; a byte of an RX frame flipped on the
 #: wire (its FCS left as sent).

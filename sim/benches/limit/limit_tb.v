@@ -84,7 +84,13 @@ module limit_tb;
         .tx_clk_enable(1'b1), .rx_clk_enable(1'b1), .mdio_i(1'b1),
         .mem_latency_cycles(10'd0),
         .mem_err0_start(32'd0), .mem_err0_end(32'd0), .mem_err0_read(1'b0), .mem_err0_write(1'b0),
-        .mem_err1_start(32'd0), .mem_err1_end(32'd0), .mem_err1_read(1'b0), .mem_err1_write(1'b0)
+        .mem_err1_start(32'd0), .mem_err1_end(32'd0), .mem_err1_read(1'b0), .mem_err1_write(1'b0),
+        // The memory system off and the CPU's traffic port idle: the bench timing alone.
+        .mem_shared(1'b0), .mem_page_hit_cycles(10'd0), .mem_page_miss_cycles(10'd0),
+        .mem_turnaround_cycles(10'd0), .mem_page_bytes_log2(5'd0), .mem_bank_bits(2'd0),
+        .mem_beat_cost_x16(10'd0), .mem_cpu_beat_cost_x16(10'd0),
+        .mem_cpu_cmd_addr(32'd0), .mem_cpu_cmd_bytes(24'd0), .mem_cpu_cmd_write(1'b0),
+        .mem_cpu_cmd_seq(8'd0), .mem_cpu_beat_bytes_log2(3'd2), .mem_cpu_burst_bytes_log2(4'd6)
     );
 
     initial begin
@@ -187,15 +193,15 @@ module limit_tb;
 
     // -- host memory, through the RAM's word array ---------------------------------------
     function [31:0] word_at(input integer address);
-        word_at = dut.host_ram.array.words[address >> 2];
+        word_at = dut.host_memory.host_ram.array.words[address >> 2];
     endfunction
     task set_word(input integer address, input [31:0] value);
-        dut.host_ram.array.words[address >> 2] = value;
+        dut.host_memory.host_ram.array.words[address >> 2] = value;
     endtask
     function [7:0] byte_at(input integer address);
         reg [31:0] w;
         begin
-            w = dut.host_ram.array.words[address >> 2];
+            w = dut.host_memory.host_ram.array.words[address >> 2];
             byte_at = w >> (8 * (address & 3));
         end
     endfunction

@@ -37,6 +37,7 @@ from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig
 
 from ...run.knobs import Knob
+from .memory import MemorySpec, memory_spec
 
 __all__ = [
     "CPU_DIR",
@@ -57,7 +58,7 @@ CPU_SUFFIX = ".toml"
 #: the scenario's, never the CPU's.
 DRIVER_SETTINGS = ("housekeeping_hz", "tx_clean_budget", "dma_poll_us")
 
-_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "driver")
+_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "driver", "memory")
 
 #: Most cores a CPU file may give (the scenario's core knobs take the same bound).
 MAX_CORES = 64
@@ -91,6 +92,7 @@ class CpuSpec:
         driver:      DriverConfig settings of the set-up (keys of :data:`DRIVER_SETTINGS`).
         description: one line about the CPU ("" when the file gives none).
         digest:      SHA-256 of the file's bytes (what a result cache must key on).
+        memory:      the ``[memory]`` table (sim/model/cpus/memory.py), or None.
     """
 
     name: str
@@ -102,6 +104,7 @@ class CpuSpec:
     driver: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     digest: str = ""
+    memory: MemorySpec | None = None
 
 
 def shipped_cpus() -> tuple[str, ...]:
@@ -168,6 +171,7 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         driver=driver,
         description=description,
         digest=hashlib.sha256(raw).hexdigest(),
+        memory=memory_spec(document["memory"], fail) if "memory" in document else None,
     )
 
 
