@@ -88,7 +88,7 @@ def test_the_model_header_names_the_word_array_or_refuses():
     member = "__DOT__".join(("top", *HOST_WORDS_PATH))
     header = model_header("top", f"    VlUnpacked<IData, 1024> {member};\n")
     assert f"((model)->rootp->{member})" in header
-    with pytest.raises(LimitBuildError, match="has no member top__DOT__host_ram"):
+    with pytest.raises(LimitBuildError, match="has no member top__DOT__host_memory__DOT__host_ram"):
         model_header("top", "    VlUnpacked<IData, 1024> top__DOT__other__DOT__words;\n")
 
 
