@@ -31,6 +31,7 @@ __all__ = [
     "MAX_PREFETCH",
     "MAX_TIMER_US",
     "MIN_RING",
+    "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
     "UDP_CSUM_OFFSET",
@@ -83,6 +84,11 @@ IRQ_STRATEGIES = tuple(name.value for name in IrqStrategyName)
 COALESCE_TIMERS = ("first", "last")
 #: How TX clean synchronises with xmit (DriverConfig.tx_clean_lock).
 TX_CLEAN_LOCKS = ("queue", "frozen")
+#: ``DriverConfig.rx_sync``: how the driver hands a filled RX buffer to the CPU and a
+#: fresh one to the device: ``unmap`` (dma_unmap_single of the whole buffer, dma_map_single
+#: of the whole next one: two invalidate passes over the buffer) or ``sync`` (the slot stays
+#: mapped: dma_sync_single_for_cpu of the received length, then for_device of the same).
+RX_SYNC_MODES = ("unmap", "sync")
 #: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
 TX_CHECKSUM_MODES = ("none", "hw", "sw")
 #: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
@@ -392,6 +398,10 @@ class DriverConfig:
             without UDPCSUM, as the field reports ran); ``"hw"``: the SOP descriptor asks
             the hardware (CHECKSUM_PARTIAL, UDP over IPv4: csum_start 34, csum_offset 6);
             ``"sw"``: the stack sums the segment, charged ``per_byte_csum`` per byte.
+        rx_sync: the RX buffers' DMA cache maintenance (:data:`RX_SYNC_MODES`): ``unmap``
+            invalidates each whole posted buffer twice per reception (unmap, then the map
+            of its replacement); ``sync`` invalidates only the received bytes, twice (for
+            the CPU, then for the device). Costs nothing on a coherent DMA.
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -423,6 +433,7 @@ class DriverConfig:
     flow_control: bool = False
     tx_checksum: str = "none"
     ptp: bool = False
+    rx_sync: str = "unmap"
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -473,6 +484,10 @@ class DriverConfig:
             raise ValueError(
                 f"DriverConfig.tx_checksum = {self.tx_checksum!r} must be one of "
                 f"{', '.join(TX_CHECKSUM_MODES)}"
+            )
+        if self.rx_sync not in RX_SYNC_MODES:
+            raise ValueError(
+                f"DriverConfig.rx_sync = {self.rx_sync!r} must be one of {', '.join(RX_SYNC_MODES)}"
             )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")

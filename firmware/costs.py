@@ -8,7 +8,9 @@ accesses (added by the platform) takes any time.
 
 The clock is not part of the table: a CPU is a clock, cores and this table, described in
 a CPU file (``sim/model/cpus/<name>.toml``, docs/cpus.md); the shipped ones are calibrated
-against the field reports (docs/field-reports.md). Pure Python: no cocotb, no asyncio.
+against the field reports (docs/field-reports.md). DMA cache maintenance is not a cost of
+this table: the CPU file's caches price it per line, per level and per pass
+(:class:`~.cache.CacheHierarchy`). Pure Python: no cocotb, no asyncio.
 """
 
 from __future__ import annotations
@@ -32,9 +34,6 @@ class CpuCosts:
         tx_clean_per_descriptor: Reaping one written-back TX descriptor and unmapping it.
         rx_per_packet: Stack work per received packet.
         rx_per_descriptor: Reading one RX write-back and refilling its buffer.
-        per_byte_cache: Cache maintenance per byte on a non-coherent CPU: TX cleans each
-            byte sent; RX invalidates the *whole posted buffer* per received buffer, not
-            just the bytes written (the lan743x field report).
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
         timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
@@ -63,7 +62,6 @@ class CpuCosts:
     tx_clean_per_descriptor: float = 0.0
     rx_per_packet: float = 0.0
     rx_per_descriptor: float = 0.0
-    per_byte_cache: float = 0.0
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0

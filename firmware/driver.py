@@ -35,6 +35,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from . import regs
+from .cache import COHERENT, CacheHierarchy
 from .config import (
     ALL_CAUSES,
     COALESCE_TIMERS,
@@ -50,6 +51,7 @@ from .config import (
     MAX_PREFETCH,
     MAX_TIMER_US,
     MIN_RING,
+    RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
     UDP_CSUM_OFFSET,
@@ -91,6 +93,7 @@ __all__ = [
     "MDIO_POLL_NS",
     "MIN_RING",
     "RESET_POLL_LIMIT",
+    "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
     "UDP_CSUM_OFFSET",
@@ -130,9 +133,10 @@ class MacDmaDriver:
 
     ``on_receive(frame, ok, meta)`` is the stack (``napi_gro_receive``); it may be a plain
     function or a coroutine function. All work is charged to ``costs`` through
-    ``platform.charge(cycles, "<CpuCosts field>")``; all MMIO goes through the platform and
-    is counted in :attr:`stats`. ``hooks`` (:class:`~.hooks.DriverHooks`) is where a test
-    bench steps in on the queues; None: no hooks.
+    ``platform.charge(cycles, "<CpuCosts field>")``, DMA cache maintenance per line and
+    level of ``caches`` (``cache_clean``, ``cache_invalidate``); all MMIO goes through the
+    platform and is counted in :attr:`stats`. ``hooks`` (:class:`~.hooks.DriverHooks`) is
+    where a test bench steps in on the queues; None: no hooks.
 
     Members: ``config``, ``strategy``, ``stats``, ``errors`` (:class:`DmaErrorRecord` per
     channel halt handled), ``hw_totals`` and ``device_resets`` (:meth:`reset_device`),
@@ -149,11 +153,14 @@ class MacDmaDriver:
         on_receive: OnReceive | None = None,
         costs: CpuCosts = CpuCosts(),  # noqa: B008 - frozen, so a shared default is safe
         hooks: DriverHooks | None = None,
+        caches: CacheHierarchy = COHERENT,
     ) -> None:
         if not isinstance(config, DriverConfig):
             raise ValueError(f"config {config!r} must be a DriverConfig")
         if not isinstance(costs, CpuCosts):
             raise ValueError(f"costs {costs!r} must be a CpuCosts")
+        if not isinstance(caches, CacheHierarchy):
+            raise ValueError(f"caches {caches!r} must be a CacheHierarchy")
         if hooks is not None and not isinstance(hooks, DriverHooks):
             raise ValueError(f"hooks {hooks!r} must be a DriverHooks")
         self.platform = platform
@@ -169,7 +176,7 @@ class MacDmaDriver:
         # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
         self.on_tx_dropped: Callable[[int], None] | None = None
         self.stats = DriverStats()
-        self.io = DeviceIo(platform, costs, self.stats)
+        self.io = DeviceIo(platform, costs, self.stats, caches)
         self.phc = Phc(self.io)
         self.mii_bus = MiiBus(self)
         # Hardware counters folded in before each device reset (reset_device): a counter's

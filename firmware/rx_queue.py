@@ -10,13 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .descriptor import Descriptor, RxErrorCause
+from .cache import CacheOp
+from .descriptor import WRITEBACK_BYTES, Descriptor, RxErrorCause
 from .hooks import QueueHooks
 from .locks import mutex_lock
 from .netdev import NetDevice
 from .ring import RX_REGS, DescriptorRing
 
 __all__ = ["OnReceive", "RxFrameMeta", "RxQueue"]
+
+#: 32-bit words of a write-back the driver reads (own's word first).
+WRITEBACK_WORDS = WRITEBACK_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class RxQueue(DescriptorRing):
 
     Members beyond the ring's: ``netdev`` (the :class:`~.driver.MacDmaDriver`, whose
     ``strategy``, ``stats`` and ``on_receive`` the queue uses), ``buffer_bytes``,
-    ``buffers`` (each slot's bus address), ``partial``, ``partial_buffers``.
+    ``buffers`` (each slot's bus address), ``partial``, ``partial_buffers``, ``mapped``
+    and ``received`` (per slot: DMA-mapped, bytes received since the last sync).
     """
 
     def __init__(self, netdev: NetDevice, size: int, buffer_bytes: int, hooks: QueueHooks) -> None:
@@ -61,6 +66,9 @@ class RxQueue(DescriptorRing):
         self.buffers = [self.platform.dma_alloc(buffer_bytes, align=64) for _ in range(size)]
         self.partial: bytearray | None = None
         self.partial_buffers = 0
+        # Per slot: its buffer is DMA-mapped; the bytes received since it was last synced.
+        self.mapped = [False] * size
+        self.received = [0] * size
 
     def frame_ready(self) -> bool:
         """A written-back descriptor waits at next_to_clean (a peek, no charge)."""
@@ -92,13 +100,12 @@ class RxQueue(DescriptorRing):
         reaped = 0
         while self.next_to_clean != self.next_to_use and (budget is None or received < budget):
             index = self.next_to_clean
-            desc = self.read(index)
+            desc = await self.read_uncached(index, 1)  # word 3: own
             if desc.own:
                 break  # not written back yet (own is in word 3, written last)
+            await self.io.uncached(read_words=WRITEBACK_WORDS - 1)  # the rest of it
             await self.io.charge("rx_per_descriptor")
-            # dma_sync_single_for_cpu on the whole posted buffer: the CPU cannot know how
-            # much the DMA wrote until it has invalidated, so it pays for all of it.
-            await self.io.charge("per_byte_cache", self.buffer_bytes)
+            await self._hand_to_cpu(index, desc.done_length)
             data = self.platform.mem_read(self.buffers[index], desc.done_length)
             self.next_to_clean = self.next(index)
             reaped += 1
@@ -157,10 +164,42 @@ class RxQueue(DescriptorRing):
         ioc = self.netdev.strategy.ioc
         while self.unused():
             index = self.next_to_use
+            await self._hand_to_device(index)
             self.post(index, Descriptor.rx(self.buffers[index], self.buffer_bytes, ioc=ioc))
+            await self.posted_uncached()
             self.next_to_use = self.next(index)
         # wmb() before the doorbell.
         await self.ring_doorbell()
+
+    async def _hand_to_cpu(self, index: int, received: int) -> None:
+        """The filled buffer of slot ``index`` becomes the CPU's (DMA_FROM_DEVICE): with
+        ``rx_sync`` unmap, dma_unmap_single invalidates the whole buffer (the driver does
+        not know what the DMA wrote until it has); with sync, dma_sync_single_for_cpu
+        invalidates the ``received`` bytes and the slot stays mapped. A core that never
+        fetches speculatively (``post_dma_invalidate`` false) skips the invalidate."""
+        address = self.buffers[index]
+        whole = self.netdev.config.rx_sync == "unmap"
+        if whole:
+            self.mapped[index] = False
+        else:
+            self.received[index] = received
+        if self.io.caches.post_dma_invalidate:
+            await self.io.cache_pass(
+                CacheOp.INVALIDATE, address, self.buffer_bytes if whole else received
+            )
+
+    async def _hand_to_device(self, index: int) -> None:
+        """Slot ``index``'s buffer becomes the device's before it is posted: an unmapped
+        buffer is mapped whole (dma_map_single, an invalidate pass over all of it); a
+        mapped one (``rx_sync`` sync) is synced for the device over the bytes it last
+        received."""
+        address = self.buffers[index]
+        if not self.mapped[index]:
+            self.mapped[index] = True
+            await self.io.cache_pass(CacheOp.INVALIDATE, address, self.buffer_bytes)
+        elif self.received[index]:
+            await self.io.cache_pass(CacheOp.INVALIDATE, address, self.received[index])
+        self.received[index] = 0
 
     async def post_all(self) -> None:
         """Post rx_ring - 1 empty buffers from slot 0 and ring the RX doorbell."""

@@ -46,7 +46,9 @@ class DriverStats:
     channel reset), rx_dropped (partial frames discarded by an RX reset), dma_errors
     (channel halts handled), cfg_errors (rejected register writes reported),
     tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
-    (coalescing profiles DIM programmed).
+    (coalescing profiles DIM programmed), cache_lines_maintained (line operations of DMA
+    cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
+    twice).
     """
 
     tx_packets: int = 0
@@ -70,6 +72,7 @@ class DriverStats:
     cfg_errors: int = 0
     tx_linearized: int = 0
     dim_changes: int = 0
+    cache_lines_maintained: int = 0
 
 
 @dataclass(frozen=True)

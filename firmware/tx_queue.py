@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import regs
+from .cache import CacheOp
 from .config import UDP_CSUM_OFFSET, UDP_CSUM_START
 from .descriptor import MAX_BUFFER_BYTES, Descriptor
 from .hooks import QueueHooks
@@ -143,14 +144,17 @@ class TxQueue(DescriptorRing):
             ioc = self.netdev.strategy.ioc
             for n, frag in enumerate(fragments):
                 await self.io.charge("tx_per_fragment_map")
-                await self.io.charge("per_byte_cache", len(frag))  # dma_map: clean to memory
                 address = self.map_fragment(index, frag)
+                # dma_map_single(DMA_TO_DEVICE): one clean pass over the fragment's lines
+                # (its unmap does no maintenance for this direction).
+                await self.io.cache_pass(CacheOp.CLEAN, address, len(frag))
                 await self.io.charge("tx_per_descriptor")
                 desc = Descriptor.tx(
                     address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc,
                     **(request if n == 0 else {}),
                 )  # fmt: skip
                 self.post(index, desc)
+                await self.posted_uncached()
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
@@ -215,7 +219,7 @@ class TxQueue(DescriptorRing):
             assert head.eop_index is not None, "TX ring bookkeeping lost a frame"
             # Like e1000's next_to_watch: the frame is done once its EOP is written back
             # (descriptors complete in ring order).
-            eop = self.read(head.eop_index)
+            eop = await self.read_uncached(head.eop_index, 1)  # word 3: own
             if eop.own:
                 break
             if head.hw_timestamp and eop.timestamped and netdev.on_tx_timestamp is not None:

@@ -16,6 +16,7 @@ from collections import defaultdict
 import pytest
 
 from macdma.firmware import regs
+from macdma.firmware.cache import COHERENT, CacheHierarchy, CacheLevel
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
 from macdma.firmware.driver import (
@@ -48,6 +49,8 @@ class FakePlatform:
         self.mem_writes: list[tuple[int, int]] = []  # (address, length), driver stores only
         self.cycles: dict[str, float] = defaultdict(float)
         self.charge_calls: dict[str, int] = defaultdict(int)
+        # memory_traffic per name: [bytes read, bytes written]
+        self.traffic: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.time_ns = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future]] = []
         self._seq = 0
@@ -95,6 +98,10 @@ class FakePlatform:
     async def charge(self, cycles: float, what: str) -> None:
         self.cycles[what] += cycles
         self.charge_calls[what] += 1
+
+    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
+        self.traffic[what][0] += read_bytes
+        self.traffic[what][1] += write_bytes
 
     def now_ns(self) -> float:
         return self.time_ns
@@ -259,14 +266,18 @@ def run(coro, timeout_s: float = 10.0):
 
 
 async def make(
-    costs: CpuCosts | None = None, **config
+    costs: CpuCosts | None = None, caches: CacheHierarchy = COHERENT, **config
 ) -> tuple[MacDmaDriver, FakePlatform, FakeDevice, list]:
     platform = FakePlatform()
     device = FakeDevice(platform)
     received: list = []
     cfg = DriverConfig(**config)
     driver = MacDmaDriver(
-        platform, cfg, lambda f, ok, meta: received.append((f, ok, meta)), costs or CpuCosts()
+        platform,
+        cfg,
+        lambda f, ok, meta: received.append((f, ok, meta)),
+        costs or CpuCosts(),
+        caches=caches,
     )
     await driver.open()
     return driver, platform, device, received
@@ -1157,17 +1168,13 @@ def test_costs_are_charged_to_their_named_fields():
         assert p.cycles["tx_per_packet"] == costs.tx_per_packet
         assert p.cycles["tx_per_fragment_map"] == 3 * costs.tx_per_fragment_map
         assert p.cycles["tx_per_descriptor"] == 3 * costs.tx_per_descriptor
-        assert p.cycles["per_byte_cache"] == 157 * costs.per_byte_cache
 
         device.complete_tx(irq=False)
         await driver.tx_clean()
         assert p.cycles["tx_clean_per_descriptor"] == 3 * costs.tx_clean_per_descriptor
 
-        p.cycles["per_byte_cache"] = 0
         device.receive(bytes(300), irq=False)  # three 128-byte buffers
         await driver.rx_poll(8)
-        # Invalidation covers each whole posted buffer, not the 300 bytes received.
-        assert p.cycles["per_byte_cache"] == 3 * 128 * costs.per_byte_cache
         assert p.cycles["rx_per_descriptor"] == 3 * costs.rx_per_descriptor
         assert p.cycles["rx_per_packet"] == costs.rx_per_packet
         assert p.cycles["per_byte_copy"] == 300 * costs.per_byte_copy
@@ -1182,6 +1189,108 @@ def test_costs_are_charged_to_their_named_fields():
         assert set(p.cycles) <= set(names)
 
     run(body())
+
+
+# -- DMA cache maintenance: per line, per level, per pass ---------------------------------
+
+#: A non-coherent CPU with 32-byte lines and two levels whose costs tell the ops apart.
+TWO_LEVELS = CacheHierarchy(
+    line_bytes=32,
+    levels=(
+        CacheLevel("L1", 32 * 1024, clean=2.0, invalidate=3.0, clean_invalidate=5.0),
+        CacheLevel("L2", 1 << 20, clean=20.0, invalidate=30.0, clean_invalidate=50.0),
+    ),
+    coherent_dma=False,
+)
+
+
+def test_tx_map_cleans_every_line_of_each_fragment_at_every_level_and_writes_it_back():
+    async def body():
+        driver, p, device, _ = await make(caches=TWO_LEVELS, tx_ring=32, rx_ring=4)
+        p.cycles.clear()
+        p.traffic.clear()
+        # Each fragment lands at a 64-byte aligned slot buffer: 100 bytes span 4 lines,
+        # 50 span 2, 7 one: 7 lines, cleaned at L1 (2) and L2 (20) once (the map).
+        await driver.xmit([b"a" * 100, b"b" * 50, b"c" * 7])
+        assert p.cycles["cache_clean"] == 7 * (2 + 20)
+        assert "cache_invalidate" not in p.cycles
+        assert p.traffic["cache_clean"] == [0, 7 * 32]  # the dirty lines written back
+        device.complete_tx(irq=False)
+        await driver.tx_clean()
+        assert p.cycles["cache_clean"] == 7 * (2 + 20)  # unmap (to device): no pass
+
+    run(body())
+
+
+@pytest.mark.parametrize(
+    ("rx_sync", "post_dma", "lines_per_frame"),
+    [
+        ("unmap", True, 8 + 8),  # unmap the whole 256-byte buffer, map its replacement
+        ("unmap", False, 8),  # a core that never speculates: the map only
+        ("sync", True, 4 + 4),  # 100 bytes (4 lines) for the CPU, then for the device
+        ("sync", False, 4),  # for the device only
+    ],
+)
+def test_rx_invalidates_the_bytes_the_driver_really_maintains(rx_sync, post_dma, lines_per_frame):
+    """unmap (dma_unmap_single + dma_map_single) pays for the whole posted buffer per frame,
+    sync (dma_sync_single_for_cpu/for_device) only for the bytes received; every buffer is
+    mapped whole once at open."""
+
+    async def body():
+        caches = dataclasses.replace(TWO_LEVELS, post_dma_invalidate=post_dma)
+        driver, p, device, received = await make(
+            caches=caches, rx_sync=rx_sync, tx_ring=8, rx_ring=8, rx_buf=256
+        )
+        assert p.cycles["cache_invalidate"] == 7 * 8 * (3 + 30)  # the map at open
+        for _ in range(8):  # a lap: the slot left empty at open gets its buffer mapped
+            device.receive(bytes(100), irq=False)
+            await driver.rx_poll(8)
+        p.cycles.clear()
+        p.traffic.clear()
+        maintained = driver.stats.cache_lines_maintained
+        for _ in range(3):
+            device.receive(bytes(100), irq=False)
+            await driver.rx_poll(8)
+        assert len(received) == 8 + 3
+        assert p.cycles["cache_invalidate"] == 3 * lines_per_frame * (3 + 30)
+        assert "cache_invalidate" not in p.traffic  # an invalidate moves no data
+        assert driver.stats.cache_lines_maintained - maintained == 3 * lines_per_frame
+
+    run(body())
+
+
+def test_a_coherent_dma_maintains_nothing_and_reads_its_ring_cached():
+    async def body():
+        for caches, maintained in ((COHERENT, False), (TWO_LEVELS, True)):
+            driver, p, device, _ = await make(caches=caches, tx_ring=8, rx_ring=8, rx_buf=256)
+            await driver.xmit([b"x" * 1000])
+            device.complete_tx(irq=False)
+            await driver.tx_clean()
+            device.receive(bytes(500), irq=False)
+            await driver.rx_poll(8)
+            charged = {name for name in p.cycles if name.startswith("cache_")}
+            assert bool(charged) is maintained
+            # The ring is dma_alloc_coherent memory: uncached on a non-coherent DMA, so
+            # each descriptor word the driver reads and each descriptor it posts is
+            # memory traffic; cached (and snooped) on a coherent one.
+            reads, writes = p.traffic["descriptor_uncached"]
+            assert (reads > 0 and writes > 0) is maintained
+            assert reads % 4 == 0
+
+    run(body())
+
+
+def test_a_cache_hierarchy_refuses_what_no_machine_has():
+    with pytest.raises(ValueError, match="power of two"):
+        CacheHierarchy(line_bytes=48)
+    with pytest.raises(ValueError, match="at least one cache level"):
+        CacheHierarchy(coherent_dma=False)
+    with pytest.raises(ValueError, match="invalidate = -1"):
+        CacheLevel("L1", 1024, clean=1.0, invalidate=-1, clean_invalidate=1.0)
+    with pytest.raises(ValueError, match="rx_sync"):
+        DriverConfig(rx_sync="dma_sync")
+    assert TWO_LEVELS.lines(31, 2) == 2 and TWO_LEVELS.lines(32, 32) == 1
+    assert TWO_LEVELS.lines(0, 0) == 0
 
 
 def test_ideal_cpu_charges_nothing_and_costs_are_validated():

@@ -34,7 +34,7 @@ def cpu_file(folder: Path, cores: int) -> str:
     costs = "\n".join(f"{name} = {value}" for name, value in CONTENDED_COSTS.items())
     path.write_text(
         f'description = "test CPU: estimates"\nclock_mhz = 1000.0\ncores = {cores}\n'
-        f"\n[costs]\n{costs}\n"
+        f"\n[costs]\n{costs}\n\n[caches]\nline_bytes = 64\ncoherent_dma = true\n"
     )
     return str(path)
 

@@ -49,6 +49,7 @@ _UNSUPPORTED_DEFAULTS = {
     "linearize": False,
     "flow_control": "off",
     "tx_checksum": "none",
+    "rx_sync": "unmap",
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

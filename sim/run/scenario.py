@@ -24,6 +24,7 @@ from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_R
 from macdma.firmware.driver import (
     COALESCE_TIMERS,
     IRQ_STRATEGIES,
+    RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
     IrqStrategyName,
@@ -305,6 +306,12 @@ class Scenario:
         "none", str, "who computes the TX UDP checksum: none (pktgen's default), hw "
         "(descriptor request, CHECKSUM_PARTIAL) or sw (the stack, per_byte_csum)",
         choices=TX_CHECKSUM_MODES, driver="tx_checksum",
+    )  # fmt: skip
+    rx_sync: str = knob(
+        "unmap", str, "RX buffers' DMA cache maintenance on a non-coherent CPU: unmap (the "
+        "whole buffer invalidated at unmap and at the next map) or sync (only the received "
+        "bytes, for the CPU and again for the device); nothing on a coherent one",
+        choices=RX_SYNC_MODES, driver="rx_sync",
     )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
