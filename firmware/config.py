@@ -31,6 +31,7 @@ __all__ = [
     "MAX_PREFETCH",
     "MAX_TIMER_US",
     "MIN_RING",
+    "RX_BUFFER_MODES",
     "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
@@ -89,6 +90,12 @@ TX_CLEAN_LOCKS = ("queue", "frozen")
 #: of the whole next one: two invalidate passes over the buffer) or ``sync`` (the slot stays
 #: mapped: dma_sync_single_for_cpu of the received length, then for_device of the same).
 RX_SYNC_MODES = ("unmap", "sync")
+#: ``DriverConfig.rx_buffers``: how the RX ring's buffers are allocated and handed up:
+#: ``alloc_map`` (an skb allocated and DMA-mapped before reception, unmapped and passed up
+#: after), ``build_skb`` (a page fragment mapped before reception, the skb built around it
+#: after the DMA filled it), ``page_pool`` (pages recycled through a page pool: mapped once,
+#: only the received bytes synced, the skb built around the page).
+RX_BUFFER_MODES = ("alloc_map", "build_skb", "page_pool")
 #: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
 TX_CHECKSUM_MODES = ("none", "hw", "sw")
 #: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
@@ -402,6 +409,14 @@ class DriverConfig:
             invalidates each whole posted buffer twice per reception (unmap, then the map
             of its replacement); ``sync`` invalidates only the received bytes, twice (for
             the CPU, then for the device). Costs nothing on a coherent DMA.
+        rx_buffers: how RX buffers are allocated (:data:`RX_BUFFER_MODES`): per received
+            buffer, alloc_map charges ``rx_skb_alloc`` and two ``rx_map_call`` (unmap the
+            filled one, map the new one); build_skb ``rx_frag_alloc``, two ``rx_map_call``
+            and ``rx_build_skb``; page_pool ``rx_page_recycle`` and ``rx_build_skb`` (the
+            pages stay mapped, so it needs ``rx_sync`` sync).
+        tx_napi_weight: packets one NAPI poll cleans from the TX ring; None = the
+            strategy's budget (the RX weight). A poll that cleaned a full TX weight stays
+            scheduled, as one that received a full RX budget does.
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -434,6 +449,8 @@ class DriverConfig:
     tx_checksum: str = "none"
     ptp: bool = False
     rx_sync: str = "unmap"
+    rx_buffers: str = "alloc_map"
+    tx_napi_weight: int | None = None
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -489,6 +506,18 @@ class DriverConfig:
             raise ValueError(
                 f"DriverConfig.rx_sync = {self.rx_sync!r} must be one of {', '.join(RX_SYNC_MODES)}"
             )
+        if self.rx_buffers not in RX_BUFFER_MODES:
+            raise ValueError(
+                f"DriverConfig.rx_buffers = {self.rx_buffers!r} must be one of "
+                f"{', '.join(RX_BUFFER_MODES)}"
+            )
+        if self.rx_buffers == "page_pool" and self.rx_sync != "sync":
+            raise ValueError(
+                "DriverConfig.rx_buffers = 'page_pool' keeps its pages mapped: it needs "
+                f"rx_sync = 'sync', not {self.rx_sync!r}"
+            )
+        if self.tx_napi_weight is not None:
+            check_int(own, "tx_napi_weight", self.tx_napi_weight, 1, None)
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
         if not isinstance(self.flow_control, bool):

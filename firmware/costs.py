@@ -33,7 +33,18 @@ class CpuCosts:
         tx_per_fragment_map: DMA-mapping one TX fragment.
         tx_clean_per_descriptor: Reaping one written-back TX descriptor and unmapping it.
         rx_per_packet: Stack work per received packet.
-        rx_per_descriptor: Reading one RX write-back and refilling its buffer.
+        rx_per_descriptor: Reading one RX write-back and writing its slot's new
+            descriptor (the ring bookkeeping; the buffer's allocation and mapping below).
+        rx_map_call: One dma_map_single or dma_unmap_single call chain for an RX buffer,
+            without its cache maintenance (priced per line by the CPU file's caches).
+        rx_skb_alloc: Allocating an RX buffer as an skb before reception
+            (netdev_alloc_skb: the sk_buff and its data, ``rx_buffers`` alloc_map).
+        rx_frag_alloc: Allocating an RX buffer as a page fragment (napi_alloc_frag,
+            ``rx_buffers`` build_skb).
+        rx_build_skb: Building the skb around a filled buffer at reception (build_skb,
+            ``rx_buffers`` build_skb and page_pool).
+        rx_page_recycle: Taking a recycled page from the page pool for the ring and
+            returning it when the stack frees the skb (``rx_buffers`` page_pool).
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
         timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
@@ -62,6 +73,11 @@ class CpuCosts:
     tx_clean_per_descriptor: float = 0.0
     rx_per_packet: float = 0.0
     rx_per_descriptor: float = 0.0
+    rx_map_call: float = 0.0
+    rx_skb_alloc: float = 0.0
+    rx_frag_alloc: float = 0.0
+    rx_build_skb: float = 0.0
+    rx_page_recycle: float = 0.0
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0

@@ -51,6 +51,7 @@ from .config import (
     MAX_PREFETCH,
     MAX_TIMER_US,
     MIN_RING,
+    RX_BUFFER_MODES,
     RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
@@ -93,6 +94,7 @@ __all__ = [
     "MDIO_POLL_NS",
     "MIN_RING",
     "RESET_POLL_LIMIT",
+    "RX_BUFFER_MODES",
     "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
@@ -428,18 +430,21 @@ class MacDmaDriver:
             await self.rx_poll(limit)
 
     async def napi_poll(self, budget: int | None = None) -> int:
-        """One NAPI poll: tx_clean + rx_poll with ``budget`` (default the strategy's).
+        """One NAPI poll: tx_clean up to the TX weight (``tx_napi_weight``, default the
+        budget) + rx_poll with ``budget`` (default the strategy's).
 
-        Returns the work done (RX frames; ``budget`` when TX cleaning used all of it, as igb
-        does). Only when work < budget: napi_complete_done and unmask the done causes (a
-        cause that arrived meanwhile fires at once). Otherwise NAPI stays scheduled.
+        Returns the work done (RX frames; ``budget`` when TX cleaning used its whole
+        weight, as igb does). Only when work < budget: napi_complete_done and unmask the
+        done causes (a cause that arrived meanwhile fires at once). Otherwise NAPI stays
+        scheduled.
         """
         budget = self.strategy.budget if budget is None else budget
+        tx_weight = self.config.tx_napi_weight or budget
         self.stats.polls += 1
         await self.io.charge("napi_poll_overhead")
-        tx_done = await self.tx_clean(budget)
+        tx_done = await self.tx_clean(tx_weight)
         work = await self.rx_poll(budget)
-        if tx_done >= budget:
+        if tx_done >= tx_weight:
             work = budget
         work = min(work, budget)
         if work < budget and self.napi_scheduled:

@@ -19,6 +19,13 @@ from .ring import RX_REGS, DescriptorRing
 
 __all__ = ["OnReceive", "RxFrameMeta", "RxQueue"]
 
+#: The cost of getting a buffer for a slot, per ``DriverConfig.rx_buffers``.
+_BUFFER_ALLOC = {
+    "alloc_map": "rx_skb_alloc",
+    "build_skb": "rx_frag_alloc",
+    "page_pool": "rx_page_recycle",
+}
+
 #: 32-bit words of a write-back the driver reads (own's word first).
 WRITEBACK_WORDS = WRITEBACK_BYTES // 4
 
@@ -106,6 +113,8 @@ class RxQueue(DescriptorRing):
             await self.io.uncached(read_words=WRITEBACK_WORDS - 1)  # the rest of it
             await self.io.charge("rx_per_descriptor")
             await self._hand_to_cpu(index, desc.done_length)
+            if self.netdev.config.rx_buffers != "alloc_map":
+                await self.io.charge("rx_build_skb")  # the skb around the filled buffer
             data = self.platform.mem_read(self.buffers[index], desc.done_length)
             self.next_to_clean = self.next(index)
             reaped += 1
@@ -181,6 +190,7 @@ class RxQueue(DescriptorRing):
         whole = self.netdev.config.rx_sync == "unmap"
         if whole:
             self.mapped[index] = False
+            await self.io.charge("rx_map_call")  # dma_unmap_single
         else:
             self.received[index] = received
         if self.io.caches.post_dma_invalidate:
@@ -189,13 +199,17 @@ class RxQueue(DescriptorRing):
             )
 
     async def _hand_to_device(self, index: int) -> None:
-        """Slot ``index``'s buffer becomes the device's before it is posted: an unmapped
-        buffer is mapped whole (dma_map_single, an invalidate pass over all of it); a
+        """Slot ``index``'s buffer becomes the device's before it is posted: a new buffer
+        is allocated (``rx_buffers``: an skb, a page fragment or a recycled page), an
+        unmapped one is mapped whole (dma_map_single, an invalidate pass over all of it); a
         mapped one (``rx_sync`` sync) is synced for the device over the bytes it last
         received."""
         address = self.buffers[index]
+        buffers = self.netdev.config.rx_buffers
+        await self.io.charge(_BUFFER_ALLOC[buffers])
         if not self.mapped[index]:
             self.mapped[index] = True
+            await self.io.charge("rx_map_call")  # dma_map_single
             await self.io.cache_pass(CacheOp.INVALIDATE, address, self.buffer_bytes)
         elif self.received[index]:
             await self.io.cache_pass(CacheOp.INVALIDATE, address, self.received[index])

@@ -1393,3 +1393,67 @@ def test_driver_imports_no_scheduler():
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in ("asyncio", "cocotb"), (path, name)
+
+
+# -- RX buffer handling and the NAPI weights ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rx_buffers", "rx_sync", "per_frame"),
+    [
+        # unmap + alloc + map, the skb allocated before reception
+        ("alloc_map", "unmap", {"rx_skb_alloc": 1, "rx_map_call": 2}),
+        # a page fragment instead, the skb built around the filled buffer
+        ("build_skb", "unmap", {"rx_frag_alloc": 1, "rx_map_call": 2, "rx_build_skb": 1}),
+        # the page stays mapped: no map call, a recycled page, the skb built
+        ("page_pool", "sync", {"rx_page_recycle": 1, "rx_build_skb": 1}),
+    ],
+)
+def test_rx_buffer_handling_charges_what_its_code_does(rx_buffers, rx_sync, per_frame):
+    async def body():
+        names = ("rx_map_call", "rx_skb_alloc", "rx_frag_alloc", "rx_build_skb", "rx_page_recycle")
+        costs = CpuCosts(**{name: float(10**i) for i, name in enumerate(names)})
+        driver, p, device, received = await make(
+            costs, caches=TWO_LEVELS, rx_buffers=rx_buffers, rx_sync=rx_sync, tx_ring=8,
+            rx_ring=8, rx_buf=1536,
+        )  # fmt: skip
+        for _ in range(8):  # a lap, so every slot has had its first map
+            device.receive(bytes(200), irq=False)
+            await driver.rx_poll(8)
+        p.cycles.clear()
+        for _ in range(4):
+            device.receive(bytes(200), irq=False)
+            await driver.rx_poll(8)
+        assert len(received) == 12
+        charged = {name: p.cycles[name] / getattr(costs, name) / 4 for name in names}
+        assert charged == {name: per_frame.get(name, 0) for name in names}
+        # Mapped once (page pool): only the 200 received bytes (7 lines) are invalidated,
+        # for the CPU and for the device; otherwise the whole 1536-byte buffer (48 lines),
+        # at unmap and at the next map.
+        lines = 2 * 7 if rx_sync == "sync" else 2 * 48
+        assert p.cycles["cache_invalidate"] == 4 * lines * (3 + 30)
+
+    run(body())
+
+
+def test_the_tx_napi_weight_caps_a_polls_tx_clean_and_keeps_napi_scheduled():
+    async def body():
+        for weight, cleaned, still_scheduled in ((None, 5, False), (2, 2, True)):
+            driver, p, device, _ = await make(
+                strategy=IrqStrategy("napi"), tx_napi_weight=weight, tx_ring=64, rx_ring=4
+            )
+            for _ in range(5):
+                await driver.xmit([b"x" * 100])
+            device.complete_tx()
+            await driver.isr()  # TX done: NAPI scheduled
+            assert driver.napi_scheduled
+            work = await driver.napi_poll()
+            assert driver.stats.tx_packets == cleaned
+            assert driver.napi_scheduled is still_scheduled
+            assert work == (64 if still_scheduled else 0)
+
+    run(body())
+    with pytest.raises(ValueError, match="needs rx_sync = 'sync'"):
+        DriverConfig(rx_buffers="page_pool")
+    with pytest.raises(ValueError, match="tx_napi_weight = 0"):
+        DriverConfig(tx_napi_weight=0)

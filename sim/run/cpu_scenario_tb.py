@@ -50,6 +50,8 @@ _UNSUPPORTED_DEFAULTS = {
     "flow_control": "off",
     "tx_checksum": "none",
     "rx_sync": "unmap",
+    "rx_buffers": "alloc_map",
+    "tx_napi_weight": None,
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

@@ -24,6 +24,7 @@ from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_R
 from macdma.firmware.driver import (
     COALESCE_TIMERS,
     IRQ_STRATEGIES,
+    RX_BUFFER_MODES,
     RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
@@ -313,6 +314,17 @@ class Scenario:
         "bytes, for the CPU and again for the device); nothing on a coherent one",
         choices=RX_SYNC_MODES, driver="rx_sync",
     )  # fmt: skip
+    rx_buffers: str = knob(
+        "alloc_map", str, "RX buffer handling: alloc_map (an skb allocated and mapped before "
+        "reception), build_skb (a page fragment, the skb built after) or page_pool (pages "
+        "recycled, mapped once; needs --rx-sync sync)",
+        choices=RX_BUFFER_MODES, driver="rx_buffers",
+    )  # fmt: skip
+    tx_napi_weight: int | None = knob(
+        None, int, "packets one NAPI poll cleans from the TX ring; unset = the budget",
+        unit="packets", low=1, high=MAX_RING, optional=True, metavar="N",
+        driver="tx_napi_weight",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
@@ -328,6 +340,11 @@ class Scenario:
             raise ValueError(
                 f"frame_size {self.frame_size} cannot be split into {self.frags + 1} "
                 "fragments of >= 1 byte"
+            )
+        if self.rx_buffers == "page_pool" and self.rx_sync != "sync":
+            raise ValueError(
+                "rx_buffers page_pool keeps its pages mapped: it needs rx_sync sync, "
+                f"not {self.rx_sync}"
             )
         if self.rate_mbps > self.link_mbps:
             raise ValueError(
