@@ -35,6 +35,7 @@ __all__ = [
     "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
+    "TX_TIMER_KINDS",
     "UDP_CSUM_OFFSET",
     "UDP_CSUM_START",
     "DriverConfig",
@@ -96,6 +97,8 @@ RX_SYNC_MODES = ("unmap", "sync")
 #: after the DMA filled it), ``page_pool`` (pages recycled through a page pool: mapped once,
 #: only the received bytes synced, the skb built around the page).
 RX_BUFFER_MODES = ("alloc_map", "build_skb", "page_pool")
+#: ``DriverConfig.tx_timer``: the driver's TX coalescing timer (firmware/tx_timer.py).
+TX_TIMER_KINDS = ("none", "timer_list", "hrtimer", "hrtimer_idle")
 #: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
 TX_CHECKSUM_MODES = ("none", "hw", "sw")
 #: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
@@ -417,6 +420,13 @@ class DriverConfig:
         tx_napi_weight: packets one NAPI poll cleans from the TX ring; None = the
             strategy's budget (the RX weight). A poll that cleaned a full TX weight stays
             scheduled, as one that received a full RX budget does.
+        tx_timer: the TX coalescing timer xmit arms (:data:`TX_TIMER_KINDS`; stmmac's
+            tx_coal_timer): ``none``; ``timer_list`` (mod_timer on every xmit,
+            ``timer_list_arm``); ``hrtimer`` (hrtimer_start on every xmit,
+            ``hrtimer_arm``; its expiry an interrupt); ``hrtimer_idle`` (armed only while
+            NAPI is not scheduled and the timer not pending). Its expiry schedules the
+            NAPI poll that cleans TX. Needs a NAPI strategy.
+        tx_timer_us: the timer's delay after the arming xmit, 1..65535 µs.
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -451,6 +461,8 @@ class DriverConfig:
     rx_sync: str = "unmap"
     rx_buffers: str = "alloc_map"
     tx_napi_weight: int | None = None
+    tx_timer: str = "none"
+    tx_timer_us: int = 1000
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -518,6 +530,17 @@ class DriverConfig:
             )
         if self.tx_napi_weight is not None:
             check_int(own, "tx_napi_weight", self.tx_napi_weight, 1, None)
+        if self.tx_timer not in TX_TIMER_KINDS:
+            raise ValueError(
+                f"DriverConfig.tx_timer = {self.tx_timer!r} must be one of "
+                f"{', '.join(TX_TIMER_KINDS)}"
+            )
+        check_int(own, "tx_timer_us", self.tx_timer_us, 1, MAX_TIMER_US)
+        if self.tx_timer != "none" and not self.strategy.uses_napi:
+            raise ValueError(
+                f"DriverConfig.tx_timer = {self.tx_timer!r} schedules a NAPI poll: it needs "
+                f"a NAPI strategy (napi, dim), not {self.strategy.name!r}"
+            )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
         if not isinstance(self.flow_control, bool):

@@ -47,6 +47,9 @@ class CpuCosts:
             returning it when the stack frees the skb (``rx_buffers`` page_pool).
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
         napi_poll_overhead: One NAPI poll (softirq, napi_complete bookkeeping).
+        timer_list_arm: Arming (or re-arming) a timer_list with mod_timer (``tx_timer``).
+        hrtimer_arm: Arming (or re-arming) an hrtimer with hrtimer_start: its rbtree and
+            the clock event's reprogramming (``tx_timer``).
         timer_tick_overhead: One timer tick's softirq callback bookkeeping (polling loop
             or TX housekeeping); the tick's interrupt entry is charged as irq_entry_exit.
         socket_send_per_packet: An application's socket send of one packet (the syscall,
@@ -81,6 +84,8 @@ class CpuCosts:
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0
+    timer_list_arm: float = 0.0
+    hrtimer_arm: float = 0.0
     # -- driver variants (DriverConfig) --
     per_byte_linearize: float = 0.0
     per_byte_csum: float = 0.0

@@ -55,6 +55,7 @@ from .config import (
     RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
+    TX_TIMER_KINDS,
     UDP_CSUM_OFFSET,
     UDP_CSUM_START,
     DriverConfig,
@@ -75,6 +76,7 @@ from .rx_queue import OnReceive, RxFrameMeta, RxQueue
 from .stats import FOLDED_COUNTERS, DmaErrorRecord, DriverStats
 from .timers import run_timer
 from .tx_queue import TxQueue
+from .tx_timer import TxCoalesceTimer
 
 __all__ = [
     "COALESCE_TIMERS",
@@ -98,6 +100,7 @@ __all__ = [
     "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
+    "TX_TIMER_KINDS",
     "UDP_CSUM_OFFSET",
     "UDP_CSUM_START",
     "WAKE_POLL_NS",
@@ -143,7 +146,8 @@ class MacDmaDriver:
     Members: ``config``, ``strategy``, ``stats``, ``errors`` (:class:`DmaErrorRecord` per
     channel halt handled), ``hw_totals`` and ``device_resets`` (:meth:`reset_device`),
     ``tx`` and ``rx`` (the :class:`~.tx_queue.TxQueue` and :class:`~.rx_queue.RxQueue`,
-    None until the first :meth:`open`), ``napi_scheduled``, ``is_open``, ``dim`` (the
+    None until the first :meth:`open`), ``napi_scheduled``, ``is_open``, ``tx_timer`` (the
+    :class:`~.tx_timer.TxCoalesceTimer` xmit arms: ``tx_timer``), ``dim`` (the
     :class:`~.dim.NetDim` of the ``dim`` strategy, else None), ``phc``, ``mii_bus``; the
     callbacks ``on_receive``, ``on_tx_timestamp`` and ``on_tx_dropped``.
     """
@@ -190,6 +194,7 @@ class MacDmaDriver:
         self.rx: RxQueue | None = None
         self.napi_scheduled = False
         self.is_open = False
+        self.tx_timer = TxCoalesceTimer(self)
         self.moderation = IrqModeration(self.io, self.strategy)
         self.dim: NetDim | None = self.moderation.dim
 
@@ -483,6 +488,8 @@ class MacDmaDriver:
             spawn(self._polling_loop())
         if self.config.housekeeping_hz is not None:
             spawn(self._housekeeping_tick())
+        if self.config.tx_timer != "none":
+            spawn(self.tx_timer.run(self._tx_timer_expired))
         await self._interrupt_context()
 
     async def _interrupt_context(self) -> None:
@@ -500,6 +507,17 @@ class MacDmaDriver:
                 async with cpu_context(self.platform, "softirq", self.config.irq_core):
                     while self.napi_scheduled:
                         await self.napi_poll()
+
+    async def _tx_timer_expired(self) -> None:
+        """The TX coalescing timer's callback (stmmac_tx_timer), in softirq context:
+        napi_schedule unless the poll is already scheduled (masking the done causes as
+        the ISR does), then the NET_RX softirq's polls until NAPI completes."""
+        if self.napi_scheduled:
+            return
+        await self.io.writel(regs.IRQ_ENABLE, ERROR_CAUSES)
+        self.napi_scheduled = True
+        while self.napi_scheduled:
+            await self.napi_poll()
 
     async def _polling_loop(self) -> None:
         """IRQ-less completion: every poll_us (a timer on absolute deadlines), clean TX

@@ -48,7 +48,7 @@ class DriverStats:
     tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
     (coalescing profiles DIM programmed), cache_lines_maintained (line operations of DMA
     cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
-    twice).
+    twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``).
     """
 
     tx_packets: int = 0
@@ -73,6 +73,8 @@ class DriverStats:
     tx_linearized: int = 0
     dim_changes: int = 0
     cache_lines_maintained: int = 0
+    tx_timer_arms: int = 0
+    tx_timer_expiries: int = 0
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ class TxQueue(DescriptorRing):
             self.stats.tx_descriptors += count
             # wmb() before the doorbell: every descriptor is in memory before TAIL moves.
             await self.ring_doorbell()
+            await self.netdev.tx_timer.on_xmit(self.netdev.napi_scheduled)
             if self.unused() < config.max_frags:
                 self.stop_queue()
             return True

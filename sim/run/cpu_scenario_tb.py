@@ -52,6 +52,8 @@ _UNSUPPORTED_DEFAULTS = {
     "rx_sync": "unmap",
     "rx_buffers": "alloc_map",
     "tx_napi_weight": None,
+    "tx_timer": "none",
+    "tx_timer_us": 1000,
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

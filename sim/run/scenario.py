@@ -28,6 +28,7 @@ from macdma.firmware.driver import (
     RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
+    TX_TIMER_KINDS,
     IrqStrategyName,
 )
 
@@ -324,6 +325,16 @@ class Scenario:
         None, int, "packets one NAPI poll cleans from the TX ring; unset = the budget",
         unit="packets", low=1, high=MAX_RING, optional=True, metavar="N",
         driver="tx_napi_weight",
+    )  # fmt: skip
+    tx_timer: str = knob(
+        "none", str, "the driver's TX coalescing timer, armed by xmit, whose expiry "
+        "schedules the TX clean: timer_list (mod_timer every xmit), hrtimer (hrtimer_start "
+        "every xmit) or hrtimer_idle (only while NAPI is not scheduled); NAPI strategies",
+        choices=TX_TIMER_KINDS, driver="tx_timer",
+    )  # fmt: skip
+    tx_timer_us: int = knob(
+        1000, int, "the TX coalescing timer's delay after the xmit that arms it",
+        unit="µs", low=1, high=65535, driver="tx_timer_us",
     )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
