@@ -397,7 +397,7 @@ class DriverConfig:
             driver that takes one packet per completion event: N = 1). Needs a strategy
             whose ISR cleans (per-desc, eop, coalesce).
         linearize: copy a fragmented TX frame into one buffer before xmit (a device
-            without scatter-gather: skb_linearize, charged ``per_byte_linearize``) and
+            without scatter-gather: skb_linearize, charged ``per_byte_memcpy``) and
             post it as one descriptor; False = one descriptor per fragment.
         flow_control: 802.3x PAUSE both ways at open (MAC_FC_CTRL rx_pause and tx_pause,
             with FC_QUANTA_VALUE and FC_WATER_VALUE); open raises
@@ -427,6 +427,13 @@ class DriverConfig:
             NAPI is not scheduled and the timer not pending). Its expiry schedules the
             NAPI poll that cleans TX. Needs a NAPI strategy.
         tx_timer_us: the timer's delay after the arming xmit, 1..65535 µs.
+        tx_bounce: the TX DMA takes only 4-byte-aligned buffers while the stack's frames
+            start at NET_IP_ALIGN (2): each fragment is copied into an aligned bounce
+            buffer before it is mapped (``per_byte_memcpy``; the source is cache-hot).
+        rx_fixup: RX frames land 4-byte aligned, so the IP header is not: the driver
+            copies each received frame 2 bytes along before passing it up
+            (``per_byte_memcpy``, and the frame read from memory: its lines were just
+            invalidated for the DMA). False: the RX buffers start at a 2-byte offset.
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -463,6 +470,8 @@ class DriverConfig:
     tx_napi_weight: int | None = None
     tx_timer: str = "none"
     tx_timer_us: int = 1000
+    tx_bounce: bool = False
+    rx_fixup: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -543,6 +552,9 @@ class DriverConfig:
             )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
+        for name in ("tx_bounce", "rx_fixup"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"DriverConfig.{name} = {getattr(self, name)!r} must be a bool")
         if not isinstance(self.flow_control, bool):
             raise ValueError(f"DriverConfig.flow_control = {self.flow_control!r} must be a bool")
         if not isinstance(self.ptp, bool):

@@ -61,8 +61,10 @@ class CpuCosts:
             conntrack lookup, the qdisc); traffic model forward.
 
     Driver variants (DriverConfig):
-        per_byte_linearize: Per byte a TX frame's fragments are copied into one buffer
-            when the driver linearizes (``linearize``: a device without scatter-gather).
+        per_byte_memcpy: The instructions of a kernel memcpy, per byte: a fragmented TX
+            frame copied into one buffer (``linearize``), a TX bounce buffer
+            (``tx_bounce``), the RX IP-alignment fix-up (``rx_fixup``). Bytes the copy
+            loads from memory rather than the cache are memory traffic on top.
         per_byte_csum: Per byte the stack checksums in software (csum_partial over the
             UDP segment) when the frame's checksum is not offloaded (``tx_checksum`` sw).
     """
@@ -87,7 +89,7 @@ class CpuCosts:
     timer_list_arm: float = 0.0
     hrtimer_arm: float = 0.0
     # -- driver variants (DriverConfig) --
-    per_byte_linearize: float = 0.0
+    per_byte_memcpy: float = 0.0
     per_byte_csum: float = 0.0
     # -- traffic models (sim/run/traffic.py) --
     socket_send_per_packet: float = 0.0

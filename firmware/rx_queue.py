@@ -143,6 +143,12 @@ class RxQueue(DescriptorRing):
     async def _deliver(self, frame: bytes, ok: bool, desc: Descriptor, buffers: int) -> None:
         """Copy the frame to the stack (napi_gro_receive) with its metadata."""
         await self.io.charge("rx_per_packet")
+        if self.netdev.config.rx_fixup:
+            # The IP header aligned by a copy 2 bytes along: the frame's lines were
+            # invalidated for the DMA, so it is read from memory.
+            await self.io.charge("per_byte_memcpy", len(frame))
+            await self.io.memory("rx_fixup", read_bytes=len(frame))
+            self.stats.rx_fixups += 1
         await self.io.charge("per_byte_copy", len(frame))
         if ok:
             self.stats.rx_packets += 1

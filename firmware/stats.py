@@ -48,7 +48,9 @@ class DriverStats:
     tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
     (coalescing profiles DIM programmed), cache_lines_maintained (line operations of DMA
     cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
-    twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``).
+    twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``),
+    tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
+    (received frames copied 2 bytes along: ``rx_fixup``).
     """
 
     tx_packets: int = 0
@@ -75,6 +77,8 @@ class DriverStats:
     cache_lines_maintained: int = 0
     tx_timer_arms: int = 0
     tx_timer_expiries: int = 0
+    tx_bounced: int = 0
+    rx_fixups: int = 0
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ class TxQueue(DescriptorRing):
             # No scatter-gather (validate_xmit_skb -> skb_linearize, before the driver's
             # lock): the fragments are copied into one buffer, posted as one descriptor.
             fragments = [b"".join(fragments)]
-            await self.io.charge("per_byte_linearize", len(fragments[0]))
+            await self.io.charge("per_byte_memcpy", len(fragments[0]))
             count = 1
             self.stats.tx_linearized += 1
         async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
@@ -143,6 +143,11 @@ class TxQueue(DescriptorRing):
             index = first
             ioc = self.netdev.strategy.ioc
             for n, frag in enumerate(fragments):
+                if config.tx_bounce:
+                    # The fragment starts at NET_IP_ALIGN: copied into an aligned bounce
+                    # buffer, which is what gets mapped (its source lines are cache-hot).
+                    await self.io.charge("per_byte_memcpy", len(frag))
+                    self.stats.tx_bounced += 1
                 await self.io.charge("tx_per_fragment_map")
                 address = self.map_fragment(index, frag)
                 # dma_map_single(DMA_TO_DEVICE): one clean pass over the fragment's lines

@@ -1511,3 +1511,32 @@ def test_a_tx_timer_needs_napi():
         DriverConfig(strategy=IrqStrategy("eop"), tx_timer="hrtimer")
     with pytest.raises(ValueError, match="tx_timer = 'jiffy'"):
         DriverConfig(tx_timer="jiffy")
+
+
+# -- alignment copies: the TX bounce buffer and the RX fix-up --------------------------------
+
+
+@pytest.mark.parametrize(("tx_bounce", "rx_fixup"), [(True, True), (False, True), (False, False)])
+def test_alignment_copies_cost_what_they_copy(tx_bounce, rx_fixup):
+    """arge-align's three steps: bounce + fix-up, fix-up only, neither. A bounce copies
+    each TX fragment (cache-hot: CPU cycles only); the fix-up copies each received frame,
+    reading it from memory (its lines were invalidated for the DMA)."""
+
+    async def body():
+        costs = CpuCosts(per_byte_memcpy=2.0)
+        driver, p, device, received = await make(
+            costs, tx_bounce=tx_bounce, rx_fixup=rx_fixup, tx_ring=16, rx_ring=8
+        )
+        await driver.xmit([b"h" * 54, b"p" * 1000])
+        device.receive(bytes(600), irq=False)
+        await driver.rx_poll(8)
+        assert received and received[0][0] == bytes(600)  # the copy changes no byte
+        copied = (1054 if tx_bounce else 0) + (600 if rx_fixup else 0)
+        assert p.cycles["per_byte_memcpy"] == 2.0 * copied
+        assert p.traffic["rx_fixup"] == [600 if rx_fixup else 0, 0]
+        assert (driver.stats.tx_bounced, driver.stats.rx_fixups) == (
+            2 if tx_bounce else 0,
+            1 if rx_fixup else 0,
+        )
+
+    run(body())

@@ -54,6 +54,8 @@ _UNSUPPORTED_DEFAULTS = {
     "tx_napi_weight": None,
     "tx_timer": "none",
     "tx_timer_us": 1000,
+    "tx_bounce": False,
+    "rx_fixup": False,
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

@@ -336,6 +336,14 @@ class Scenario:
         1000, int, "the TX coalescing timer's delay after the xmit that arms it",
         unit="µs", low=1, high=65535, driver="tx_timer_us",
     )  # fmt: skip
+    tx_bounce: bool = knob(
+        False, bool, "copy every TX fragment into an aligned bounce buffer (a TX DMA that "
+        "needs 4-byte-aligned buffers, frames at NET_IP_ALIGN)", driver="tx_bounce",
+    )  # fmt: skip
+    rx_fixup: bool = knob(
+        False, bool, "copy every received frame 2 bytes along to align its IP header (RX "
+        "frames landing 4-byte aligned)", driver="rx_fixup",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
