@@ -99,11 +99,12 @@ def test_every_shipped_cost_names_its_source(name):
     lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
     costs = load_cpu(name).costs
     start = lines.index(next(line for line in lines if line.startswith("[costs]")))
+    end = next((i for i, line in enumerate(lines) if i > start and line.startswith("[")),
+               len(lines))  # fmt: skip
     for cost in COSTS:
         if getattr(costs, cost) == 0:
             continue
-        (index,) = [i for i, line in enumerate(lines) if re.match(rf"{cost}\s*=", line)]
-        assert index > start, f"{name}: {cost} outside [costs]"
+        (index,) = [i for i in range(start, end) if re.match(rf"{cost}\s*=", lines[i])]
         comment = lines[index].partition("#")[2]
         above = index - 1
         while lines[above].startswith("#"):  # the comment block just above the key
