@@ -15,6 +15,7 @@ from typing import Any
 
 from . import regs
 from .descriptor import MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from .dim import DIM_TABLES
 
 __all__ = [
     "ALL_CAUSES",
@@ -434,6 +435,10 @@ class DriverConfig:
             copies each received frame 2 bytes along before passing it up
             (``per_byte_memcpy``, and the frame read from memory: its lines were just
             invalidated for the DMA). False: the RX buffers start at a 2-byte offset.
+        dim_table: the ``dim`` strategy's profile table (firmware/dim.py, DIM_TABLES):
+            ``net_dim`` (net_dim's stock RX table from its first profile, every device
+            interrupt an event) or ``axienet`` (frame counts 1, 4, 16, 64, 255 with a
+            fixed 16 µs delay, from the second profile, RX interrupts the events).
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -472,6 +477,7 @@ class DriverConfig:
     tx_timer_us: int = 1000
     tx_bounce: bool = False
     rx_fixup: bool = False
+    dim_table: str = "net_dim"
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -552,6 +558,11 @@ class DriverConfig:
             )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
+        if self.dim_table not in DIM_TABLES:
+            raise ValueError(
+                f"DriverConfig.dim_table = {self.dim_table!r} must be one of "
+                f"{', '.join(DIM_TABLES)}"
+            )
         for name in ("tx_bounce", "rx_fixup"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"DriverConfig.{name} = {getattr(self, name)!r} must be a bool")

@@ -195,7 +195,7 @@ class MacDmaDriver:
         self.napi_scheduled = False
         self.is_open = False
         self.tx_timer = TxCoalesceTimer(self)
-        self.moderation = IrqModeration(self.io, self.strategy)
+        self.moderation = IrqModeration(self.io, self.strategy, config.dim_table)
         self.dim: NetDim | None = self.moderation.dim
 
     @property
@@ -403,6 +403,8 @@ class MacDmaDriver:
             await self._handle_errors(status)
         if not status & DONE_CAUSES or not self.strategy.kind.takes_done_irqs:
             return
+        if status & regs.IRQ_STATUS_RX_DONE_MASK:
+            self.stats.rx_irqs += 1
         if self.strategy.uses_napi:
             if not self.napi_scheduled:
                 # napi_schedule_prep + __napi_schedule: mask, the poll will unmask.

@@ -50,7 +50,8 @@ class DriverStats:
     cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
     twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``),
     tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
-    (received frames copied 2 bytes along: ``rx_fixup``).
+    (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
+    RX done among their causes, what axienet's DIM counts).
     """
 
     tx_packets: int = 0
@@ -79,6 +80,7 @@ class DriverStats:
     tx_timer_expiries: int = 0
     tx_bounced: int = 0
     rx_fixups: int = 0
+    rx_irqs: int = 0
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from macdma.firmware import regs
 from macdma.firmware.cache import COHERENT, CacheHierarchy, CacheLevel
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
+from macdma.firmware.dim import DIM_RX_PROFILES
 from macdma.firmware.driver import (
     MDC_MAX_HZ,
     MDIO_POLL_LIMIT,
@@ -1538,5 +1539,35 @@ def test_alignment_copies_cost_what_they_copy(tx_bounce, rx_fixup):
             2 if tx_bounce else 0,
             1 if rx_fixup else 0,
         )
+
+    run(body())
+
+
+# -- DIM tables ------------------------------------------------------------------------------
+
+
+def test_the_axienet_dim_table_starts_at_its_second_profile_and_counts_rx_interrupts():
+    """axienet's DIM: frames 1, 4, 16, 64, 255 at a fixed 16 µs, from (4, 16); its events
+    are RX interrupts, so TX-only interrupts do not move a measurement along."""
+
+    async def body():
+        stock, p0, _, _ = await make(strategy=IrqStrategy("dim"), tx_ring=16, rx_ring=8)
+        assert stock.dim is not None and stock.dim.profile == DIM_RX_PROFILES[0]
+        driver, p, device, _ = await make(
+            strategy=IrqStrategy("dim"), dim_table="axienet", tx_ring=16, rx_ring=8
+        )
+        assert driver.dim is not None
+        assert driver.dim.profiles == ((1, 16), (4, 16), (16, 16), (64, 16), (255, 16))
+        assert driver.dim.profile == (4, 16)
+        rx_coalesce = p.writes_to(regs.IRQ_RX_COALESCE)[-1]
+        assert (rx_coalesce & regs.IRQ_RX_COALESCE_FRAMES_MASK) >> (
+            regs.IRQ_RX_COALESCE_FRAMES_SHIFT
+        ) == 4
+        await driver.xmit([b"t" * 100])
+        device.complete_tx()
+        await driver.isr()  # TX done only
+        device.receive(bytes(100))
+        await driver.isr()  # RX done
+        assert (driver.stats.irqs, driver.stats.rx_irqs) == (2, 1)
 
     run(body())

@@ -56,6 +56,7 @@ _UNSUPPORTED_DEFAULTS = {
     "tx_timer_us": 1000,
     "tx_bounce": False,
     "rx_fixup": False,
+    "dim_table": "net_dim",
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from macdma.firmware.dim import DIM_TABLES
 from macdma.firmware.driver import (
     COALESCE_TIMERS,
     IRQ_STRATEGIES,
@@ -69,6 +70,9 @@ TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
 WINDOWED_TRAFFIC = ("stream", "forward")
 #: stream's window when --window is not given (segments in flight).
 STREAM_WINDOW_SEGMENTS = 64
+#: A socket's receive buffer: Linux's net.core.rmem_default (212,992 bytes), the
+#: default of ``socket_rcvbuf_bytes``.
+SOCKET_RCVBUF_BYTES = 212_992
 #: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
 ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
@@ -343,6 +347,17 @@ class Scenario:
     rx_fixup: bool = knob(
         False, bool, "copy every received frame 2 bytes along to align its IP header (RX "
         "frames landing 4-byte aligned)", driver="rx_fixup",
+    )  # fmt: skip
+    dim_table: str = knob(
+        "net_dim", str, "the dim strategy's profile table: net_dim (the stock RX table, every "
+        "interrupt an event) or axienet (frames 1/4/16/64/255 at a fixed 16 µs, from the "
+        "second profile, RX interrupts the events)", choices=tuple(DIM_TABLES),
+        driver="dim_table",
+    )  # fmt: skip
+    socket_rcvbuf_bytes: int = knob(
+        SOCKET_RCVBUF_BYTES, int, "the receiving socket's buffer, which caps a stream's "
+        "window (212,992 = net.core.rmem_default; tcp_rmem's autotuning reaches 6,291,456)",
+        unit="bytes", low=4096, high=1 << 26,
     )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(

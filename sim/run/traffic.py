@@ -45,10 +45,9 @@ from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
 #: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
 #: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
 PKTGEN_SPIN_NS = 200.0
-#: A socket's receive buffer: Linux's net.core.rmem_default (212,992 bytes). Each queued
+#: A socket's receive buffer is the scenario's ``socket_rcvbuf_bytes``. Each queued
 #: packet takes its RX buffer plus an sk_buff (SKB_TRUESIZE_BYTES) of it, as truesize
 #: does; a packet that does not fit is dropped and counted (``socket_backlog``).
-SOCKET_RCVBUF_BYTES = 212_992
 SKB_TRUESIZE_BYTES = 256  # engineering estimate: sizeof(struct sk_buff) + shared info
 #: The qdisc in front of a stopped TX queue when forwarding: txqueuelen 1000 (Linux's
 #: default); a frame that finds it full is dropped and counted (``qdisc``).
@@ -114,7 +113,7 @@ class Traffic:
         self.changed = Event()  # something the waiting application or far end cares about
         self.socket: deque = deque()
         truesize = scenario.rx_buf_bytes + SKB_TRUESIZE_BYTES
-        self.socket_packets = max(1, SOCKET_RCVBUF_BYTES // truesize)
+        self.socket_packets = max(1, scenario.socket_rcvbuf_bytes // truesize)
         # the far end's 802.3x MAC control, when the scenario turns flow control on
         self.peer: PausingPeer | None = None
         if scenario.flow_control == "on":
