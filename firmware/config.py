@@ -27,6 +27,7 @@ __all__ = [
     "FC_CTRL_VALUE",
     "FC_QUANTA_VALUE",
     "FC_WATER_VALUE",
+    "GRO_MAX_SEGMENTS",
     "IRQ_STRATEGIES",
     "MAX_IRQ_MIN_INTERVAL_US",
     "MAX_PREFETCH",
@@ -100,6 +101,8 @@ RX_SYNC_MODES = ("unmap", "sync")
 RX_BUFFER_MODES = ("alloc_map", "build_skb", "page_pool")
 #: ``DriverConfig.tx_timer``: the driver's TX coalescing timer (firmware/tx_timer.py).
 TX_TIMER_KINDS = ("none", "timer_list", "hrtimer", "hrtimer_idle")
+#: GRO's largest merged skb: 64 KiB (GRO_MAX_SIZE) of 1448-byte TCP segments.
+GRO_MAX_SEGMENTS = 45
 #: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
 TX_CHECKSUM_MODES = ("none", "hw", "sw")
 #: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
@@ -439,6 +442,10 @@ class DriverConfig:
             ``net_dim`` (net_dim's stock RX table from its first profile, every device
             interrupt an event) or ``axienet`` (frame counts 1, 4, 16, 64, 255 with a
             fixed 16 µs delay, from the second profile, RX interrupts the events).
+        gro: GRO merges the good frames of one RX poll (at most
+            :data:`GRO_MAX_SEGMENTS` a batch) before the stack's protocol work: each frame
+            costs ``gro_per_segment``, each batch ``rx_per_packet`` once, and the stack
+            hears ``on_gro_flush`` after each batch (one socket wake-up, one ACK).
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -478,6 +485,7 @@ class DriverConfig:
     tx_bounce: bool = False
     rx_fixup: bool = False
     dim_table: str = "net_dim"
+    gro: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -563,7 +571,7 @@ class DriverConfig:
                 f"DriverConfig.dim_table = {self.dim_table!r} must be one of "
                 f"{', '.join(DIM_TABLES)}"
             )
-        for name in ("tx_bounce", "rx_fixup"):
+        for name in ("tx_bounce", "rx_fixup", "gro"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"DriverConfig.{name} = {getattr(self, name)!r} must be a bool")
         if not isinstance(self.flow_control, bool):

@@ -43,6 +43,9 @@ class CpuCosts:
             ``rx_buffers`` build_skb).
         rx_build_skb: Building the skb around a filled buffer at reception (build_skb,
             ``rx_buffers`` build_skb and page_pool).
+        gro_per_segment: GRO's work per received segment merged into a batch
+            (dev_gro_receive, tcp_gro_receive); with ``gro`` the stack's
+            ``rx_per_packet`` is paid once per merged batch instead of per segment.
         rx_page_recycle: Taking a recycled page from the page pool for the ring and
             returning it when the stack frees the skb (``rx_buffers`` page_pool).
         per_byte_copy: Per byte the stack copies a received frame (0 when it does not).
@@ -83,6 +86,7 @@ class CpuCosts:
     rx_frag_alloc: float = 0.0
     rx_build_skb: float = 0.0
     rx_page_recycle: float = 0.0
+    gro_per_segment: float = 0.0
     per_byte_copy: float = 0.0
     napi_poll_overhead: float = 0.0
     timer_tick_overhead: float = 0.0

@@ -46,6 +46,7 @@ from .config import (
     FC_CTRL_VALUE,
     FC_QUANTA_VALUE,
     FC_WATER_VALUE,
+    GRO_MAX_SEGMENTS,
     IRQ_STRATEGIES,
     MAX_IRQ_MIN_INTERVAL_US,
     MAX_PREFETCH,
@@ -82,6 +83,7 @@ __all__ = [
     "COALESCE_TIMERS",
     "DEFAULT_BUDGET",
     "DEFAULT_MAX_FRAGS",
+    "GRO_MAX_SEGMENTS",
     "FC_CTRL_VALUE",
     "FC_QUANTA_VALUE",
     "FC_WATER_VALUE",
@@ -149,7 +151,7 @@ class MacDmaDriver:
     None until the first :meth:`open`), ``napi_scheduled``, ``is_open``, ``tx_timer`` (the
     :class:`~.tx_timer.TxCoalesceTimer` xmit arms: ``tx_timer``), ``dim`` (the
     :class:`~.dim.NetDim` of the ``dim`` strategy, else None), ``phc``, ``mii_bus``; the
-    callbacks ``on_receive``, ``on_tx_timestamp`` and ``on_tx_dropped``.
+    callbacks ``on_receive``, ``on_tx_timestamp``, ``on_tx_dropped`` and ``on_gro_flush``.
     """
 
     def __init__(
@@ -181,6 +183,8 @@ class MacDmaDriver:
         # Called with the ring slot of the first descriptor of each frame a TX channel
         # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
         self.on_tx_dropped: Callable[[int], None] | None = None
+        # With DriverConfig.gro: called after each merged batch went up (napi_gro_flush).
+        self.on_gro_flush: Callable[[], Any] | None = None
         self.stats = DriverStats()
         self.io = DeviceIo(platform, costs, self.stats, caches)
         self.phc = Phc(self.io)

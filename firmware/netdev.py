@@ -29,5 +29,6 @@ class NetDevice(Protocol):
     napi_scheduled: bool
     tx_timer: Any  # the TxCoalesceTimer (firmware/tx_timer.py), which takes a NetDevice
     on_receive: Callable[..., Any] | None
+    on_gro_flush: Callable[[], Any] | None
     on_tx_timestamp: Callable[[int], None] | None
     on_tx_dropped: Callable[[int], None] | None

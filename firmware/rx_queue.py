@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cache import CacheOp
+from .config import GRO_MAX_SEGMENTS
 from .descriptor import WRITEBACK_BYTES, Descriptor, RxErrorCause
 from .hooks import QueueHooks
 from .locks import mutex_lock
@@ -74,6 +75,7 @@ class RxQueue(DescriptorRing):
         self.partial: bytearray | None = None
         self.partial_buffers = 0
         # Per slot: its buffer is DMA-mapped; the bytes received since it was last synced.
+        self.gro_held = 0  # good frames GRO merged since its last flush
         self.mapped = [False] * size
         self.received = [0] * size
 
@@ -136,13 +138,16 @@ class RxQueue(DescriptorRing):
             ok = ok and desc.frame_length == len(frame)
             await self._deliver(frame, ok, desc, buffers)
             received += 1
+        if self.gro_held:
+            await self._gro_flush()  # the batch goes up at the end of the poll
         if refill and reaped:
             await self.refill()
         return received
 
     async def _deliver(self, frame: bytes, ok: bool, desc: Descriptor, buffers: int) -> None:
         """Copy the frame to the stack (napi_gro_receive) with its metadata."""
-        await self.io.charge("rx_per_packet")
+        gro = self.netdev.config.gro and ok
+        await self.io.charge("gro_per_segment" if gro else "rx_per_packet")
         if self.netdev.config.rx_fixup:
             # The IP header aligned by a copy 2 bytes along: the frame's lines were
             # invalidated for the DMA, so it is read from memory.
@@ -173,6 +178,22 @@ class RxQueue(DescriptorRing):
         result = on_receive(frame, ok, meta)
         if inspect.isawaitable(result):
             await result
+        if gro:
+            self.gro_held += 1
+            if self.gro_held >= GRO_MAX_SEGMENTS:
+                await self._gro_flush()
+
+    async def _gro_flush(self) -> None:
+        """GRO hands its merged batch up: the protocol work once (``rx_per_packet``),
+        then the stack's ``on_gro_flush`` (one socket wake-up, one ACK)."""
+        self.gro_held = 0
+        self.stats.gro_flushes += 1
+        await self.io.charge("rx_per_packet")
+        flush = self.netdev.on_gro_flush
+        if flush is not None:
+            result = flush()
+            if inspect.isawaitable(result):
+                await result
 
     async def refill(self) -> None:
         """Post every free slot again (own last) and ring RX_TAIL once."""

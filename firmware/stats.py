@@ -51,7 +51,8 @@ class DriverStats:
     twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``),
     tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
     (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
-    RX done among their causes, what axienet's DIM counts).
+    RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
+    GRO handed to the stack: ``gro``).
     """
 
     tx_packets: int = 0
@@ -81,6 +82,7 @@ class DriverStats:
     tx_bounced: int = 0
     rx_fixups: int = 0
     rx_irqs: int = 0
+    gro_flushes: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections import defaultdict
 
 import pytest
 
 from macdma.firmware import regs
 from macdma.firmware.cache import COHERENT, CacheHierarchy, CacheLevel
+from macdma.firmware.config import GRO_MAX_SEGMENTS
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
 from macdma.firmware.dim import DIM_RX_PROFILES
@@ -1569,5 +1571,45 @@ def test_the_axienet_dim_table_starts_at_its_second_profile_and_counts_rx_interr
         device.receive(bytes(100))
         await driver.isr()  # RX done
         assert (driver.stats.irqs, driver.stats.rx_irqs) == (2, 1)
+
+    run(body())
+
+
+# -- GRO -------------------------------------------------------------------------------------
+
+
+def test_gro_pays_the_protocol_work_once_per_merged_batch():
+    """Four frames in one poll: GRO's per-segment work four times, the stack's protocol
+    work once, one flush to the stack; without GRO the protocol work four times."""
+
+    async def body():
+        costs = CpuCosts(rx_per_packet=1000.0, gro_per_segment=10.0)
+        for gro, protocol, merging, flushes in ((True, 1, 4, 1), (False, 4, 0, 0)):
+            driver, p, device, received = await make(costs, gro=gro, tx_ring=8, rx_ring=16)
+            heard: list[int] = []
+            driver.on_gro_flush = functools.partial(
+                lambda heard, received: heard.append(len(received)), heard, received
+            )
+            for _ in range(4):
+                device.receive(bytes(200), irq=False)
+            await driver.rx_poll(16)
+            assert len(received) == 4
+            assert p.cycles["rx_per_packet"] == protocol * 1000.0
+            assert p.cycles["gro_per_segment"] == merging * 10.0
+            assert heard == [4] * flushes and driver.stats.gro_flushes == flushes
+
+    run(body())
+
+
+def test_gro_flushes_a_full_batch_before_the_poll_ends():
+    async def body():
+        driver, p, device, received = await make(
+            CpuCosts(rx_per_packet=1.0), gro=True, tx_ring=8, rx_ring=64, rx_buf=256
+        )
+        for _ in range(GRO_MAX_SEGMENTS + 3):
+            device.receive(bytes(100), irq=False)
+        await driver.rx_poll(None)
+        assert driver.stats.gro_flushes == 2  # 45, then the 3 left at the poll's end
+        assert p.cycles["rx_per_packet"] == 2.0
 
     run(body())

@@ -57,6 +57,7 @@ _UNSUPPORTED_DEFAULTS = {
     "tx_bounce": False,
     "rx_fixup": False,
     "dim_table": "net_dim",
+    "gro": False,
     "traffic": "pktgen",
     "irq_min_interval_us": 0,
     "rate_mbps": 0.0,

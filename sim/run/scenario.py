@@ -359,6 +359,11 @@ class Scenario:
         "window (212,992 = net.core.rmem_default; tcp_rmem's autotuning reaches 6,291,456)",
         unit="bytes", low=4096, high=1 << 26,
     )  # fmt: skip
+    gro: bool = knob(
+        False, bool, "GRO: the frames of one RX poll merged (up to 64 KB) before the "
+        "stack's protocol work; stream: one socket wake-up and one ACK per merged batch",
+        driver="gro",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
