@@ -449,3 +449,30 @@ def test_an_infinite_housekeeping_tick_is_refused(tmp_path):
         CpuFileError, match=r"driver.housekeeping_hz = inf: must be a number, 1\.\.100000 Hz"
     ):
         load_cpu(str(path))
+
+
+@pytest.mark.parametrize("name", shipped_cpus())
+def test_every_fitted_cost_is_bounded_or_its_file_says_why_not(name):
+    """A cost whose comment says it was fitted has a [fitted] entry (bounds and figure), or
+    the file says in so many words that it has none and why (a fit no bottom-up count
+    allows: the model lacks a mechanism there)."""
+    lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
+    spec = load_cpu(name)
+    start = lines.index(next(line for line in lines if line.startswith("[costs]")))
+    end = next((i for i, line in enumerate(lines) if i > start and line.startswith("[")),
+               len(lines))  # fmt: skip
+    comments_after = " ".join(line for line in lines[end:] if line.startswith("#"))
+    for index in range(start + 1, end):
+        key = re.match(r"(\w+)\s*=", lines[index])
+        if not key:
+            continue
+        block, above = lines[index].partition("#")[2], index - 1
+        while lines[above].startswith("#"):
+            block, above = lines[above] + " " + block, above - 1
+        if "fitted to field report" not in block:
+            continue
+        cost = key.group(1)
+        unbounded = cost in comments_after and re.search(
+            r"has no bounds|No \[fitted\] entry", comments_after
+        )
+        assert cost in spec.fitted or unbounded, f"{name}: {cost} is fitted without bounds"
