@@ -52,7 +52,8 @@ class DriverStats:
     tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
     (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
     RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
-    GRO handed to the stack: ``gro``).
+    GRO handed to the stack: ``gro``), tso_segments (frames software TSO cut from
+    super-segments: ``xmit_tso``).
     """
 
     tx_packets: int = 0
@@ -83,6 +84,7 @@ class DriverStats:
     rx_fixups: int = 0
     rx_irqs: int = 0
     gro_flushes: int = 0
+    tso_segments: int = 0
 
 
 @dataclass(frozen=True)

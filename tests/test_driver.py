@@ -1613,3 +1613,42 @@ def test_gro_flushes_a_full_batch_before_the_poll_ends():
         assert p.cycles["rx_per_packet"] == 2.0
 
     run(body())
+
+
+# -- software TSO ----------------------------------------------------------------------------
+
+
+def test_software_tso_cuts_a_super_segment_into_frames_with_copied_headers():
+    """A 54-byte header and 10,000 bytes in three page fragments, MSS 1448: seven frames,
+    each the header (copied into the header buffer, posted uncached) and descriptors into
+    the fragments; the pages mapped and cleaned once, the stack's xmit paid once."""
+
+    async def body():
+        costs = CpuCosts(
+            tx_per_packet=1000.0, tx_per_fragment_map=100.0, tx_per_descriptor=10.0,
+            per_byte_memcpy=1.0,
+        )  # fmt: skip
+        driver, p, device, _ = await make(costs, caches=TWO_LEVELS, tx_ring=64, rx_ring=4)
+        p.cycles.clear()
+        p.traffic.clear()
+        header = bytes(range(54))
+        payload = [b"a" * 4096, b"b" * 4096, b"c" * 1808]
+        assert await driver.xmit_tso(header, payload, 1448)
+        device.complete_tx(irq=False)
+        await driver.tx_clean()
+        # 10,000 / 1,448: six full segments and one of 1,312; two cross a page boundary
+        assert len(device.sent) == 7 and driver.stats.tso_segments == 7
+        assert all(frame[:54] == header for frame in device.sent)
+        assert b"".join(frame[54:] for frame in device.sent) == b"".join(payload)
+        assert [len(frame) - 54 for frame in device.sent] == [1448] * 6 + [1312]
+        assert driver.stats.tx_packets == 7 and driver.stats.tx_descriptors == 7 + 9
+        assert p.cycles["tx_per_packet"] == 1000.0  # once per super-segment
+        assert p.cycles["tx_per_fragment_map"] == 3 * 100.0  # each page mapped once
+        assert p.cycles["tx_per_descriptor"] == 16 * 10.0
+        assert p.cycles["per_byte_memcpy"] == 7 * 54.0  # a header copy per segment
+        # The pages' lines cleaned once (128 + 128 + 57 lines), none of the header buffer
+        assert p.cycles["cache_clean"] == (128 + 128 + 57) * (2 + 20)
+        # the header copies' and the descriptors' stores are uncached
+        assert p.traffic["descriptor_uncached"][1] == 7 * 54 + 16 * DESCRIPTOR_BYTES
+
+    run(body())
