@@ -15,6 +15,7 @@ from typing import Any
 
 from . import regs
 from .descriptor import MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from .dim import DIM_TABLES
 
 __all__ = [
     "ALL_CAUSES",
@@ -26,13 +27,17 @@ __all__ = [
     "FC_CTRL_VALUE",
     "FC_QUANTA_VALUE",
     "FC_WATER_VALUE",
+    "GRO_MAX_SEGMENTS",
     "IRQ_STRATEGIES",
     "MAX_IRQ_MIN_INTERVAL_US",
     "MAX_PREFETCH",
     "MAX_TIMER_US",
     "MIN_RING",
+    "RX_BUFFER_MODES",
+    "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
+    "TX_TIMER_KINDS",
     "UDP_CSUM_OFFSET",
     "UDP_CSUM_START",
     "DriverConfig",
@@ -83,6 +88,21 @@ IRQ_STRATEGIES = tuple(name.value for name in IrqStrategyName)
 COALESCE_TIMERS = ("first", "last")
 #: How TX clean synchronises with xmit (DriverConfig.tx_clean_lock).
 TX_CLEAN_LOCKS = ("queue", "frozen")
+#: ``DriverConfig.rx_sync``: how the driver hands a filled RX buffer to the CPU and a
+#: fresh one to the device: ``unmap`` (dma_unmap_single of the whole buffer, dma_map_single
+#: of the whole next one: two invalidate passes over the buffer) or ``sync`` (the slot stays
+#: mapped: dma_sync_single_for_cpu of the received length, then for_device of the same).
+RX_SYNC_MODES = ("unmap", "sync")
+#: ``DriverConfig.rx_buffers``: how the RX ring's buffers are allocated and handed up:
+#: ``alloc_map`` (an skb allocated and DMA-mapped before reception, unmapped and passed up
+#: after), ``build_skb`` (a page fragment mapped before reception, the skb built around it
+#: after the DMA filled it), ``page_pool`` (pages recycled through a page pool: mapped once,
+#: only the received bytes synced, the skb built around the page).
+RX_BUFFER_MODES = ("alloc_map", "build_skb", "page_pool")
+#: ``DriverConfig.tx_timer``: the driver's TX coalescing timer (firmware/tx_timer.py).
+TX_TIMER_KINDS = ("none", "timer_list", "hrtimer", "hrtimer_idle")
+#: GRO's largest merged skb: 64 KiB (GRO_MAX_SIZE) of 1448-byte TCP segments.
+GRO_MAX_SEGMENTS = 45
 #: ``DriverConfig.tx_checksum``: nobody, the hardware (CHECKSUM_PARTIAL) or the stack.
 TX_CHECKSUM_MODES = ("none", "hw", "sw")
 #: UDP over untagged IPv4 without options: the segment starts at byte 14 + 20, its
@@ -381,7 +401,7 @@ class DriverConfig:
             driver that takes one packet per completion event: N = 1). Needs a strategy
             whose ISR cleans (per-desc, eop, coalesce).
         linearize: copy a fragmented TX frame into one buffer before xmit (a device
-            without scatter-gather: skb_linearize, charged ``per_byte_linearize``) and
+            without scatter-gather: skb_linearize, charged ``per_byte_memcpy``) and
             post it as one descriptor; False = one descriptor per fragment.
         flow_control: 802.3x PAUSE both ways at open (MAC_FC_CTRL rx_pause and tx_pause,
             with FC_QUANTA_VALUE and FC_WATER_VALUE); open raises
@@ -392,6 +412,40 @@ class DriverConfig:
             without UDPCSUM, as the field reports ran); ``"hw"``: the SOP descriptor asks
             the hardware (CHECKSUM_PARTIAL, UDP over IPv4: csum_start 34, csum_offset 6);
             ``"sw"``: the stack sums the segment, charged ``per_byte_csum`` per byte.
+        rx_sync: the RX buffers' DMA cache maintenance (:data:`RX_SYNC_MODES`): ``unmap``
+            invalidates each whole posted buffer twice per reception (unmap, then the map
+            of its replacement); ``sync`` invalidates only the received bytes, twice (for
+            the CPU, then for the device). Costs nothing on a coherent DMA.
+        rx_buffers: how RX buffers are allocated (:data:`RX_BUFFER_MODES`): per received
+            buffer, alloc_map charges ``rx_skb_alloc`` and two ``rx_map_call`` (unmap the
+            filled one, map the new one); build_skb ``rx_frag_alloc``, two ``rx_map_call``
+            and ``rx_build_skb``; page_pool ``rx_page_recycle`` and ``rx_build_skb`` (the
+            pages stay mapped, so it needs ``rx_sync`` sync).
+        tx_napi_weight: packets one NAPI poll cleans from the TX ring; None = the
+            strategy's budget (the RX weight). A poll that cleaned a full TX weight stays
+            scheduled, as one that received a full RX budget does.
+        tx_timer: the TX coalescing timer xmit arms (:data:`TX_TIMER_KINDS`; stmmac's
+            tx_coal_timer): ``none``; ``timer_list`` (mod_timer on every xmit,
+            ``timer_list_arm``); ``hrtimer`` (hrtimer_start on every xmit,
+            ``hrtimer_arm``; its expiry an interrupt); ``hrtimer_idle`` (armed only while
+            NAPI is not scheduled and the timer not pending). Its expiry schedules the
+            NAPI poll that cleans TX. Needs a NAPI strategy.
+        tx_timer_us: the timer's delay after the arming xmit, 1..65535 µs.
+        tx_bounce: the TX DMA takes only 4-byte-aligned buffers while the stack's frames
+            start at NET_IP_ALIGN (2): each fragment is copied into an aligned bounce
+            buffer before it is mapped (``per_byte_memcpy``; the source is cache-hot).
+        rx_fixup: RX frames land 4-byte aligned, so the IP header is not: the driver
+            copies each received frame 2 bytes along before passing it up
+            (``per_byte_memcpy``, and the frame read from memory: its lines were just
+            invalidated for the DMA). False: the RX buffers start at a 2-byte offset.
+        dim_table: the ``dim`` strategy's profile table (firmware/dim.py, DIM_TABLES):
+            ``net_dim`` (net_dim's stock RX table from its first profile, every device
+            interrupt an event) or ``axienet`` (frame counts 1, 4, 16, 64, 255 with a
+            fixed 16 µs delay, from the second profile, RX interrupts the events).
+        gro: GRO merges the good frames of one RX poll (at most
+            :data:`GRO_MAX_SEGMENTS` a batch) before the stack's protocol work: each frame
+            costs ``gro_per_segment``, each batch ``rx_per_packet`` once, and the stack
+            hears ``on_gro_flush`` after each batch (one socket wake-up, one ACK).
         ptp: hardware timestamps (IEEE 1588): open checks ID_FEATURES.ptp (else
             :class:`~.ptp.PtpUnsupportedError`) and turns on RX timestamping
             (PTP_CTRL.rx_timestamp, HWTSTAMP_FILTER_ALL); each good frame's
@@ -423,6 +477,15 @@ class DriverConfig:
     flow_control: bool = False
     tx_checksum: str = "none"
     ptp: bool = False
+    rx_sync: str = "unmap"
+    rx_buffers: str = "alloc_map"
+    tx_napi_weight: int | None = None
+    tx_timer: str = "none"
+    tx_timer_us: int = 1000
+    tx_bounce: bool = False
+    rx_fixup: bool = False
+    dim_table: str = "net_dim"
+    gro: bool = False
 
     def __post_init__(self) -> None:
         own = "DriverConfig"
@@ -474,8 +537,43 @@ class DriverConfig:
                 f"DriverConfig.tx_checksum = {self.tx_checksum!r} must be one of "
                 f"{', '.join(TX_CHECKSUM_MODES)}"
             )
+        if self.rx_sync not in RX_SYNC_MODES:
+            raise ValueError(
+                f"DriverConfig.rx_sync = {self.rx_sync!r} must be one of {', '.join(RX_SYNC_MODES)}"
+            )
+        if self.rx_buffers not in RX_BUFFER_MODES:
+            raise ValueError(
+                f"DriverConfig.rx_buffers = {self.rx_buffers!r} must be one of "
+                f"{', '.join(RX_BUFFER_MODES)}"
+            )
+        if self.rx_buffers == "page_pool" and self.rx_sync != "sync":
+            raise ValueError(
+                "DriverConfig.rx_buffers = 'page_pool' keeps its pages mapped: it needs "
+                f"rx_sync = 'sync', not {self.rx_sync!r}"
+            )
+        if self.tx_napi_weight is not None:
+            check_int(own, "tx_napi_weight", self.tx_napi_weight, 1, None)
+        if self.tx_timer not in TX_TIMER_KINDS:
+            raise ValueError(
+                f"DriverConfig.tx_timer = {self.tx_timer!r} must be one of "
+                f"{', '.join(TX_TIMER_KINDS)}"
+            )
+        check_int(own, "tx_timer_us", self.tx_timer_us, 1, MAX_TIMER_US)
+        if self.tx_timer != "none" and not self.strategy.uses_napi:
+            raise ValueError(
+                f"DriverConfig.tx_timer = {self.tx_timer!r} schedules a NAPI poll: it needs "
+                f"a NAPI strategy (napi, dim), not {self.strategy.name!r}"
+            )
         if not isinstance(self.linearize, bool):
             raise ValueError(f"DriverConfig.linearize = {self.linearize!r} must be a bool")
+        if self.dim_table not in DIM_TABLES:
+            raise ValueError(
+                f"DriverConfig.dim_table = {self.dim_table!r} must be one of "
+                f"{', '.join(DIM_TABLES)}"
+            )
+        for name in ("tx_bounce", "rx_fixup", "gro"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"DriverConfig.{name} = {getattr(self, name)!r} must be a bool")
         if not isinstance(self.flow_control, bool):
             raise ValueError(f"DriverConfig.flow_control = {self.flow_control!r} must be a bool")
         if not isinstance(self.ptp, bool):

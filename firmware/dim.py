@@ -37,7 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AXIENET_DIM_PROFILES",
+    "AXIENET_DIM_START",
     "DIM_NEVENTS",
+    "DIM_TABLES",
     "DIM_RX_PROFILES",
     "DIM_SIGNIFICANT_PCT",
     "DimSample",
@@ -59,6 +62,20 @@ DIM_RX_PROFILES: tuple[tuple[int, int], ...] = (
     (255, 128),
     (255, 256),
 )
+
+#: The xilinx_axienet driver's own table (its 2025 DIM support, not net_dim's stock one):
+#: RX coalescing frame counts 1, 4, 16, 64 and 255, each with the AXI DMA's delay timer
+#: fixed at 16 µs (restarted by each completion); the driver starts at the second.
+AXIENET_DIM_PROFILES: tuple[tuple[int, int], ...] = ((1, 16), (4, 16), (16, 16), (64, 16),
+                                                     (255, 16))  # fmt: skip
+AXIENET_DIM_START = 1
+#: ``DriverConfig.dim_table``: (profiles, first profile, what a sample's events count).
+#: net_dim's stock use counts every interrupt of the device; axienet feeds DIM its RX
+#: interrupts only.
+DIM_TABLES: dict[str, tuple[tuple[tuple[int, int], ...], int, str]] = {
+    "net_dim": (DIM_RX_PROFILES, 0, "irqs"),
+    "axienet": (AXIENET_DIM_PROFILES, AXIENET_DIM_START, "rx_irqs"),
+}
 
 _PARKING_ON_TOP, _PARKING_TIRED, _GOING_RIGHT, _GOING_LEFT = (
     "parking_on_top",

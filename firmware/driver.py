@@ -35,6 +35,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from . import regs
+from .cache import COHERENT, CacheHierarchy
 from .config import (
     ALL_CAUSES,
     COALESCE_TIMERS,
@@ -45,13 +46,17 @@ from .config import (
     FC_CTRL_VALUE,
     FC_QUANTA_VALUE,
     FC_WATER_VALUE,
+    GRO_MAX_SEGMENTS,
     IRQ_STRATEGIES,
     MAX_IRQ_MIN_INTERVAL_US,
     MAX_PREFETCH,
     MAX_TIMER_US,
     MIN_RING,
+    RX_BUFFER_MODES,
+    RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
+    TX_TIMER_KINDS,
     UDP_CSUM_OFFSET,
     UDP_CSUM_START,
     DriverConfig,
@@ -72,11 +77,13 @@ from .rx_queue import OnReceive, RxFrameMeta, RxQueue
 from .stats import FOLDED_COUNTERS, DmaErrorRecord, DriverStats
 from .timers import run_timer
 from .tx_queue import TxQueue
+from .tx_timer import TxCoalesceTimer
 
 __all__ = [
     "COALESCE_TIMERS",
     "DEFAULT_BUDGET",
     "DEFAULT_MAX_FRAGS",
+    "GRO_MAX_SEGMENTS",
     "FC_CTRL_VALUE",
     "FC_QUANTA_VALUE",
     "FC_WATER_VALUE",
@@ -91,8 +98,11 @@ __all__ = [
     "MDIO_POLL_NS",
     "MIN_RING",
     "RESET_POLL_LIMIT",
+    "RX_BUFFER_MODES",
+    "RX_SYNC_MODES",
     "TX_CHECKSUM_MODES",
     "TX_CLEAN_LOCKS",
+    "TX_TIMER_KINDS",
     "UDP_CSUM_OFFSET",
     "UDP_CSUM_START",
     "WAKE_POLL_NS",
@@ -130,16 +140,18 @@ class MacDmaDriver:
 
     ``on_receive(frame, ok, meta)`` is the stack (``napi_gro_receive``); it may be a plain
     function or a coroutine function. All work is charged to ``costs`` through
-    ``platform.charge(cycles, "<CpuCosts field>")``; all MMIO goes through the platform and
-    is counted in :attr:`stats`. ``hooks`` (:class:`~.hooks.DriverHooks`) is where a test
-    bench steps in on the queues; None: no hooks.
+    ``platform.charge(cycles, "<CpuCosts field>")``, DMA cache maintenance per line and
+    level of ``caches`` (``cache_clean``, ``cache_invalidate``); all MMIO goes through the
+    platform and is counted in :attr:`stats`. ``hooks`` (:class:`~.hooks.DriverHooks`) is
+    where a test bench steps in on the queues; None: no hooks.
 
     Members: ``config``, ``strategy``, ``stats``, ``errors`` (:class:`DmaErrorRecord` per
     channel halt handled), ``hw_totals`` and ``device_resets`` (:meth:`reset_device`),
     ``tx`` and ``rx`` (the :class:`~.tx_queue.TxQueue` and :class:`~.rx_queue.RxQueue`,
-    None until the first :meth:`open`), ``napi_scheduled``, ``is_open``, ``dim`` (the
+    None until the first :meth:`open`), ``napi_scheduled``, ``is_open``, ``tx_timer`` (the
+    :class:`~.tx_timer.TxCoalesceTimer` xmit arms: ``tx_timer``), ``dim`` (the
     :class:`~.dim.NetDim` of the ``dim`` strategy, else None), ``phc``, ``mii_bus``; the
-    callbacks ``on_receive``, ``on_tx_timestamp`` and ``on_tx_dropped``.
+    callbacks ``on_receive``, ``on_tx_timestamp``, ``on_tx_dropped`` and ``on_gro_flush``.
     """
 
     def __init__(
@@ -149,11 +161,14 @@ class MacDmaDriver:
         on_receive: OnReceive | None = None,
         costs: CpuCosts = CpuCosts(),  # noqa: B008 - frozen, so a shared default is safe
         hooks: DriverHooks | None = None,
+        caches: CacheHierarchy = COHERENT,
     ) -> None:
         if not isinstance(config, DriverConfig):
             raise ValueError(f"config {config!r} must be a DriverConfig")
         if not isinstance(costs, CpuCosts):
             raise ValueError(f"costs {costs!r} must be a CpuCosts")
+        if not isinstance(caches, CacheHierarchy):
+            raise ValueError(f"caches {caches!r} must be a CacheHierarchy")
         if hooks is not None and not isinstance(hooks, DriverHooks):
             raise ValueError(f"hooks {hooks!r} must be a DriverHooks")
         self.platform = platform
@@ -168,8 +183,10 @@ class MacDmaDriver:
         # Called with the ring slot of the first descriptor of each frame a TX channel
         # recovery drops (and counts in ``stats.tx_dropped``), in ring order.
         self.on_tx_dropped: Callable[[int], None] | None = None
+        # With DriverConfig.gro: called after each merged batch went up (napi_gro_flush).
+        self.on_gro_flush: Callable[[], Any] | None = None
         self.stats = DriverStats()
-        self.io = DeviceIo(platform, costs, self.stats)
+        self.io = DeviceIo(platform, costs, self.stats, caches)
         self.phc = Phc(self.io)
         self.mii_bus = MiiBus(self)
         # Hardware counters folded in before each device reset (reset_device): a counter's
@@ -181,7 +198,8 @@ class MacDmaDriver:
         self.rx: RxQueue | None = None
         self.napi_scheduled = False
         self.is_open = False
-        self.moderation = IrqModeration(self.io, self.strategy)
+        self.tx_timer = TxCoalesceTimer(self)
+        self.moderation = IrqModeration(self.io, self.strategy, config.dim_table)
         self.dim: NetDim | None = self.moderation.dim
 
     @property
@@ -349,6 +367,10 @@ class MacDmaDriver:
         queued, False (NETDEV_TX_BUSY) while the queue is stopped."""
         return await self._opened_tx().xmit(fragments, hw_timestamp=hw_timestamp)
 
+    async def xmit_tso(self, header: bytes, payload: list[bytes], mss: int) -> bool:
+        """Software TSO of one super-segment (:meth:`~.tx_queue.TxQueue.xmit_tso`)."""
+        return await self._opened_tx().xmit_tso(header, payload, mss)
+
     async def wait_for_wake(self, poll_ns: float = WAKE_POLL_NS) -> None:
         """Return once the TX queue is awake (:meth:`~.tx_queue.TxQueue.wait_for_wake`):
         a *sleeping* wait, like a qdisc's (pktgen spins instead:
@@ -389,6 +411,8 @@ class MacDmaDriver:
             await self._handle_errors(status)
         if not status & DONE_CAUSES or not self.strategy.kind.takes_done_irqs:
             return
+        if status & regs.IRQ_STATUS_RX_DONE_MASK:
+            self.stats.rx_irqs += 1
         if self.strategy.uses_napi:
             if not self.napi_scheduled:
                 # napi_schedule_prep + __napi_schedule: mask, the poll will unmask.
@@ -421,18 +445,21 @@ class MacDmaDriver:
             await self.rx_poll(limit)
 
     async def napi_poll(self, budget: int | None = None) -> int:
-        """One NAPI poll: tx_clean + rx_poll with ``budget`` (default the strategy's).
+        """One NAPI poll: tx_clean up to the TX weight (``tx_napi_weight``, default the
+        budget) + rx_poll with ``budget`` (default the strategy's).
 
-        Returns the work done (RX frames; ``budget`` when TX cleaning used all of it, as igb
-        does). Only when work < budget: napi_complete_done and unmask the done causes (a
-        cause that arrived meanwhile fires at once). Otherwise NAPI stays scheduled.
+        Returns the work done (RX frames; ``budget`` when TX cleaning used its whole
+        weight, as igb does). Only when work < budget: napi_complete_done and unmask the
+        done causes (a cause that arrived meanwhile fires at once). Otherwise NAPI stays
+        scheduled.
         """
         budget = self.strategy.budget if budget is None else budget
+        tx_weight = self.config.tx_napi_weight or budget
         self.stats.polls += 1
         await self.io.charge("napi_poll_overhead")
-        tx_done = await self.tx_clean(budget)
+        tx_done = await self.tx_clean(tx_weight)
         work = await self.rx_poll(budget)
-        if tx_done >= budget:
+        if tx_done >= tx_weight:
             work = budget
         work = min(work, budget)
         if work < budget and self.napi_scheduled:
@@ -471,6 +498,8 @@ class MacDmaDriver:
             spawn(self._polling_loop())
         if self.config.housekeeping_hz is not None:
             spawn(self._housekeeping_tick())
+        if self.config.tx_timer != "none":
+            spawn(self.tx_timer.run(self._tx_timer_expired))
         await self._interrupt_context()
 
     async def _interrupt_context(self) -> None:
@@ -488,6 +517,17 @@ class MacDmaDriver:
                 async with cpu_context(self.platform, "softirq", self.config.irq_core):
                     while self.napi_scheduled:
                         await self.napi_poll()
+
+    async def _tx_timer_expired(self) -> None:
+        """The TX coalescing timer's callback (stmmac_tx_timer), in softirq context:
+        napi_schedule unless the poll is already scheduled (masking the done causes as
+        the ISR does), then the NET_RX softirq's polls until NAPI completes."""
+        if self.napi_scheduled:
+            return
+        await self.io.writel(regs.IRQ_ENABLE, ERROR_CAUSES)
+        self.napi_scheduled = True
+        while self.napi_scheduled:
+            await self.napi_poll()
 
     async def _polling_loop(self) -> None:
         """IRQ-less completion: every poll_us (a timer on absolute deadlines), clean TX

@@ -3,6 +3,7 @@ charged to the CPU (``readl``/``writel``), and the CPU work it charges by cost n
 
 from __future__ import annotations
 
+from .cache import COHERENT, CacheHierarchy, CacheOp
 from .costs import CpuCosts
 from .platform import Platform
 from .stats import DriverStats
@@ -16,13 +17,21 @@ class DeviceIo:
     ``charge(what, count)`` spends ``count`` times the ``what`` entry of ``costs`` (a
     :class:`~.costs.CpuCosts` field name) through ``platform.charge``; ``readl`` and
     ``writel`` charge ``mmio_read``/``mmio_write`` and count in ``stats``; ``memory``
-    moves the CPU's own bytes through the platform's memory system.
+    moves the CPU's own bytes through the platform's memory system; ``cache_pass`` is one
+    pass of DMA cache maintenance priced by ``caches`` (none on a coherent DMA).
     """
 
-    def __init__(self, platform: Platform, costs: CpuCosts, stats: DriverStats) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        costs: CpuCosts,
+        stats: DriverStats,
+        caches: CacheHierarchy = COHERENT,
+    ) -> None:
         self.platform = platform
         self.costs = costs
         self.stats = stats
+        self.caches = caches
 
     async def charge(self, what: str, count: float = 1) -> None:
         """Spend ``count`` times the cost of ``what`` (nothing when it costs 0)."""
@@ -37,6 +46,32 @@ class DeviceIo:
             raise ValueError(f"memory traffic for {what!r} cannot be negative")
         if read_bytes or write_bytes:
             await self.platform.memory_traffic(what, read_bytes, write_bytes)
+
+    async def cache_pass(self, op: CacheOp, address: int, length: int) -> None:
+        """One pass of ``op`` over ``length`` bytes at ``address`` (a dma_map, dma_unmap or
+        dma_sync): per line and per level, charged as ``cache_<op>``; a clean also writes
+        the lines back to memory (the CPU just wrote them: they are dirty). Nothing on a
+        coherent DMA."""
+        op = CacheOp(op)
+        cycles = self.caches.maintenance_cycles(op, address, length)
+        if not cycles:
+            return
+        lines = self.caches.lines(address, length)
+        self.stats.cache_lines_maintained += lines
+        await self.platform.charge(cycles, f"cache_{op.value}")
+        if op is not CacheOp.INVALIDATE:
+            await self.memory(f"cache_{op.value}", write_bytes=lines * self.caches.line_bytes)
+
+    async def uncached(self, read_words: int = 0, write_bytes: int = 0) -> None:
+        """Descriptor accesses on a non-coherent DMA: the ring is dma_alloc_coherent memory,
+        which such a CPU maps uncached, so each 32-bit load is its own round trip to memory
+        (``read_words`` of them) and the stores leave through the write buffer merged
+        (``write_bytes``). Nothing on a coherent DMA (the ring is cached and snooped)."""
+        if self.caches.coherent_dma:
+            return
+        for _ in range(read_words):
+            await self.memory("descriptor_uncached", read_bytes=4)
+        await self.memory("descriptor_uncached", write_bytes=write_bytes)
 
     async def readl(self, offset: int) -> int:
         """Read the register at ``offset``, counted and charged."""

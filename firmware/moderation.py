@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import regs
 from .config import DriverConfig, IrqStrategy, IrqStrategyName
-from .dim import DIM_RX_PROFILES, DimSample, NetDim
+from .dim import DIM_TABLES, DimSample, NetDim
 from .io import DeviceIo
 from .stats import DriverStats
 
@@ -18,14 +18,15 @@ class IrqModeration:
     """The moderation registers of one device for an :class:`~.config.IrqStrategy`.
 
     Members: ``strategy``, ``dim`` (the :class:`~.dim.NetDim` of the ``dim`` strategy,
-    else None).
+    else None), ``dim_events`` (the DriverStats counter a DIM sample's events are).
     """
 
-    def __init__(self, io: DeviceIo, strategy: IrqStrategy) -> None:
+    def __init__(self, io: DeviceIo, strategy: IrqStrategy, dim_table: str = "net_dim") -> None:
         self.io = io
         self.strategy = strategy
+        profiles, start, self.dim_events = DIM_TABLES[dim_table]
         self.dim: NetDim | None = (
-            NetDim(DIM_RX_PROFILES) if strategy.kind is IrqStrategyName.DIM else None
+            NetDim(profiles, profile_index=start) if strategy.kind is IrqStrategyName.DIM else None
         )
 
     async def program(self, config: DriverConfig) -> None:
@@ -52,12 +53,14 @@ class IrqModeration:
         await writel(regs.IRQ_MIN_INTERVAL, config.irq_min_interval_us)
 
     async def napi_complete(self, now_ns: float, stats: DriverStats) -> None:
-        """net_dim at napi_complete_done (``dim`` only): sample interrupts, RX packets and
-        bytes; when the decision moves to another profile, program IRQ_RX_COALESCE with
-        it (counted in ``stats.dim_changes``)."""
+        """net_dim at napi_complete_done (``dim`` only): sample interrupts (all of the
+        device's, or its RX interrupts only, as the DIM table's driver counts them), RX
+        packets and bytes; when the decision moves to another profile, program
+        IRQ_RX_COALESCE with it (counted in ``stats.dim_changes``)."""
         if self.dim is None:
             return
-        if self.dim.sample(DimSample(now_ns, stats.irqs, stats.rx_packets, stats.rx_bytes)):
+        events = getattr(stats, self.dim_events)
+        if self.dim.sample(DimSample(now_ns, events, stats.rx_packets, stats.rx_bytes)):
             stats.dim_changes += 1
             value = self._rx_coalesce_value(*self.dim.profile)
             await self.io.writel(regs.IRQ_RX_COALESCE, value)

@@ -26,6 +26,9 @@ class NetDevice(Protocol):
     stats: DriverStats
     phc: Phc
     is_open: bool
+    napi_scheduled: bool
+    tx_timer: Any  # the TxCoalesceTimer (firmware/tx_timer.py), which takes a NetDevice
     on_receive: Callable[..., Any] | None
+    on_gro_flush: Callable[[], Any] | None
     on_tx_timestamp: Callable[[int], None] | None
     on_tx_dropped: Callable[[int], None] | None

@@ -158,6 +158,17 @@ class DescriptorRing:
         # over; the DMA may fetch it (TX_POLL_US, prefetch) at any moment after this store.
         self.platform.mem_write(address + _WORD3_OFFSET, image[_WORD3_OFFSET:])
 
+    async def read_uncached(self, index: int, words: int) -> Descriptor:
+        """:meth:`read`, paying for the ``words`` 32-bit loads the driver makes of it
+        (uncached on a non-coherent DMA: :meth:`~.io.DeviceIo.uncached`)."""
+        await self.io.uncached(read_words=words)
+        return self.read(index)
+
+    async def posted_uncached(self) -> None:
+        """What a :meth:`post` costs in memory traffic (uncached stores on a non-coherent
+        DMA); post itself is synchronous, so the caller pays after it."""
+        await self.io.uncached(write_bytes=DESCRIPTOR_BYTES)
+
     def read(self, index: int) -> Descriptor:
         """Read a descriptor as written back; the caller tests ``own`` before trusting the
         rest (word 3 lands last in the DMA's write-back burst, so own = 0 means complete).

@@ -46,7 +46,14 @@ class DriverStats:
     channel reset), rx_dropped (partial frames discarded by an RX reset), dma_errors
     (channel halts handled), cfg_errors (rejected register writes reported),
     tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
-    (coalescing profiles DIM programmed).
+    (coalescing profiles DIM programmed), cache_lines_maintained (line operations of DMA
+    cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
+    twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``),
+    tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
+    (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
+    RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
+    GRO handed to the stack: ``gro``), tso_segments (frames software TSO cut from
+    super-segments: ``xmit_tso``).
     """
 
     tx_packets: int = 0
@@ -70,6 +77,14 @@ class DriverStats:
     cfg_errors: int = 0
     tx_linearized: int = 0
     dim_changes: int = 0
+    cache_lines_maintained: int = 0
+    tx_timer_arms: int = 0
+    tx_timer_expiries: int = 0
+    tx_bounced: int = 0
+    rx_fixups: int = 0
+    rx_irqs: int = 0
+    gro_flushes: int = 0
+    tso_segments: int = 0
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import regs
+from .cache import CacheOp
 from .config import UDP_CSUM_OFFSET, UDP_CSUM_START
 from .descriptor import MAX_BUFFER_BYTES, Descriptor
 from .hooks import QueueHooks
@@ -20,7 +21,31 @@ from .locks import WAKE_POLL_NS, SpinLock, mutex_lock, spin_lock
 from .netdev import NetDevice
 from .ring import TX_REGS, DescriptorRing
 
-__all__ = ["TxBuffer", "TxQueue"]
+__all__ = ["TSO_HEADER_BYTES", "TxBuffer", "TxQueue"]
+
+#: One segment's headers in the TSO header buffer (fec's TSO_HEADER_SIZE).
+TSO_HEADER_BYTES = 128
+
+
+def _tso_segments(payload: list[bytes], mss: int) -> list[list[bytes]]:
+    """The pieces of ``payload`` each ``mss``-byte segment covers, in order: a segment
+    that crosses a fragment boundary has a piece of each fragment."""
+    segments: list[list[bytes]] = []
+    pieces: list[bytes] = []
+    room = mss
+    for frag in payload:
+        offset = 0
+        while offset < len(frag):
+            take = min(room, len(frag) - offset)
+            pieces.append(frag[offset : offset + take])
+            offset += take
+            room -= take
+            if room == 0:
+                segments.append(pieces)
+                pieces, room = [], mss
+    if pieces:
+        segments.append(pieces)
+    return segments
 
 
 @dataclass
@@ -57,6 +82,7 @@ class TxQueue(DescriptorRing):
         self.buffers = [TxBuffer() for _ in range(size)]
         self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
         self.stopped = False
+        self.tso_headers: int | None = None  # the TSO header buffer, at the first TSO xmit
         # TX_FRAMES and tx_packets when the driver last matched them (open, recovery):
         # TX_FRAMES counts every frame the driver must count sent, those whose write-back
         # never landed included (_reap_sent_unwritten).
@@ -117,7 +143,7 @@ class TxQueue(DescriptorRing):
             # No scatter-gather (validate_xmit_skb -> skb_linearize, before the driver's
             # lock): the fragments are copied into one buffer, posted as one descriptor.
             fragments = [b"".join(fragments)]
-            await self.io.charge("per_byte_linearize", len(fragments[0]))
+            await self.io.charge("per_byte_memcpy", len(fragments[0]))
             count = 1
             self.stats.tx_linearized += 1
         async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
@@ -142,15 +168,23 @@ class TxQueue(DescriptorRing):
             index = first
             ioc = self.netdev.strategy.ioc
             for n, frag in enumerate(fragments):
+                if config.tx_bounce:
+                    # The fragment starts at NET_IP_ALIGN: copied into an aligned bounce
+                    # buffer, which is what gets mapped (its source lines are cache-hot).
+                    await self.io.charge("per_byte_memcpy", len(frag))
+                    self.stats.tx_bounced += 1
                 await self.io.charge("tx_per_fragment_map")
-                await self.io.charge("per_byte_cache", len(frag))  # dma_map: clean to memory
                 address = self.map_fragment(index, frag)
+                # dma_map_single(DMA_TO_DEVICE): one clean pass over the fragment's lines
+                # (its unmap does no maintenance for this direction).
+                await self.io.cache_pass(CacheOp.CLEAN, address, len(frag))
                 await self.io.charge("tx_per_descriptor")
                 desc = Descriptor.tx(
                     address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc,
                     **(request if n == 0 else {}),
                 )  # fmt: skip
                 self.post(index, desc)
+                await self.posted_uncached()
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
@@ -162,9 +196,76 @@ class TxQueue(DescriptorRing):
             self.stats.tx_descriptors += count
             # wmb() before the doorbell: every descriptor is in memory before TAIL moves.
             await self.ring_doorbell()
+            await self.netdev.tx_timer.on_xmit(self.netdev.napi_scheduled)
             if self.unused() < config.max_frags:
                 self.stop_queue()
             return True
+
+    async def xmit_tso(self, header: bytes, payload: list[bytes], mss: int) -> bool:
+        """Software TSO in the driver (fec_enet_txq_submit_tso): one super-segment of
+        ``header`` and the ``payload`` page fragments, cut into segments of ``mss``
+        payload bytes, each a frame of its own on the wire.
+
+        Each payload fragment is mapped once (``tx_per_fragment_map`` and a clean pass
+        over its lines); per segment the header is copied into the ring's DMA-able header
+        buffer (``per_byte_memcpy``; that buffer is dma_alloc_coherent, so on a
+        non-coherent DMA the copy's stores are uncached memory traffic) and posted as the
+        segment's first descriptor, followed by one descriptor per piece of a fragment the
+        segment covers. ``tx_per_packet`` once for the super-segment, one doorbell.
+        Returns False (NETDEV_TX_BUSY, nothing queued) when the descriptors do not fit.
+        """
+        if not 1 <= mss <= MAX_BUFFER_BYTES or not payload or not header:
+            raise ValueError(f"TSO needs a header, payload and an MSS of 1..{MAX_BUFFER_BYTES}")
+        segments = _tso_segments(payload, mss)
+        needed = sum(1 + len(pieces) for pieces in segments)
+        if self.stopped or self.unused() < needed:
+            self.stop_queue()
+            return False
+        if self.tso_headers is None:
+            self.tso_headers = self.platform.dma_alloc(self.size * TSO_HEADER_BYTES, align=64)
+        if len(header) > TSO_HEADER_BYTES:
+            raise ValueError(f"A TSO header is at most {TSO_HEADER_BYTES} bytes")
+        ioc = self.netdev.strategy.ioc
+        async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+            await self.io.charge("tx_per_packet")
+            for frag in payload:  # the super-segment's pages, each mapped once
+                await self.io.charge("tx_per_fragment_map")
+                # a page fragment starts line-aligned (its page, or a page_frag chunk)
+                await self.io.cache_pass(CacheOp.CLEAN, 0, len(frag))
+            index = self.next_to_use
+            for pieces in segments:
+                first = index
+                await self.io.charge("per_byte_memcpy", len(header))
+                await self.io.uncached(write_bytes=len(header))
+                slot = self.tso_headers + first * TSO_HEADER_BYTES
+                self.platform.mem_write(slot, header)
+                parts = [(slot, len(header))]
+                slots = self._following(first + 1, len(pieces))
+                parts += [
+                    (self.map_fragment(i, piece), len(piece))
+                    for i, piece in zip(slots, pieces, strict=True)
+                ]
+                for n, (address, length) in enumerate(parts):
+                    await self.io.charge("tx_per_descriptor")
+                    last = n == len(parts) - 1
+                    self.post(index, Descriptor.tx(address, length, sop=n == 0, eop=last, ioc=ioc))
+                    await self.posted_uncached()
+                    eop, index = index, self.next(index)
+                head = self.buffers[first]
+                head.eop_index, head.descriptors = eop, len(parts)
+                head.frame_bytes, head.hw_timestamp = sum(n for _, n in parts), False
+                self.stats.tx_descriptors += len(parts)
+            self.stats.tso_segments += len(segments)
+            self.next_to_use = index
+            await self.ring_doorbell()
+            await self.netdev.tx_timer.on_xmit(self.netdev.napi_scheduled)
+            if self.unused() < self.netdev.config.max_frags:
+                self.stop_queue()
+            return True
+
+    def _following(self, start: int, count: int) -> list[int]:
+        """``count`` ring slots from ``start`` (wrapping)."""
+        return [(start + n) % self.size for n in range(count)]
 
     def stop_queue(self) -> None:
         """netif_stop_queue (counted once per stop)."""
@@ -215,7 +316,7 @@ class TxQueue(DescriptorRing):
             assert head.eop_index is not None, "TX ring bookkeeping lost a frame"
             # Like e1000's next_to_watch: the frame is done once its EOP is written back
             # (descriptors complete in ring order).
-            eop = self.read(head.eop_index)
+            eop = await self.read_uncached(head.eop_index, 1)  # word 3: own
             if eop.own:
                 break
             if head.hw_timestamp and eop.timestamped and netdev.on_tx_timestamp is not None:

@@ -14,7 +14,14 @@ import pytest
 from macdma.firmware.costs import CpuCosts
 from macdma.sim.cli import main
 from macdma.sim.model.cpu import CPU_PRESETS, PRESET_DRIVER_SETTINGS, cpu_preset
-from macdma.sim.model.cpus import CPU_DIR, CpuFileError, load_cpu, load_cpu_file, shipped_cpus
+from macdma.sim.model.cpus import (
+    CPU_DIR,
+    CpuFileError,
+    FittedConstant,
+    load_cpu,
+    load_cpu_file,
+    shipped_cpus,
+)
 from macdma.sim.run.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +42,31 @@ def valid_text(**top) -> str:
     lines = {"clock_mhz": "clock_mhz = 200.0", "cores": "cores = 1", **top}
     body = [line for line in lines.values() if line is not None]
     costs = [f"{name} = {10.0 * (index + 1)}" for index, name in enumerate(COSTS)]
-    return "\n".join([*body, "", "[costs]", *costs, ""])
+    return "\n".join([*body, "", "[costs]", *costs, "", CACHES])
+
+
+#: A valid [caches] table: two levels, non-coherent.
+CACHES = """[caches]
+line_bytes = 32
+coherent_dma = false
+[[caches.level]]
+name = "L1"
+size_kib = 32
+clean = 5.0
+invalidate = 5.0
+clean_invalidate = 6.0
+[[caches.level]]
+name = "L2"
+size_kib = 1024
+clean = 25.0
+invalidate = 25.0
+clean_invalidate = 30.0
+"""
+
+
+def cost_line(name: str) -> str:
+    """The line of cost ``name`` in :func:`valid_text`."""
+    return f"{name} = {10.0 * (COSTS.index(name) + 1)}"
 
 
 # -- shipped CPUs --------------------------------------------------------------------------
@@ -69,11 +100,12 @@ def test_every_shipped_cost_names_its_source(name):
     lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
     costs = load_cpu(name).costs
     start = lines.index(next(line for line in lines if line.startswith("[costs]")))
+    end = next((i for i, line in enumerate(lines) if i > start and line.startswith("[")),
+               len(lines))  # fmt: skip
     for cost in COSTS:
         if getattr(costs, cost) == 0:
             continue
-        (index,) = [i for i, line in enumerate(lines) if re.match(rf"{cost}\s*=", line)]
-        assert index > start, f"{name}: {cost} outside [costs]"
+        (index,) = [i for i in range(start, end) if re.match(rf"{cost}\s*=", lines[i])]
         comment = lines[index].partition("#")[2]
         above = index - 1
         while lines[above].startswith("#"):  # the comment block just above the key
@@ -150,7 +182,7 @@ BAD_FILES = [
     ),
     (
         "missing cost",
-        valid_text().replace("timer_tick_overhead = 130.0\n", ""),
+        valid_text().replace(cost_line("timer_tick_overhead") + "\n", ""),
         "costs.timer_tick_overhead is missing",
         "every cost must be given",
     ),
@@ -174,6 +206,89 @@ BAD_FILES = [
         "string",
     ),
     ("not TOML", "clock_mhz = = 5\n", "not valid TOML", "line 1"),
+    (
+        "no [caches] table",
+        valid_text().replace(CACHES, ""),
+        "the [caches] table is missing",
+        "coherent_dma",
+    ),
+    (
+        "line not a power of two",
+        valid_text().replace("line_bytes = 32", "line_bytes = 48"),
+        "caches.line_bytes = 48",
+        "power of two",
+    ),
+    (
+        "coherence as text",
+        valid_text().replace("coherent_dma = false", 'coherent_dma = "no"'),
+        "caches.coherent_dma = 'no'",
+        "true or false",
+    ),
+    (
+        "non-coherent without levels",
+        valid_text().replace(CACHES, "[caches]\nline_bytes = 32\ncoherent_dma = false\n"),
+        "caches.coherent_dma = False",
+        "needs the cache levels",
+    ),
+    (
+        "negative line operation",
+        valid_text().replace("clean_invalidate = 6.0", "clean_invalidate = -6.0"),
+        "caches.level[1].clean_invalidate = -6.0",
+        "0..10000 CPU cycles",
+    ),
+    (
+        "level without its invalidate",
+        valid_text().replace("invalidate = 25.0\n", ""),
+        "caches.level[2].invalidate is missing",
+        "a level gives",
+    ),
+    (
+        "unknown cache key",
+        valid_text().replace("line_bytes = 32", "line_bytes = 32\nways = 4"),
+        "caches.ways = 4",
+        "unknown key",
+    ),
+    (
+        "fitted constant outside its bounds",
+        valid_text()
+        + '[fitted]\nrx_per_packet = { low = 10, high = 50, figure = "report x 100 Mb/s" }\n',
+        f"costs.rx_per_packet = {10.0 * (COSTS.index('rx_per_packet') + 1)}",
+        "outside its fitted bounds 10..50 (fitted to 'report x 100 Mb/s')",
+    ),
+    (
+        "two constants fitted to one figure",
+        valid_text()
+        + "[fitted]\n"
+        + 'irq_entry_exit = { low = 0, high = 100, figure = "report x 100 Mb/s" }\n'
+        + 'mmio_read = { low = 0, high = 100, figure = "report x 100 Mb/s" }\n',
+        "fitted.mmio_read.figure = 'report x 100 Mb/s'",
+        "already fits irq_entry_exit: one calibration figure fits at most one constant",
+    ),
+    (
+        "fitted cache operation outside its bounds",
+        valid_text()
+        + '[fitted]\n"caches.L2.invalidate" = { low = 40, high = 90, figure = "report y 9k" }\n',
+        "caches.level[2].invalidate = 25.0",
+        "outside its fitted bounds 40..90",
+    ),
+    (
+        "fitted without a figure",
+        valid_text() + "[fitted]\nirq_entry_exit = { low = 0, high = 100 }\n",
+        "fitted.irq_entry_exit",
+        "figure is missing",
+    ),
+    (
+        "fitted bounds upside down",
+        valid_text() + '[fitted]\nirq_entry_exit = { low = 100, high = 0, figure = "f" }\n',
+        "fitted.irq_entry_exit",
+        "low is above high",
+    ),
+    (
+        "fitted thing that is not a cost",
+        valid_text() + '[fitted]\nclock_mhz = { low = 1, high = 1000, figure = "f" }\n',
+        "fitted.clock_mhz",
+        "not a cost or a cache line operation",
+    ),
 ]
 
 
@@ -192,8 +307,49 @@ def test_a_bad_file_is_refused_naming_file_key_and_value(tmp_path, text, named, 
 
 
 def test_a_valid_file_is_accepted_by_the_same_checks(tmp_path):
-    path = cpu_file(tmp_path, valid_text() + "[driver]\ntx_clean_budget = 8\n")
-    assert load_cpu(str(path)).driver == {"tx_clean_budget": 8}
+    fitted = (
+        '[fitted]\nirq_entry_exit = { low = 5, high = 50, figure = "report x 1 Mb/s" }\n'
+        '"caches.L2.invalidate" = { low = 10, high = 40, figure = "report x 9k" }\n'
+    )
+    path = cpu_file(tmp_path, valid_text() + fitted + "[driver]\ntx_clean_budget = 8\n")
+    spec = load_cpu(str(path))
+    assert spec.driver == {"tx_clean_budget": 8}
+    assert spec.fitted["irq_entry_exit"] == FittedConstant(5.0, 50.0, "report x 1 Mb/s")
+    assert spec.fitted["caches.L2.invalidate"] == FittedConstant(10.0, 40.0, "report x 9k")
+    assert (spec.caches.line_bytes, spec.caches.coherent_dma) == (32, False)
+    levels = spec.caches.levels
+    assert [(level.name, level.size_bytes, level.clean_invalidate) for level in levels] == [
+        ("L1", 32 * 1024, 6.0),
+        ("L2", 1024 * 1024, 30.0),
+    ]
+    assert spec.caches.post_dma_invalidate is True
+
+
+@pytest.mark.parametrize("name", shipped_cpus())
+def test_every_shipped_cache_constant_and_fit_names_its_source(name):
+    """Every [caches] line carries a source (like the costs), and every fitted constant of a
+    shipped file is one its file's comments call fitted, to the figure its entry names."""
+    lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("[caches]"))
+    end = next((i for i, line in enumerate(lines) if i > start and re.match(r"\[(?!\[)", line)
+                and not line.startswith("[caches")), len(lines))  # fmt: skip
+    for index in range(start + 1, end):
+        line = lines[index]
+        key = re.match(r"(\w+)\s*=", line)
+        if not key or key.group(1) == "name":
+            continue
+        comment = line.partition("#")[2]
+        above = index - 1
+        while lines[above].startswith("#"):
+            comment = lines[above] + " " + comment
+            above -= 1
+        if re.search(SOURCE + r"|TRM|manual|Linux", comment):
+            continue
+        raise AssertionError(f"{name}: [caches] {line!r} names no source")
+    spec = load_cpu(name)
+    text = "\n".join(lines)
+    for fit in spec.fitted.values():
+        assert re.search(rf"fitted to field report {re.escape(fit.figure.split()[0])}", text)
 
 
 def test_unreadable_files_and_unknown_names(tmp_path):
@@ -296,3 +452,30 @@ def test_an_infinite_housekeeping_tick_is_refused(tmp_path):
         CpuFileError, match=r"driver.housekeeping_hz = inf: must be a number, 1\.\.100000 Hz"
     ):
         load_cpu(str(path))
+
+
+@pytest.mark.parametrize("name", shipped_cpus())
+def test_every_fitted_cost_is_bounded_or_its_file_says_why_not(name):
+    """A cost whose comment says it was fitted has a [fitted] entry (bounds and figure), or
+    the file says in so many words that it has none and why (a fit no bottom-up count
+    allows: the model lacks a mechanism there)."""
+    lines = (CPU_DIR / f"{name}.toml").read_text().splitlines()
+    spec = load_cpu(name)
+    start = lines.index(next(line for line in lines if line.startswith("[costs]")))
+    end = next((i for i, line in enumerate(lines) if i > start and line.startswith("[")),
+               len(lines))  # fmt: skip
+    comments_after = " ".join(line for line in lines[end:] if line.startswith("#"))
+    for index in range(start + 1, end):
+        key = re.match(r"(\w+)\s*=", lines[index])
+        if not key:
+            continue
+        block, above = lines[index].partition("#")[2], index - 1
+        while lines[above].startswith("#"):
+            block, above = lines[above] + " " + block, above - 1
+        if "fitted to field report" not in block:
+            continue
+        cost = key.group(1)
+        unbounded = cost in comments_after and re.search(
+            r"has no bounds|No \[fitted\] entry", comments_after
+        )
+        assert cost in spec.fitted or unbounded, f"{name}: {cost} is fitted without bounds"

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections import defaultdict
 
 import pytest
 
 from macdma.firmware import regs
+from macdma.firmware.cache import COHERENT, CacheHierarchy, CacheLevel
+from macdma.firmware.config import GRO_MAX_SEGMENTS
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor, RxErrorCause
+from macdma.firmware.dim import DIM_RX_PROFILES
 from macdma.firmware.driver import (
     MDC_MAX_HZ,
     MDIO_POLL_LIMIT,
@@ -48,6 +52,8 @@ class FakePlatform:
         self.mem_writes: list[tuple[int, int]] = []  # (address, length), driver stores only
         self.cycles: dict[str, float] = defaultdict(float)
         self.charge_calls: dict[str, int] = defaultdict(int)
+        # memory_traffic per name: [bytes read, bytes written]
+        self.traffic: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.time_ns = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future]] = []
         self._seq = 0
@@ -95,6 +101,10 @@ class FakePlatform:
     async def charge(self, cycles: float, what: str) -> None:
         self.cycles[what] += cycles
         self.charge_calls[what] += 1
+
+    async def memory_traffic(self, what: str, read_bytes: int, write_bytes: int) -> None:
+        self.traffic[what][0] += read_bytes
+        self.traffic[what][1] += write_bytes
 
     def now_ns(self) -> float:
         return self.time_ns
@@ -259,14 +269,18 @@ def run(coro, timeout_s: float = 10.0):
 
 
 async def make(
-    costs: CpuCosts | None = None, **config
+    costs: CpuCosts | None = None, caches: CacheHierarchy = COHERENT, **config
 ) -> tuple[MacDmaDriver, FakePlatform, FakeDevice, list]:
     platform = FakePlatform()
     device = FakeDevice(platform)
     received: list = []
     cfg = DriverConfig(**config)
     driver = MacDmaDriver(
-        platform, cfg, lambda f, ok, meta: received.append((f, ok, meta)), costs or CpuCosts()
+        platform,
+        cfg,
+        lambda f, ok, meta: received.append((f, ok, meta)),
+        costs or CpuCosts(),
+        caches=caches,
     )
     await driver.open()
     return driver, platform, device, received
@@ -1157,17 +1171,13 @@ def test_costs_are_charged_to_their_named_fields():
         assert p.cycles["tx_per_packet"] == costs.tx_per_packet
         assert p.cycles["tx_per_fragment_map"] == 3 * costs.tx_per_fragment_map
         assert p.cycles["tx_per_descriptor"] == 3 * costs.tx_per_descriptor
-        assert p.cycles["per_byte_cache"] == 157 * costs.per_byte_cache
 
         device.complete_tx(irq=False)
         await driver.tx_clean()
         assert p.cycles["tx_clean_per_descriptor"] == 3 * costs.tx_clean_per_descriptor
 
-        p.cycles["per_byte_cache"] = 0
         device.receive(bytes(300), irq=False)  # three 128-byte buffers
         await driver.rx_poll(8)
-        # Invalidation covers each whole posted buffer, not the 300 bytes received.
-        assert p.cycles["per_byte_cache"] == 3 * 128 * costs.per_byte_cache
         assert p.cycles["rx_per_descriptor"] == 3 * costs.rx_per_descriptor
         assert p.cycles["rx_per_packet"] == costs.rx_per_packet
         assert p.cycles["per_byte_copy"] == 300 * costs.per_byte_copy
@@ -1182,6 +1192,108 @@ def test_costs_are_charged_to_their_named_fields():
         assert set(p.cycles) <= set(names)
 
     run(body())
+
+
+# -- DMA cache maintenance: per line, per level, per pass ---------------------------------
+
+#: A non-coherent CPU with 32-byte lines and two levels whose costs tell the ops apart.
+TWO_LEVELS = CacheHierarchy(
+    line_bytes=32,
+    levels=(
+        CacheLevel("L1", 32 * 1024, clean=2.0, invalidate=3.0, clean_invalidate=5.0),
+        CacheLevel("L2", 1 << 20, clean=20.0, invalidate=30.0, clean_invalidate=50.0),
+    ),
+    coherent_dma=False,
+)
+
+
+def test_tx_map_cleans_every_line_of_each_fragment_at_every_level_and_writes_it_back():
+    async def body():
+        driver, p, device, _ = await make(caches=TWO_LEVELS, tx_ring=32, rx_ring=4)
+        p.cycles.clear()
+        p.traffic.clear()
+        # Each fragment lands at a 64-byte aligned slot buffer: 100 bytes span 4 lines,
+        # 50 span 2, 7 one: 7 lines, cleaned at L1 (2) and L2 (20) once (the map).
+        await driver.xmit([b"a" * 100, b"b" * 50, b"c" * 7])
+        assert p.cycles["cache_clean"] == 7 * (2 + 20)
+        assert "cache_invalidate" not in p.cycles
+        assert p.traffic["cache_clean"] == [0, 7 * 32]  # the dirty lines written back
+        device.complete_tx(irq=False)
+        await driver.tx_clean()
+        assert p.cycles["cache_clean"] == 7 * (2 + 20)  # unmap (to device): no pass
+
+    run(body())
+
+
+@pytest.mark.parametrize(
+    ("rx_sync", "post_dma", "lines_per_frame"),
+    [
+        ("unmap", True, 8 + 8),  # unmap the whole 256-byte buffer, map its replacement
+        ("unmap", False, 8),  # a core that never speculates: the map only
+        ("sync", True, 4 + 4),  # 100 bytes (4 lines) for the CPU, then for the device
+        ("sync", False, 4),  # for the device only
+    ],
+)
+def test_rx_invalidates_the_bytes_the_driver_really_maintains(rx_sync, post_dma, lines_per_frame):
+    """unmap (dma_unmap_single + dma_map_single) pays for the whole posted buffer per frame,
+    sync (dma_sync_single_for_cpu/for_device) only for the bytes received; every buffer is
+    mapped whole once at open."""
+
+    async def body():
+        caches = dataclasses.replace(TWO_LEVELS, post_dma_invalidate=post_dma)
+        driver, p, device, received = await make(
+            caches=caches, rx_sync=rx_sync, tx_ring=8, rx_ring=8, rx_buf=256
+        )
+        assert p.cycles["cache_invalidate"] == 7 * 8 * (3 + 30)  # the map at open
+        for _ in range(8):  # a lap: the slot left empty at open gets its buffer mapped
+            device.receive(bytes(100), irq=False)
+            await driver.rx_poll(8)
+        p.cycles.clear()
+        p.traffic.clear()
+        maintained = driver.stats.cache_lines_maintained
+        for _ in range(3):
+            device.receive(bytes(100), irq=False)
+            await driver.rx_poll(8)
+        assert len(received) == 8 + 3
+        assert p.cycles["cache_invalidate"] == 3 * lines_per_frame * (3 + 30)
+        assert "cache_invalidate" not in p.traffic  # an invalidate moves no data
+        assert driver.stats.cache_lines_maintained - maintained == 3 * lines_per_frame
+
+    run(body())
+
+
+def test_a_coherent_dma_maintains_nothing_and_reads_its_ring_cached():
+    async def body():
+        for caches, maintained in ((COHERENT, False), (TWO_LEVELS, True)):
+            driver, p, device, _ = await make(caches=caches, tx_ring=8, rx_ring=8, rx_buf=256)
+            await driver.xmit([b"x" * 1000])
+            device.complete_tx(irq=False)
+            await driver.tx_clean()
+            device.receive(bytes(500), irq=False)
+            await driver.rx_poll(8)
+            charged = {name for name in p.cycles if name.startswith("cache_")}
+            assert bool(charged) is maintained
+            # The ring is dma_alloc_coherent memory: uncached on a non-coherent DMA, so
+            # each descriptor word the driver reads and each descriptor it posts is
+            # memory traffic; cached (and snooped) on a coherent one.
+            reads, writes = p.traffic["descriptor_uncached"]
+            assert (reads > 0 and writes > 0) is maintained
+            assert reads % 4 == 0
+
+    run(body())
+
+
+def test_a_cache_hierarchy_refuses_what_no_machine_has():
+    with pytest.raises(ValueError, match="power of two"):
+        CacheHierarchy(line_bytes=48)
+    with pytest.raises(ValueError, match="at least one cache level"):
+        CacheHierarchy(coherent_dma=False)
+    with pytest.raises(ValueError, match="invalidate = -1"):
+        CacheLevel("L1", 1024, clean=1.0, invalidate=-1, clean_invalidate=1.0)
+    with pytest.raises(ValueError, match="rx_sync"):
+        DriverConfig(rx_sync="dma_sync")
+    assert TWO_LEVELS.lines(31, 2) == 2 and TWO_LEVELS.lines(32, 32) == 1
+    assert TWO_LEVELS.lines(0, 0) == 0
 
 
 def test_ideal_cpu_charges_nothing_and_costs_are_validated():
@@ -1284,3 +1396,259 @@ def test_driver_imports_no_scheduler():
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in ("asyncio", "cocotb"), (path, name)
+
+
+# -- RX buffer handling and the NAPI weights ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rx_buffers", "rx_sync", "per_frame"),
+    [
+        # unmap + alloc + map, the skb allocated before reception
+        ("alloc_map", "unmap", {"rx_skb_alloc": 1, "rx_map_call": 2}),
+        # a page fragment instead, the skb built around the filled buffer
+        ("build_skb", "unmap", {"rx_frag_alloc": 1, "rx_map_call": 2, "rx_build_skb": 1}),
+        # the page stays mapped: no map call, a recycled page, the skb built
+        ("page_pool", "sync", {"rx_page_recycle": 1, "rx_build_skb": 1}),
+    ],
+)
+def test_rx_buffer_handling_charges_what_its_code_does(rx_buffers, rx_sync, per_frame):
+    async def body():
+        names = ("rx_map_call", "rx_skb_alloc", "rx_frag_alloc", "rx_build_skb", "rx_page_recycle")
+        costs = CpuCosts(**{name: float(10**i) for i, name in enumerate(names)})
+        driver, p, device, received = await make(
+            costs, caches=TWO_LEVELS, rx_buffers=rx_buffers, rx_sync=rx_sync, tx_ring=8,
+            rx_ring=8, rx_buf=1536,
+        )  # fmt: skip
+        for _ in range(8):  # a lap, so every slot has had its first map
+            device.receive(bytes(200), irq=False)
+            await driver.rx_poll(8)
+        p.cycles.clear()
+        for _ in range(4):
+            device.receive(bytes(200), irq=False)
+            await driver.rx_poll(8)
+        assert len(received) == 12
+        charged = {name: p.cycles[name] / getattr(costs, name) / 4 for name in names}
+        assert charged == {name: per_frame.get(name, 0) for name in names}
+        # Mapped once (page pool): only the 200 received bytes (7 lines) are invalidated,
+        # for the CPU and for the device; otherwise the whole 1536-byte buffer (48 lines),
+        # at unmap and at the next map.
+        lines = 2 * 7 if rx_sync == "sync" else 2 * 48
+        assert p.cycles["cache_invalidate"] == 4 * lines * (3 + 30)
+
+    run(body())
+
+
+def test_the_tx_napi_weight_caps_a_polls_tx_clean_and_keeps_napi_scheduled():
+    async def body():
+        for weight, cleaned, still_scheduled in ((None, 5, False), (2, 2, True)):
+            driver, p, device, _ = await make(
+                strategy=IrqStrategy("napi"), tx_napi_weight=weight, tx_ring=64, rx_ring=4
+            )
+            for _ in range(5):
+                await driver.xmit([b"x" * 100])
+            device.complete_tx()
+            await driver.isr()  # TX done: NAPI scheduled
+            assert driver.napi_scheduled
+            work = await driver.napi_poll()
+            assert driver.stats.tx_packets == cleaned
+            assert driver.napi_scheduled is still_scheduled
+            assert work == (64 if still_scheduled else 0)
+
+    run(body())
+    with pytest.raises(ValueError, match="needs rx_sync = 'sync'"):
+        DriverConfig(rx_buffers="page_pool")
+    with pytest.raises(ValueError, match="tx_napi_weight = 0"):
+        DriverConfig(tx_napi_weight=0)
+
+
+# -- the TX coalescing timer ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "arms", "arm_cost", "expiry_irqs"),
+    [
+        ("timer_list", 5, "timer_list_arm", 0),  # every xmit; runs off the tick's softirq
+        ("hrtimer", 5, "hrtimer_arm", 1),  # every xmit; its expiry is an interrupt
+        ("hrtimer_idle", 1, "hrtimer_arm", 1),  # once: pending afterwards
+    ],
+)
+def test_the_tx_timer_is_armed_as_its_kind_says_and_its_expiry_cleans_tx(
+    kind, arms, arm_cost, expiry_irqs
+):
+    """Five frames 1 µs apart, written back without an interrupt: only the timer brings
+    the clean, 20 µs after the last arming; each kind arms it as its code does."""
+
+    async def body():
+        costs = CpuCosts(timer_list_arm=7, hrtimer_arm=11, irq_entry_exit=100)
+        driver, p, device = await make_timed(
+            costs, strategy=IrqStrategy("napi"), tx_timer=kind, tx_timer_us=20, tx_ring=64,
+            rx_ring=4,
+        )  # fmt: skip
+        tasks: list[asyncio.Task] = []
+        runner = asyncio.ensure_future(driver.run(lambda c: tasks.append(asyncio.ensure_future(c))))
+        await settle()
+        for _ in range(5):
+            sent = asyncio.ensure_future(driver.xmit([b"t" * 100]))
+            await p.advance(1000)
+            assert sent.done() and sent.result()
+        device.complete_tx(irq=False)
+        await p.advance(10_000)
+        assert driver.stats.tx_packets == 0  # nothing cleans yet
+        await p.advance(30_000)
+        assert driver.stats.tx_timer_arms == arms
+        assert p.cycles[arm_cost] == arms * getattr(costs, arm_cost)
+        assert driver.stats.tx_timer_expiries == 1
+        assert driver.stats.tx_packets == 5  # the expiry's NAPI poll cleaned them
+        assert p.charge_calls["irq_entry_exit"] == expiry_irqs
+        assert driver.stats.irqs == 0 and not driver.napi_scheduled
+        runner.cancel()
+        for t in tasks:
+            t.cancel()
+
+    run(body())
+
+
+def test_a_tx_timer_needs_napi():
+    with pytest.raises(ValueError, match="needs a NAPI strategy"):
+        DriverConfig(strategy=IrqStrategy("eop"), tx_timer="hrtimer")
+    with pytest.raises(ValueError, match="tx_timer = 'jiffy'"):
+        DriverConfig(tx_timer="jiffy")
+
+
+# -- alignment copies: the TX bounce buffer and the RX fix-up --------------------------------
+
+
+@pytest.mark.parametrize(("tx_bounce", "rx_fixup"), [(True, True), (False, True), (False, False)])
+def test_alignment_copies_cost_what_they_copy(tx_bounce, rx_fixup):
+    """arge-align's three steps: bounce + fix-up, fix-up only, neither. A bounce copies
+    each TX fragment (cache-hot: CPU cycles only); the fix-up copies each received frame,
+    reading it from memory (its lines were invalidated for the DMA)."""
+
+    async def body():
+        costs = CpuCosts(per_byte_memcpy=2.0)
+        driver, p, device, received = await make(
+            costs, tx_bounce=tx_bounce, rx_fixup=rx_fixup, tx_ring=16, rx_ring=8
+        )
+        await driver.xmit([b"h" * 54, b"p" * 1000])
+        device.receive(bytes(600), irq=False)
+        await driver.rx_poll(8)
+        assert received and received[0][0] == bytes(600)  # the copy changes no byte
+        copied = (1054 if tx_bounce else 0) + (600 if rx_fixup else 0)
+        assert p.cycles["per_byte_memcpy"] == 2.0 * copied
+        assert p.traffic["rx_fixup"] == [600 if rx_fixup else 0, 0]
+        assert (driver.stats.tx_bounced, driver.stats.rx_fixups) == (
+            2 if tx_bounce else 0,
+            1 if rx_fixup else 0,
+        )
+
+    run(body())
+
+
+# -- DIM tables ------------------------------------------------------------------------------
+
+
+def test_the_axienet_dim_table_starts_at_its_second_profile_and_counts_rx_interrupts():
+    """axienet's DIM: frames 1, 4, 16, 64, 255 at a fixed 16 µs, from (4, 16); its events
+    are RX interrupts, so TX-only interrupts do not move a measurement along."""
+
+    async def body():
+        stock, p0, _, _ = await make(strategy=IrqStrategy("dim"), tx_ring=16, rx_ring=8)
+        assert stock.dim is not None and stock.dim.profile == DIM_RX_PROFILES[0]
+        driver, p, device, _ = await make(
+            strategy=IrqStrategy("dim"), dim_table="axienet", tx_ring=16, rx_ring=8
+        )
+        assert driver.dim is not None
+        assert driver.dim.profiles == ((1, 16), (4, 16), (16, 16), (64, 16), (255, 16))
+        assert driver.dim.profile == (4, 16)
+        rx_coalesce = p.writes_to(regs.IRQ_RX_COALESCE)[-1]
+        assert (rx_coalesce & regs.IRQ_RX_COALESCE_FRAMES_MASK) >> (
+            regs.IRQ_RX_COALESCE_FRAMES_SHIFT
+        ) == 4
+        await driver.xmit([b"t" * 100])
+        device.complete_tx()
+        await driver.isr()  # TX done only
+        device.receive(bytes(100))
+        await driver.isr()  # RX done
+        assert (driver.stats.irqs, driver.stats.rx_irqs) == (2, 1)
+
+    run(body())
+
+
+# -- GRO -------------------------------------------------------------------------------------
+
+
+def test_gro_pays_the_protocol_work_once_per_merged_batch():
+    """Four frames in one poll: GRO's per-segment work four times, the stack's protocol
+    work once, one flush to the stack; without GRO the protocol work four times."""
+
+    async def body():
+        costs = CpuCosts(rx_per_packet=1000.0, gro_per_segment=10.0)
+        for gro, protocol, merging, flushes in ((True, 1, 4, 1), (False, 4, 0, 0)):
+            driver, p, device, received = await make(costs, gro=gro, tx_ring=8, rx_ring=16)
+            heard: list[int] = []
+            driver.on_gro_flush = functools.partial(
+                lambda heard, received: heard.append(len(received)), heard, received
+            )
+            for _ in range(4):
+                device.receive(bytes(200), irq=False)
+            await driver.rx_poll(16)
+            assert len(received) == 4
+            assert p.cycles["rx_per_packet"] == protocol * 1000.0
+            assert p.cycles["gro_per_segment"] == merging * 10.0
+            assert heard == [4] * flushes and driver.stats.gro_flushes == flushes
+
+    run(body())
+
+
+def test_gro_flushes_a_full_batch_before_the_poll_ends():
+    async def body():
+        driver, p, device, received = await make(
+            CpuCosts(rx_per_packet=1.0), gro=True, tx_ring=8, rx_ring=64, rx_buf=256
+        )
+        for _ in range(GRO_MAX_SEGMENTS + 3):
+            device.receive(bytes(100), irq=False)
+        await driver.rx_poll(None)
+        assert driver.stats.gro_flushes == 2  # 45, then the 3 left at the poll's end
+        assert p.cycles["rx_per_packet"] == 2.0
+
+    run(body())
+
+
+# -- software TSO ----------------------------------------------------------------------------
+
+
+def test_software_tso_cuts_a_super_segment_into_frames_with_copied_headers():
+    """A 54-byte header and 10,000 bytes in three page fragments, MSS 1448: seven frames,
+    each the header (copied into the header buffer, posted uncached) and descriptors into
+    the fragments; the pages mapped and cleaned once, the stack's xmit paid once."""
+
+    async def body():
+        costs = CpuCosts(
+            tx_per_packet=1000.0, tx_per_fragment_map=100.0, tx_per_descriptor=10.0,
+            per_byte_memcpy=1.0,
+        )  # fmt: skip
+        driver, p, device, _ = await make(costs, caches=TWO_LEVELS, tx_ring=64, rx_ring=4)
+        p.cycles.clear()
+        p.traffic.clear()
+        header = bytes(range(54))
+        payload = [b"a" * 4096, b"b" * 4096, b"c" * 1808]
+        assert await driver.xmit_tso(header, payload, 1448)
+        device.complete_tx(irq=False)
+        await driver.tx_clean()
+        # 10,000 / 1,448: six full segments and one of 1,312; two cross a page boundary
+        assert len(device.sent) == 7 and driver.stats.tso_segments == 7
+        assert all(frame[:54] == header for frame in device.sent)
+        assert b"".join(frame[54:] for frame in device.sent) == b"".join(payload)
+        assert [len(frame) - 54 for frame in device.sent] == [1448] * 6 + [1312]
+        assert driver.stats.tx_packets == 7 and driver.stats.tx_descriptors == 7 + 9
+        assert p.cycles["tx_per_packet"] == 1000.0  # once per super-segment
+        assert p.cycles["tx_per_fragment_map"] == 3 * 100.0  # each page mapped once
+        assert p.cycles["tx_per_descriptor"] == 16 * 10.0
+        assert p.cycles["per_byte_memcpy"] == 7 * 54.0  # a header copy per segment
+        # The pages' lines cleaned once (128 + 128 + 57 lines), none of the header buffer
+        assert p.cycles["cache_clean"] == (128 + 128 + 57) * (2 + 20)
+        # the header copies' and the descriptors' stores are uncached
+        assert p.traffic["descriptor_uncached"][1] == 7 * 54 + 16 * DESCRIPTOR_BYTES
+
+    run(body())

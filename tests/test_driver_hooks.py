@@ -31,7 +31,7 @@ CHECKED = ("sim", "tests")
 DRIVER = "driver"
 #: What a user may set on a driver (MacDmaDriver's docstring): the callbacks, and the
 #: configuration the next open programs.
-SETTABLE = {"on_receive", "on_tx_timestamp", "on_tx_dropped", "config"}
+SETTABLE = {"on_receive", "on_tx_timestamp", "on_tx_dropped", "on_gro_flush", "config"}
 
 
 # -- the rule --------------------------------------------------------------------------------

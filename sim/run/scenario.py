@@ -21,11 +21,15 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
+from macdma.firmware.dim import DIM_TABLES
 from macdma.firmware.driver import (
     COALESCE_TIMERS,
     IRQ_STRATEGIES,
+    RX_BUFFER_MODES,
+    RX_SYNC_MODES,
     TX_CHECKSUM_MODES,
     TX_CLEAN_LOCKS,
+    TX_TIMER_KINDS,
     IrqStrategyName,
 )
 
@@ -66,6 +70,9 @@ TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
 WINDOWED_TRAFFIC = ("stream", "forward")
 #: stream's window when --window is not given (segments in flight).
 STREAM_WINDOW_SEGMENTS = 64
+#: A socket's receive buffer: Linux's net.core.rmem_default (212,992 bytes), the
+#: default of ``socket_rcvbuf_bytes``.
+SOCKET_RCVBUF_BYTES = 212_992
 #: stream: the size of an acknowledgement frame (a 64-byte frame with its FCS).
 ACK_FRAME_BYTES = 60
 MIN_FRAME, MAX_FRAME = 60, 9216  # bytes handed to the MAC, FCS excluded; 9216: jumbo
@@ -306,6 +313,57 @@ class Scenario:
         "(descriptor request, CHECKSUM_PARTIAL) or sw (the stack, per_byte_csum)",
         choices=TX_CHECKSUM_MODES, driver="tx_checksum",
     )  # fmt: skip
+    rx_sync: str = knob(
+        "unmap", str, "RX buffers' DMA cache maintenance on a non-coherent CPU: unmap (the "
+        "whole buffer invalidated at unmap and at the next map) or sync (only the received "
+        "bytes, for the CPU and again for the device); nothing on a coherent one",
+        choices=RX_SYNC_MODES, driver="rx_sync",
+    )  # fmt: skip
+    rx_buffers: str = knob(
+        "alloc_map", str, "RX buffer handling: alloc_map (an skb allocated and mapped before "
+        "reception), build_skb (a page fragment, the skb built after) or page_pool (pages "
+        "recycled, mapped once; needs --rx-sync sync)",
+        choices=RX_BUFFER_MODES, driver="rx_buffers",
+    )  # fmt: skip
+    tx_napi_weight: int | None = knob(
+        None, int, "packets one NAPI poll cleans from the TX ring; unset = the budget",
+        unit="packets", low=1, high=MAX_RING, optional=True, metavar="N",
+        driver="tx_napi_weight",
+    )  # fmt: skip
+    tx_timer: str = knob(
+        "none", str, "the driver's TX coalescing timer, armed by xmit, whose expiry "
+        "schedules the TX clean: timer_list (mod_timer every xmit), hrtimer (hrtimer_start "
+        "every xmit) or hrtimer_idle (only while NAPI is not scheduled); NAPI strategies",
+        choices=TX_TIMER_KINDS, driver="tx_timer",
+    )  # fmt: skip
+    tx_timer_us: int = knob(
+        1000, int, "the TX coalescing timer's delay after the xmit that arms it",
+        unit="µs", low=1, high=65535, driver="tx_timer_us",
+    )  # fmt: skip
+    tx_bounce: bool = knob(
+        False, bool, "copy every TX fragment into an aligned bounce buffer (a TX DMA that "
+        "needs 4-byte-aligned buffers, frames at NET_IP_ALIGN)", driver="tx_bounce",
+    )  # fmt: skip
+    rx_fixup: bool = knob(
+        False, bool, "copy every received frame 2 bytes along to align its IP header (RX "
+        "frames landing 4-byte aligned)", driver="rx_fixup",
+    )  # fmt: skip
+    dim_table: str = knob(
+        "net_dim", str, "the dim strategy's profile table: net_dim (the stock RX table, every "
+        "interrupt an event) or axienet (frames 1/4/16/64/255 at a fixed 16 µs, from the "
+        "second profile, RX interrupts the events)", choices=tuple(DIM_TABLES),
+        driver="dim_table",
+    )  # fmt: skip
+    socket_rcvbuf_bytes: int = knob(
+        SOCKET_RCVBUF_BYTES, int, "the receiving socket's buffer, which caps a stream's "
+        "window (212,992 = net.core.rmem_default; tcp_rmem's autotuning reaches 6,291,456)",
+        unit="bytes", low=4096, high=1 << 26,
+    )  # fmt: skip
+    gro: bool = knob(
+        False, bool, "GRO: the frames of one RX poll merged (up to 64 KB) before the "
+        "stack's protocol work; stream: one socket wake-up and one ACK per merged batch",
+        driver="gro",
+    )  # fmt: skip
     waves: bool = knob(False, bool, "trace a waveform")
     json: str | None = knob(
         None, str, "write every metric (and the raw wire record) here", optional=True,
@@ -321,6 +379,11 @@ class Scenario:
             raise ValueError(
                 f"frame_size {self.frame_size} cannot be split into {self.frags + 1} "
                 "fragments of >= 1 byte"
+            )
+        if self.rx_buffers == "page_pool" and self.rx_sync != "sync":
+            raise ValueError(
+                "rx_buffers page_pool keeps its pages mapped: it needs rx_sync sync, "
+                f"not {self.rx_sync}"
             )
         if self.rate_mbps > self.link_mbps:
             raise ValueError(

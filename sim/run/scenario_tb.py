@@ -183,7 +183,9 @@ async def test_scenario(dut):
     platform = CocotbPlatform(bench, cpu, memory_system=cpu_spec.memory)
     traffic = make_traffic(scenario, bench, platform, costs, log)
     config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)
-    driver = MacDmaDriver(platform, config, on_receive=traffic.on_receive, costs=costs)
+    driver = MacDmaDriver(
+        platform, config, on_receive=traffic.on_receive, costs=costs, caches=cpu_spec.caches
+    )
     traffic.attach(driver)
     # The MTU, as `ip link set mtu` sets it before the link comes up: jumbo frames need a
     # MAC_MAX_LEN above the standard 1518 (the driver itself leaves the MAC's default).

@@ -45,10 +45,9 @@ from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
 #: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
 #: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
 PKTGEN_SPIN_NS = 200.0
-#: A socket's receive buffer: Linux's net.core.rmem_default (212,992 bytes). Each queued
+#: A socket's receive buffer is the scenario's ``socket_rcvbuf_bytes``. Each queued
 #: packet takes its RX buffer plus an sk_buff (SKB_TRUESIZE_BYTES) of it, as truesize
 #: does; a packet that does not fit is dropped and counted (``socket_backlog``).
-SOCKET_RCVBUF_BYTES = 212_992
 SKB_TRUESIZE_BYTES = 256  # engineering estimate: sizeof(struct sk_buff) + shared info
 #: The qdisc in front of a stopped TX queue when forwarding: txqueuelen 1000 (Linux's
 #: default); a frame that finds it full is dropped and counted (``qdisc``).
@@ -112,9 +111,10 @@ class Traffic:
         self.rx_progress = FrameProgress("rx", scenario.frames, sim_time_us, log)
         self.tx_progress = FrameProgress("tx", scenario.frames, sim_time_us, log)
         self.changed = Event()  # something the waiting application or far end cares about
-        self.socket: deque = deque()
+        self.socket: deque = deque()  # one entry per skb: a tuple of its segments
+        self.socket_held = 0  # segments queued on the socket
         truesize = scenario.rx_buf_bytes + SKB_TRUESIZE_BYTES
-        self.socket_packets = max(1, SOCKET_RCVBUF_BYTES // truesize)
+        self.socket_packets = max(1, scenario.socket_rcvbuf_bytes // truesize)
         # the far end's 802.3x MAC control, when the scenario turns flow control on
         self.peer: PausingPeer | None = None
         if scenario.flow_control == "on":
@@ -237,24 +237,34 @@ class Traffic:
                 return
 
     # -- the socket receive queue (udp, stream, rr) ------------------------------------------
-    def to_socket(self, seq: int) -> None:
-        """The stack queues a received packet on the socket, or drops it when full."""
-        if len(self.socket) >= self.socket_packets:
-            self.drops["socket_backlog"] += 1
+    def to_socket(self, seq: int | tuple[int, ...]) -> None:
+        """The stack queues a received packet (with GRO a merged one: a tuple of its
+        segments) on the socket, or drops it when full."""
+        segments = seq if isinstance(seq, tuple) else (seq,)
+        if self.socket_held + len(segments) > self.socket_packets:
+            self.drops["socket_backlog"] += len(segments)
             return
-        self.socket.append(seq)
+        self.socket.append(segments)
+        self.socket_held += len(segments)
         self.changed.set()
 
-    async def app_receive(self) -> int:
-        """The application takes the next packet off its socket (sleeping until there is
-        one): ``socket_recv_per_packet`` in process context. Returns its sequence number."""
+    async def app_receive_skb(self) -> tuple[int, ...]:
+        """The application takes the next skb off its socket (sleeping until there is
+        one): ``socket_recv_per_packet`` once in process context, however many segments
+        GRO merged into it. Returns their sequence numbers."""
         while not self.socket:
             await self.wait_changed()
         async with self.platform.context("process", core=self.scenario.app_core):
-            seq = self.socket.popleft()
+            segments = self.socket.popleft()
+            self.socket_held -= len(segments)
             await self.platform.charge(self.costs.socket_recv_per_packet, "socket_recv_per_packet")
-        self.deliver(seq)
-        return seq
+        for seq in segments:
+            self.deliver(seq)
+        return segments
+
+    async def app_receive(self) -> int:
+        """:meth:`app_receive_skb` of a model without GRO: one packet, its number."""
+        return (await self.app_receive_skb())[-1]
 
     async def app_send(self, fragments: list[bytes]) -> None:
         """The application sends one datagram: ``socket_send_per_packet`` in process
@@ -578,18 +588,37 @@ class Stream(Traffic):
         self.ack_event = Event()
         # TCP's flow control: never more in flight than the receiver's socket can hold
         self.window = min(self.scenario.window_frames, self.socket_packets)
+        self.gro_batch: list[int] = []  # segments GRO merged since its last flush
+
+    def attach(self, driver) -> None:
+        super().attach(driver)
+        if self.scenario.gro:
+            driver.on_gro_flush = self.gro_flush
 
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
         seq = self.check_rx(data, ok, meta)
-        if seq is not None:
+        if seq is None:
+            return
+        if self.scenario.gro:
+            self.gro_batch.append(seq)
+        else:
             self.to_socket(seq)
+
+    def gro_flush(self) -> None:
+        """The driver's GRO handed a merged batch up: one skb on the socket."""
+        if self.gro_batch:
+            self.to_socket(tuple(self.gro_batch))
+            self.gro_batch = []
 
     async def reader(self) -> None:
         consumed = 0
         while True:
-            seq = await self.app_receive()
-            consumed += 1
-            if consumed % 2 == 0 or seq == self.frames - 1:
+            segments = await self.app_receive_skb()
+            seq = segments[-1]
+            consumed += len(segments)
+            # TCP acknowledges at once an skb of more than one full segment (a GRO
+            # batch), else every second segment.
+            if len(segments) > 1 or consumed % 2 == 0 or seq == self.frames - 1:
                 self.acking = True  # an ACK is on its way to xmit
                 ack = make_frame(ACK_SOURCE, seq + 1, ACK_FRAME_BYTES)
                 self.tx_offered += 1

@@ -386,6 +386,7 @@ class SegmentRun:
             on_receive=self.on_receive,
             costs=soak.cpu_spec.costs,
             hooks=DriverHooks(tx=self.tx_hooks, rx=self.rx_hooks),
+            caches=soak.cpu_spec.caches,
         )
         soak.coverage.sample_segment(self.segment)
         self.driver.on_tx_dropped = self._tx_dropped

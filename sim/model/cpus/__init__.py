@@ -13,13 +13,28 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
     irq_entry_exit = 750.0
     ...
 
+    [caches]               # required: the data caches the DMA API maintains
+    line_bytes = 32
+    coherent_dma = false   # true: the DMA snoops, the driver maintains nothing
+    post_dma_invalidate = true  # optional (true): unmap/sync for the CPU invalidates again
+    [[caches.level]]       # from the core outwards; cycles per line of one operation
+    name = "L1"
+    size_kib = 32
+    clean = 4.0
+    invalidate = 4.0
+    clean_invalidate = 4.0
+
+    [fitted]               # optional: the constants fitted to a figure, with bounds
+    tx_per_packet = { low = 500, high = 3000, figure = "microblaze-frags frags0 232 Mb/s" }
+
     [driver]               # optional: DriverConfig settings of the set-up
     housekeeping_hz = 1000
 
 :func:`load_cpu` takes a shipped name (``microblaze-66``) or a path to a ``.toml`` file.
 Every problem stops the load with :class:`CpuFileError`, whose message names the file, the
 key and the value. Each number's range is declared once below (:data:`CLOCK_MHZ`,
-:data:`CORES`, :data:`COST_CYCLES`, :data:`DRIVER_LIMITS`) as a
+:data:`CORES`, :data:`COST_CYCLES`, :data:`LINE_BYTES`, :data:`CACHE_KIB`,
+:data:`LINE_OP_CYCLES`, :data:`DRIVER_LIMITS`) as a
 :class:`~macdma.sim.run.knobs.Knob`, whose check refuses NaN, infinities and values out of
 range, as the scenario's knobs do. Pure Python (tomllib): no cocotb, so a sweep or the
 command line can validate a CPU before any simulator starts.
@@ -33,6 +48,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from macdma.firmware.cache import CacheHierarchy, CacheLevel, CacheOp
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.driver import DriverConfig
 
@@ -44,6 +60,7 @@ __all__ = [
     "DRIVER_SETTINGS",
     "CpuFileError",
     "CpuSpec",
+    "FittedConstant",
     "load_cpu",
     "load_cpu_file",
     "shipped_cpus",
@@ -58,7 +75,10 @@ CPU_SUFFIX = ".toml"
 #: the scenario's, never the CPU's.
 DRIVER_SETTINGS = ("housekeeping_hz", "tx_clean_budget", "dma_poll_us")
 
-_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "driver", "memory")
+_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "caches", "fitted", "driver", "memory")
+_CACHE_KEYS = ("line_bytes", "coherent_dma", "post_dma_invalidate", "level")
+_LEVEL_KEYS = ("name", "size_kib", *(op.value for op in CacheOp))
+_FITTED_KEYS = ("low", "high", "figure")
 
 #: Most cores a CPU file may give (the scenario's core knobs take the same bound).
 MAX_CORES = 64
@@ -68,6 +88,14 @@ CORES = Knob(int, "cores", low=1, high=MAX_CORES)
 #: One cost constant: the shipped files' largest is ~43,000 cycles; a million cycles for
 #: one unit of driver work (a packet, a byte) is no CPU's and would never finish a run.
 COST_CYCLES = Knob(float, "a cost", unit="CPU cycles", low=0, high=1_000_000)
+#: A cache line: 4 bytes is a word; no CPU has lines beyond 1 KiB (most have 32 or 64).
+LINE_BYTES = Knob(int, "the cache line", unit="bytes", low=4, high=1024)
+#: One cache level's size: 1 KiB .. 1 GiB.
+CACHE_KIB = Knob(float, "a cache level's size", unit="KiB", low=1, high=1 << 20)
+#: One maintenance operation on one line at one level: a few cycles for an L1 by-MVA
+#: operation, tens to a few hundred for an outer controller's register write and wait;
+#: 10,000 would be a millisecond per 100 lines on a 1 GHz core.
+LINE_OP_CYCLES = Knob(float, "a cache line operation", unit="CPU cycles", low=0, high=10_000)
 #: Ranges of the numeric ``[driver]`` settings beyond DriverConfig's own checks (which
 #: take any positive tick rate, infinity included).
 DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="Hz", low=1,
@@ -76,6 +104,17 @@ DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="H
 
 class CpuFileError(ValueError):
     """A CPU file that cannot be used; the message names the file, the key and the value."""
+
+
+@dataclass(frozen=True)
+class FittedConstant:
+    """A cost fitted to one calibration figure: the plausible range it must stay in (a
+    value outside means the model lacks a mechanism, so the load refuses it) and the
+    figure it was fitted to (each figure fits at most one constant)."""
+
+    low: float
+    high: float
+    figure: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +128,9 @@ class CpuSpec:
         clock_mhz:   the CPU clock (the one place it is stated).
         cores:       how many cores.
         costs:       the cost table, CPU cycles per unit of driver work.
+        caches:      the data caches and what their maintenance costs per line.
+        fitted:      the constants fitted to a calibration figure: by cost name, or
+                     ``caches.<level>.<operation>`` for a cache line operation.
         driver:      DriverConfig settings of the set-up (keys of :data:`DRIVER_SETTINGS`).
         description: one line about the CPU ("" when the file gives none).
         digest:      SHA-256 of the file's bytes (what a result cache must key on).
@@ -101,6 +143,8 @@ class CpuSpec:
     clock_mhz: float
     cores: int
     costs: CpuCosts
+    caches: CacheHierarchy = field(default_factory=CacheHierarchy)
+    fitted: dict[str, FittedConstant] = field(default_factory=dict)
     driver: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     digest: str = ""
@@ -159,6 +203,8 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         raise fail("description", description, "must be a string")
 
     costs = _costs(document.get("costs"), fail, where)
+    caches = _caches(document.get("caches"), fail, where)
+    fitted = _fitted(document.get("fitted", {}), costs, caches, fail)
     driver = _driver_settings(document.get("driver", {}), fail)
     shipped = path.parent == CPU_DIR
     return CpuSpec(
@@ -168,6 +214,8 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         clock_mhz=float(clock_mhz),
         cores=cores,
         costs=costs,
+        caches=caches,
+        fitted=fitted,
         driver=driver,
         description=description,
         digest=hashlib.sha256(raw).hexdigest(),
@@ -201,6 +249,128 @@ def _costs(table: Any, fail, where: str) -> CpuCosts:
             f"missing: {', '.join(missing)})"
         )
     return CpuCosts(**{name: float(table[name]) for name in names})
+
+
+def _caches(table: Any, fail, where: str) -> CacheHierarchy:
+    if table is None:
+        raise CpuFileError(
+            f"{where}: the [caches] table is missing (line_bytes, coherent_dma and a "
+            f"[[caches.level]] per level; coherent_dma = true with no level for a DMA that "
+            f"snoops)"
+        )
+    if not isinstance(table, dict):
+        raise fail("caches", table, "must be a table ([caches])")
+    for key, value in table.items():
+        if key not in _CACHE_KEYS:
+            known = ", ".join(_CACHE_KEYS)
+            raise fail(f"caches.{key}", value, f"unknown key (caches has: {known})")
+    for key in ("line_bytes", "coherent_dma"):
+        if key not in table:
+            raise CpuFileError(f"{where}: caches.{key} is missing")
+    line_bytes = _checked(LINE_BYTES, "caches.line_bytes", table["line_bytes"], fail)
+    if line_bytes & (line_bytes - 1):
+        raise fail("caches.line_bytes", line_bytes, "must be a power of two")
+    coherent = table["coherent_dma"]
+    if not isinstance(coherent, bool):
+        raise fail("caches.coherent_dma", coherent, "must be true or false")
+    post_dma = table.get("post_dma_invalidate", True)
+    if not isinstance(post_dma, bool):
+        raise fail("caches.post_dma_invalidate", post_dma, "must be true or false")
+    levels = table.get("level", [])
+    if not isinstance(levels, list):
+        raise fail("caches.level", levels, "must be an array of tables ([[caches.level]])")
+    parsed = []
+    for number, level in enumerate(levels, start=1):
+        key = f"caches.level[{number}]"
+        if not isinstance(level, dict):
+            raise fail(key, level, "must be a table ([[caches.level]])")
+        for name, value in level.items():
+            if name not in _LEVEL_KEYS:
+                known = ", ".join(_LEVEL_KEYS)
+                raise fail(f"{key}.{name}", value, f"unknown key (a level has: {known})")
+        missing = [name for name in _LEVEL_KEYS if name not in level]
+        if missing:
+            known = ", ".join(_LEVEL_KEYS)
+            raise CpuFileError(f"{where}: {key}.{missing[0]} is missing (a level gives {known})")
+        if not isinstance(level["name"], str) or not level["name"]:
+            raise fail(f"{key}.name", level["name"], "must be a non-empty string")
+        size_kib = _checked(CACHE_KIB, f"{key}.size_kib", level["size_kib"], fail)
+        ops = {
+            op.value: float(_checked(LINE_OP_CYCLES, f"{key}.{op.value}", level[op.value], fail))
+            for op in CacheOp
+        }
+        parsed.append(CacheLevel(name=level["name"], size_bytes=round(size_kib * 1024), **ops))
+    if not coherent and not parsed:
+        problem = "a non-coherent DMA needs the cache levels it maintains ([[caches.level]])"
+        raise fail("caches.coherent_dma", coherent, problem)
+    return CacheHierarchy(
+        line_bytes=line_bytes,
+        levels=tuple(parsed),
+        coherent_dma=coherent,
+        post_dma_invalidate=post_dma,
+    )
+
+
+def _fittable(costs: CpuCosts, caches: CacheHierarchy) -> dict[str, tuple[str, float]]:
+    """What a ``[fitted]`` entry may name: every cost (``rx_per_packet``) and every cache
+    line operation (``"caches.L2.invalidate"``), each with the key its value is read from
+    and the value."""
+    found = {name: (f"costs.{name}", getattr(costs, name)) for name in CpuCosts.cost_names()}
+    for number, level in enumerate(caches.levels, start=1):
+        for op in CacheOp:
+            found[f"caches.{level.name}.{op.value}"] = (
+                f"caches.level[{number}].{op.value}",
+                level.cost(op),
+            )
+    return found
+
+
+def _fitted(table: Any, costs: CpuCosts, caches: CacheHierarchy, fail) -> dict[str, FittedConstant]:
+    if not isinstance(table, dict):
+        raise fail("fitted", table, "must be a table ([fitted])")
+    fittable = _fittable(costs, caches)
+    found: dict[str, FittedConstant] = {}
+    figures: dict[str, str] = {}
+    for name, entry in table.items():
+        key = f"fitted.{name}"
+        if name not in fittable:
+            raise fail(
+                key, entry,
+                'not a cost or a cache line operation (a fitted constant is a cost, e.g. '
+                'rx_per_packet, or "caches.<level>.<operation>")',
+            )  # fmt: skip
+        if not isinstance(entry, dict):
+            raise fail(key, entry, "must be a table { low = ..., high = ..., figure = ... }")
+        for part, value in entry.items():
+            if part not in _FITTED_KEYS:
+                known = ", ".join(_FITTED_KEYS)
+                raise fail(f"{key}.{part}", value, f"unknown key (a fitted constant has: {known})")
+        missing = [part for part in _FITTED_KEYS if part not in entry]
+        if missing:
+            problem = f"{missing[0]} is missing (a fitted constant gives its bounds and figure)"
+            raise fail(key, entry, problem)
+        low = _checked(COST_CYCLES, f"{key}.low", entry["low"], fail)
+        high = _checked(COST_CYCLES, f"{key}.high", entry["high"], fail)
+        if low > high:
+            raise fail(key, entry, "low is above high")
+        figure = entry["figure"]
+        if not isinstance(figure, str) or not figure.strip():
+            raise fail(f"{key}.figure", figure, "must name the calibration figure it was fitted to")
+        if figure in figures:
+            raise fail(
+                f"{key}.figure", figure,
+                f"already fits {figures[figure]}: one calibration figure fits at most one constant",
+            )  # fmt: skip
+        where, value = fittable[name]
+        if not low <= value <= high:
+            raise fail(
+                where, value,
+                f"outside its fitted bounds {low:g}..{high:g} (fitted to {figure!r}): a fit out "
+                f"there means the model lacks a mechanism, not that the step costs that much",
+            )  # fmt: skip
+        figures[figure] = name
+        found[name] = FittedConstant(float(low), float(high), figure)
+    return found
 
 
 def _driver_settings(table: Any, fail) -> dict[str, Any]:
