@@ -247,7 +247,26 @@ class _ReaderInvariants:
                 ]
 
 
-class TxOwnershipInductionHarness(_ReaderInvariants, _ResetWindDown, TxOwnershipHarness):
+class _SmallerMovers:
+    """Mixin of a channel harness: the channel's movers built with :attr:`MAX_OUTSTANDING`
+    bursts in flight when it is below their default (a smaller proof build, which finds
+    induction counterexamples sooner)."""
+
+    def elaborate_dut(self, dut):
+        """The channel (with register FIFOs), and movers of :attr:`MAX_OUTSTANDING` bursts."""
+        if self.MAX_OUTSTANDING == CHANNEL_MAX_OUTSTANDING:
+            return super().elaborate_dut(dut)
+        movers = {
+            "AxiBurstReader": partial(AxiBurstReader, max_outstanding=self.MAX_OUTSTANDING),
+            "AxiBurstWriter": partial(AxiBurstWriter, max_outstanding=self.MAX_OUTSTANDING),
+        }
+        with mock.patch.multiple(dma_channel, **movers):
+            return super().elaborate_dut(dut)
+
+
+class TxOwnershipInductionHarness(
+    _SmallerMovers, _ReaderInvariants, _ResetWindDown, TxOwnershipHarness
+):
     """:class:`~.channel_proofs.TxOwnershipHarness` (resets free, every input free) with the
     ownership checker, proven by k-induction: the wind-down invariants of
     :class:`~.channel_proofs._ResetWindDown` and the TX linking invariants of
@@ -268,17 +287,6 @@ class TxOwnershipInductionHarness(_ReaderInvariants, _ResetWindDown, TxOwnership
         #: Bursts the channel's movers keep in flight: their default, or fewer for a
         #: smaller proof build (2: the checkers' queues hold 3 bursts, not 5).
         self.MAX_OUTSTANDING = max_outstanding
-
-    def elaborate_dut(self, dut):
-        """The channel with register FIFOs, and movers of :attr:`MAX_OUTSTANDING` bursts."""
-        if self.MAX_OUTSTANDING == CHANNEL_MAX_OUTSTANDING:
-            return super().elaborate_dut(dut)
-        movers = {
-            "AxiBurstReader": partial(AxiBurstReader, max_outstanding=self.MAX_OUTSTANDING),
-            "AxiBurstWriter": partial(AxiBurstWriter, max_outstanding=self.MAX_OUTSTANDING),
-        }
-        with mock.patch.multiple(dma_channel, **movers):
-            return super().elaborate_dut(dut)
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)

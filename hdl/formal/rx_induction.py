@@ -21,10 +21,16 @@ from .channel_induction import (
     _offset,
     _ReaderInvariants,
     _Ring,
+    _SmallerMovers,
     _stored_fields,
     _write_queue,
 )
-from .channel_proofs import CHANNEL_ADDR_WIDTH, RxOwnershipHarness, _ResetWindDown
+from .channel_proofs import (
+    CHANNEL_ADDR_WIDTH,
+    CHANNEL_MAX_OUTSTANDING,
+    RxOwnershipHarness,
+    _ResetWindDown,
+)
 from .internal import in_state, internal_signal, mover_fragment, subfragment
 from .register_fifo import FifoView
 
@@ -48,7 +54,9 @@ def named_command(m, value, name) -> Signal:
     return signal
 
 
-class RxOwnershipInductionHarness(_ReaderInvariants, _ResetWindDown, RxOwnershipHarness):
+class RxOwnershipInductionHarness(
+    _SmallerMovers, _ReaderInvariants, _ResetWindDown, RxOwnershipHarness
+):
     """:class:`~.channel_proofs.RxOwnershipHarness` (resets free, every input free, one
     descriptor prefetched) with the ownership checker, the wind-down invariants of
     :class:`~.channel_proofs._ResetWindDown` and the RX linking invariants of
@@ -58,8 +66,12 @@ class RxOwnershipInductionHarness(_ReaderInvariants, _ResetWindDown, RxOwnership
     CHECK_OWNERSHIP = True
     REGISTER_FIFOS = True
 
-    def __init__(self, make_dut: Callable = RxDmaChannel):
+    def __init__(
+        self, make_dut: Callable = RxDmaChannel, *, max_outstanding: int = CHANNEL_MAX_OUTSTANDING
+    ):
         super().__init__(make_dut, resets=True)
+        #: Bursts the channel's movers keep in flight (fewer: a smaller proof build).
+        self.MAX_OUTSTANDING = max_outstanding
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)
