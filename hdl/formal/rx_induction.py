@@ -367,6 +367,13 @@ class RxOwnershipInductionHarness(
                 m.d.comb += Assert(
                     ((wr.awaddr + ((wr.awlen + 1) << 2))[:CHANNEL_ADDR_WIDTH]) == next_addr
                 )
+        # Each strobed byte is one of the command's (what the ownership checker needs of
+        # the writer; the invariants above are what makes it inductive).
+        w_addr = self.write_props.w_addr
+        with m.If(~idle & wr.wvalid):
+            for lane in range(4):
+                with m.If(wr.wstrb[lane]):
+                    m.d.comb += Assert(_offset(w_addr + lane, command.addr) < length)
         # The checker's bursts awaiting W beats (and an AW shown this cycle) follow each
         # other from the next W beat and end where the issuer goes on.
         queue, head_len = _write_queue(props)
