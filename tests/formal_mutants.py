@@ -484,6 +484,24 @@ MUTANTS = [
         "channel_proofs.py",
     ),
     (
+        "tx_ownership_induction",
+        TxChannelIgnoresOwn,
+        "a fragment of a descriptor without OWN read",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_ownership_induction",
+        TxChannelWritesBackPreviousEntry,
+        "a write-back written into the ring entry before",
+        "ownership_properties.py",
+    ),
+    (
+        "tx_ownership_induction",
+        TxChannelResetForgetsWrite,
+        "a reset over while a write-back of the channel is still on the bus",
+        "channel_proofs.py",
+    ),
+    (
         "tx_halts",
         TxChannelStallsOnZeroLength,
         "a zero-length descriptor taken as the ring's end: no halt",

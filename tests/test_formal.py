@@ -15,8 +15,10 @@ from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
 from macdma.sim.flows import formal
 
 # Long runs (make test-all; make formal runs every proof in full): the 36-step cover of a
-# multi-buffer frame. Its property task, which reaches the RX write-back, runs in CI.
+# multi-buffer frame (its property task, which reaches the RX write-back, runs in CI), and
+# the TX ownership induction (8 minutes of CPU; its covers and mutants run in CI).
 LONG_COVERS = {"rx_multi_buffer"}
+LONG_PROOFS = {"tx_ownership_induction"}
 
 
 def _marked(value, long: bool):
@@ -29,7 +31,9 @@ def _passes(proof, task, tmp_path):
     assert result.status == "PASS", f"{proof.name} {task}: {result.status}, see {result.workdir}"
 
 
-@pytest.mark.parametrize("proof", PROOFS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "proof", [_marked(p, p.name in LONG_PROOFS) for p in PROOFS], ids=lambda p: p.name
+)
 def test_proof_passes(proof, tmp_path):
     proof = proof.for_ci()
     _passes(proof, proof.mode, tmp_path)
@@ -48,7 +52,7 @@ def test_proof_covers_are_reached(proof, tmp_path):
     ids=[f"{entry[1].__name__}-{entry[0]}" for entry in MUTANTS],
 )
 def test_mutant_fails_with_a_counterexample(name, mutant, bug, checker, tmp_path):
-    proof = proof_by_name(name).for_ci()
+    proof = proof_by_name(name).for_mutants()
     (result,) = formal.run_proof(proof, tmp_path, make_dut=mutant, tasks=(proof.mode,))
     assert result.status == "FAIL", f"{bug}: {name} gave {result.status}, not FAIL"
     assert result.traces, f"{bug}: no counterexample trace in {result.workdir}"
@@ -99,6 +103,31 @@ def test_ci_profile_runs_the_shallower_depth():
     )
     assert proof.for_ci().depth == 10
     assert proof.depth == 14
+
+
+def test_mutant_check_is_for_a_prove_proof_only():
+    with pytest.raises(ValueError, match="mutant_check is for a prove proof.*'bmc' and 18"):
+        Proof(
+            name="x",
+            harness=object,
+            mode="bmc",
+            depth=4,
+            cover_depth=1,
+            component="-",
+            mutant_check=(object, 18),
+        )
+
+
+def test_mutants_of_a_shallow_induction_run_its_bounded_check():
+    """A prove proof whose k is below its mutants' counterexamples hands them a bounded
+    check of its deep base-case harness; the others run as the suite runs them."""
+    proof = proof_by_name("tx_ownership_induction")
+    harness, depth = proof.mutant_check
+    check = proof.for_mutants()
+    assert (check.mode, check.depth, check.harness) == ("bmc", depth, harness)
+    assert depth > proof.depth
+    plain = proof_by_name("tx_writeback")
+    assert plain.for_mutants() == plain.for_ci()
 
 
 def test_missing_tool_is_named(monkeypatch):
@@ -160,22 +189,37 @@ def test_register_fifo_behaves_as_sync_fifo(depth):
     )
 
 
-def test_tx_induction_harness_builds_with_every_invariant(tmp_path):
-    """The TX channel's linking invariants (hdl/formal/channel_induction.py, the induction
-    of TX ownership, not in make formal yet: docs/formal.md) find every register they name in the
-    channel built with register FIFOs; a renamed register fails here, not silently."""
-    from macdma.hdl.formal.channel_induction import TxOwnershipInductionHarness
+@pytest.mark.parametrize(
+    "mutant", [None, "TxChannelIgnoresOwn", "TxChannelWritesBackPreviousEntry"]
+)
+def test_tx_induction_harness_builds_with_every_invariant(mutant, tmp_path):
+    """The TX channel's linking invariants (hdl/formal/channel_induction.py) find every
+    register they name in the channel built with register FIFOs, also through a mutant's
+    wrapper around a mover; a renamed register fails here, not silently."""
+    import formal_mutants
 
-    proof = Proof(
-        name="tx_ownership_induction",
-        harness=TxOwnershipInductionHarness,
-        mode="prove",
-        depth=1,
-        cover_depth=1,
-        component="hdl/dma/tx_channel.py TxDmaChannel",
-    )
-    sby_file = formal.write_design(proof, tmp_path)
+    make_dut = None if mutant is None else getattr(formal_mutants, mutant)
+    sby_file = formal.write_design(proof_by_name("tx_ownership_induction"), tmp_path, make_dut)
     design = (tmp_path / "design.il").read_text()
     # The walker's store is a register FIFO: its entries are registers of the netlist.
     assert "entry0" in design and "entry1" in design
     assert sby_file.exists()
+
+
+def test_rx_induction_harness_builds_with_every_invariant(tmp_path):
+    """The RX channel's linking invariants (hdl/formal/rx_induction.py, not closed yet:
+    docs/formal.md) find every register they name: the walker's store and the command
+    queue are register FIFOs, and each queued command gets its entry."""
+    from macdma.hdl.formal.rx_induction import RxOwnershipInductionHarness
+
+    proof = Proof(
+        name="rx_ownership_induction",
+        harness=RxOwnershipInductionHarness,
+        mode="prove",
+        depth=1,
+        cover_depth=1,
+        component="hdl/dma/rx_channel.py RxDmaChannel",
+    )
+    formal.write_design(proof, tmp_path)
+    design = (tmp_path / "design.il").read_text()
+    assert "cmd_entry_0" in design and "cur_entry" in design

@@ -7,9 +7,9 @@ The channel is elaborated with register FIFOs (:mod:`.register_fifo`) so that th
 can name the walker's stored descriptors and the writer's burst lengths. The invariants are
 assertions: k-induction proves them together with the ownership properties.
 
-TX only: proven by k-induction at k = 1 (476 s of CPU; docs/formal.md, "Ownership by
-induction, TX"). Not in ``make formal`` yet (the mutants need a deeper base case); the
-suite checks that the harness builds with every register it names.
+TX: proven by k-induction at k = 1 (about 8 minutes of CPU; docs/formal.md, "Ownership by
+induction, TX"), ``tx_ownership_induction`` in ``make formal``; its mutants run the deep
+base case of :class:`TxInductionBaseCaseHarness`. RX: :mod:`.rx_induction`, not closed.
 """
 
 from collections.abc import Callable
@@ -30,12 +30,13 @@ from .channel_proofs import (
     CHANNEL_MAX_OUTSTANDING,
     TxOwnershipHarness,
     _ResetWindDown,
+    narrow_to_tx_writeback,
 )
-from .internal import in_state, internal_signal, subfragment
+from .internal import in_state, internal_signal, mover_fragment, subfragment
 from .mover_invariants import props_depth
 from .register_fifo import FifoView
 
-__all__ = ["TxOwnershipInductionHarness"]
+__all__ = ["TxOwnershipInductionHarness", "TxInductionBaseCaseHarness"]
 
 #: Bits of the offsets the invariants compute (addresses and byte counts, no wrap).
 _WIDE = 20
@@ -82,27 +83,177 @@ def _offset(address, origin) -> Value:
     return (address - origin)[:CHANNEL_ADDR_WIDTH]
 
 
-class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
-    """:class:`~.channel_proofs.TxOwnershipHarness` (resets free, every input free) with the
-    ownership checker, proven by k-induction: the wind-down invariants of
-    :class:`~.channel_proofs._ResetWindDown` and the TX linking invariants of
-    :meth:`linking_invariants`. The movers' AXI4 master rules are assumed here (proven on the
-    movers themselves, and on this channel by the bounded ``tx_ownership``).
-    ``max_outstanding`` below the movers' 4 builds them smaller (proof build only)."""
+class _ReaderInvariants:
+    """The linking invariants of a channel's reader, shared by the TX and RX induction
+    harnesses (the ring walker's descriptor fetches are the same on both)."""
 
-    CHECK_OWNERSHIP = True
-    REGISTER_FIFOS = True
-
-    def __init__(
-        self, make_dut: Callable = TxDmaChannel, *, max_outstanding: int = CHANNEL_MAX_OUTSTANDING
+    def _reader_invariants(
+        self,
+        m,
+        reader,
+        read_props,
+        rd,
+        ring,
+        reading,
+        reading_fragment,
+        fetch_room,
+        stored,
+        position,
+        head_index,
+        beat_in_desc,
+        earlier_beats,
+        ignore_rest,
+        store_level,
+        min_length=1,
+        store_depth=2,
     ):
-        super().__init__(make_dut)
-        #: Bursts the channel's movers keep in flight: their default, or fewer for a
-        #: smaller proof build (2: the checkers' queues hold 3 bursts, not 5).
-        self.MAX_OUTSTANDING = max_outstanding
+        """The reader's command: a descriptor fetch from the head's entry (walker in Read),
+        of at most ``fetch_room`` entries, or the fragment of the head's descriptor (main
+        FSM in Data; ``reading_fragment`` ``None``: a reader that only fetches, RX's).
+        ``min_length``: the shortest usable descriptor (the checker's); ``store_depth``: the
+        descriptors the walker holds (the most one fetch reads)."""
+
+        def sig(name):
+            return internal_signal(reader, name)
+
+        state = sig("reader_state")
+        next_addr = sig("ar_next_addr")
+        beats_left = sig("ar_beats_left")
+        out_bytes_left = sig("out_bytes_left")
+        start_lane = sig("start_lane")
+        have_held = sig("have_held")
+        held = sig("held")
+        failed = sig("failed")
+        (bursts,) = read_props.bursts
+        (r_beat,) = read_props.r_beats
+        m.d.comb += Assert(Mux(bursts.level == 0, r_beat == 0, r_beat <= bursts.head("len")))
+        m.d.comb += Assert(sig("in_flight") <= self.MAX_OUTSTANDING)
+        states = ("Idle", "Stream Data", "Flush", "Drain", "Report Error")
+        m.d.comb += Assert(Cat(in_state(state, name) for name in states).any())
+        with m.If(in_state(state, "Idle") | in_state(state, "Report Error")):
+            m.d.comb += Assert((beats_left == 0) | failed)
+        streaming = in_state(state, "Stream Data")
+        flushing = in_state(state, "Flush")
+        draining = in_state(state, "Drain")
+
+        # ---- a descriptor fetch ---------------------------------------------------------------
+        start = ring.address(head_index)
+        total = Signal(_WIDE, name="fetch_bytes")  # the fetch's length
+        m.d.comb += total.eq(_offset(next_addr, start) + (beats_left << 2))
+        consumed = Signal(_WIDE, name="fetch_consumed")  # bytes handed to the walker
+        m.d.comb += consumed.eq(total - out_bytes_left)
+        # Descriptors this fetch stored (the store is empty when a fetch starts).
+        stored_here = store_level
+        # The next R beat's offset from the fetch's start: what the walker has, plus the
+        # beat the reader holds back.
+        next_r = Signal(_WIDE, name="fetch_next_r")
+        with m.If(draining | in_state(state, "Report Error")):
+            m.d.comb += next_r.eq(
+                Mux(
+                    bursts.level != 0,
+                    _offset(bursts.head("addr"), start) + (r_beat << 2),
+                    Mux(rd.arvalid, _offset(rd.araddr, start), _offset(next_addr, start)),
+                )
+            )
+        with m.Else():
+            m.d.comb += next_r.eq(consumed + (have_held << 2))
+        # The fetch's bursts (accepted, on the bus, to come) follow each other from next_r.
+        chain = [next_r - (r_beat << 2)]
+        for age in range(bursts.depth):
+            with m.If(reading & (age < bursts.level)):
+                m.d.comb += Assert(_offset(bursts.entry("addr", age), start) == chain[-1])
+            chain.append(
+                Mux(
+                    age < bursts.level,
+                    chain[-1] + ((bursts.entry("len", age) + 1) << 2),
+                    chain[-1],
+                )
+            )
+        after_queue = chain[-1]
+        after_ar = Mux(rd.arvalid, after_queue + ((rd.arlen + 1) << 2), after_queue)
+        with m.If(reading):
+            m.d.comb += [
+                Assert(start_lane == 0),
+                Assert(total[:4] == 0),
+                Assert(total >= 16),
+                Assert(total <= 16 * store_depth),
+                Assert((total >> 4) <= fetch_room),
+                Assert(after_ar == _offset(next_addr, start)),
+                Assert(~in_state(state, "Report Error") | (read_props.outstanding == 0)),
+            ]
+            with m.If(rd.arvalid):
+                m.d.comb += Assert(_offset(rd.araddr, start) == after_queue)
+            with m.If(streaming | flushing):
+                m.d.comb += [
+                    Assert(~failed),
+                    Assert(consumed[:2] == 0),
+                    Assert(out_bytes_left != 0),
+                    Assert(out_bytes_left <= total),
+                ]
+                with m.If(~ignore_rest):
+                    m.d.comb += Assert(consumed == (stored_here << 4) + (beat_in_desc << 2))
+                with m.Else():
+                    m.d.comb += [
+                        Assert(consumed >= (stored_here + 1) << 4),
+                        Assert(consumed[2:4] == beat_in_desc),
+                    ]
+                # The beat the reader holds is what the checker learnt from it.
+                held_entry = ring.add(head_index, consumed[4:6])
+                usable = (held[:16] != 0) if min_length == 1 else (held[:16] >= min_length)
+                with m.If(have_held & (consumed[2:4] == 0)):
+                    m.d.comb += Assert(ring.buf_addr[held_entry] == held)
+                with m.If(have_held & (consumed[2:4] == 3)):
+                    m.d.comb += [
+                        Assert(ring.buf_length[held_entry] == held[:16]),
+                        Assert(ring.owned(held_entry) == (held[31] & usable)),
+                    ]
+                # The descriptor the walker is reading: its word 0 as the checker has it.
+                for beat in (1, 2, 3):
+                    word0 = earlier_beats[32 * (3 - beat) : 32 * (4 - beat)]
+                    with m.If(~ignore_rest & (beat_in_desc == beat)):
+                        m.d.comb += Assert(ring.buf_addr[position] == word0)
+            with m.If(flushing):
+                m.d.comb += [Assert(have_held), Assert(bursts.level == 0), Assert(~rd.arvalid)]
+            with m.If(draining):
+                m.d.comb += [
+                    Assert(failed),
+                    Assert(next_r >= stored_here << 4),
+                ]
+
+        if reading_fragment is not None:
+            self._fragment_invariants(m, reader, rd, reading_fragment, stored)
+
+    def _fragment_invariants(self, m, reader, rd, reading_fragment, stored):
+        """A fragment read: the reader's command is the head descriptor's buffer."""
+        state = internal_signal(reader, "reader_state")
+        next_addr = internal_signal(reader, "ar_next_addr")
+        beats_left = internal_signal(reader, "ar_beats_left")
+        start_lane = internal_signal(reader, "start_lane")
+        frag_addr = stored(0, "addr")[:CHANNEL_ADDR_WIDTH]
+        first = Cat(C(0, 2), frag_addr[2:])
+        frag_beats = (frag_addr[:2] + stored(0, "length") + 3) >> 2
+        issued = Signal(_WIDE, name="fragment_beats_issued")
+        m.d.comb += issued.eq(frag_beats - beats_left)
+        with m.If(reading_fragment & ~in_state(state, "Idle")):
+            m.d.comb += [
+                Assert(start_lane == frag_addr[:2]),
+                Assert(beats_left <= frag_beats),
+                Assert(_offset(next_addr, first) == (issued << 2)[:CHANNEL_ADDR_WIDTH]),
+            ]
+            with m.If(rd.arvalid):
+                m.d.comb += [
+                    Assert(((rd.araddr + ((rd.arlen + 1) << 2))[:CHANNEL_ADDR_WIDTH]) == next_addr),
+                    Assert(rd.arlen + 1 <= issued),
+                ]
+
+
+class _SmallerMovers:
+    """Mixin of a channel harness: the channel's movers built with :attr:`MAX_OUTSTANDING`
+    bursts in flight when it is below their default (a smaller proof build, which finds
+    induction counterexamples sooner)."""
 
     def elaborate_dut(self, dut):
-        """The channel with register FIFOs, and movers of :attr:`MAX_OUTSTANDING` bursts."""
+        """The channel (with register FIFOs), and movers of :attr:`MAX_OUTSTANDING` bursts."""
         if self.MAX_OUTSTANDING == CHANNEL_MAX_OUTSTANDING:
             return super().elaborate_dut(dut)
         movers = {
@@ -112,9 +263,35 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
         with mock.patch.multiple(dma_channel, **movers):
             return super().elaborate_dut(dut)
 
+
+class TxOwnershipInductionHarness(
+    _SmallerMovers, _ReaderInvariants, _ResetWindDown, TxOwnershipHarness
+):
+    """:class:`~.channel_proofs.TxOwnershipHarness` (resets free, every input free) with the
+    ownership checker, proven by k-induction: the wind-down invariants of
+    :class:`~.channel_proofs._ResetWindDown` and the TX linking invariants of
+    :meth:`linking_invariants`. The movers' AXI4 master rules are assumed here (proven on the
+    movers themselves, and on this channel by the bounded ``tx_ownership``).
+    ``max_outstanding`` below the movers' 4 builds them smaller (proof build only)."""
+
+    CHECK_OWNERSHIP = True
+    REGISTER_FIFOS = True
+    #: Whether the linking invariants are asserted (the proof); without them the harness has
+    #: the proof's environment and its other assertions (a base case's bounded check).
+    LINKING = True
+
+    def __init__(
+        self, make_dut: Callable = TxDmaChannel, *, max_outstanding: int = CHANNEL_MAX_OUTSTANDING
+    ):
+        super().__init__(make_dut)
+        #: Bursts the channel's movers keep in flight: their default, or fewer for a
+        #: smaller proof build (2: the checkers' queues hold 3 bursts, not 5).
+        self.MAX_OUTSTANDING = max_outstanding
+
     def build(self, m):
         dut, ownership, read_props = super().build(m)
-        self.linking_invariants(m, dut, ownership, read_props)
+        if self.LINKING:
+            self.linking_invariants(m, dut, ownership, read_props)
         return dut, ownership, read_props
 
     def covers(self, m, ownership, read_props, reading_fragment):
@@ -124,10 +301,10 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
         channel = m.submodules.dut
         core = subfragment(channel, "core")
         walker = subfragment(channel, "core.walker")
-        reader = subfragment(channel, "core.reader")
-        writer = subfragment(channel, "core.writer")
+        reader = mover_fragment(channel, "core.reader", "reader_state")
+        writer = mover_fragment(channel, "core.writer", "writer_state")
         store = FifoView(channel, "core.walker.store")
-        w_lengths = FifoView(channel, "core.writer.w_bursts")
+        w_lengths = FifoView(writer, "w_bursts")
         ring = _Ring(self.ring_base, self.ring_size, ownership)
         rd, wr = dut.axi_read, dut.axi_write
         reader_state = internal_signal(reader, "reader_state")
@@ -206,7 +383,7 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
         command_given = sig(walker, "command_given")
         beats_given = sig(walker, "beats_given")
         wb_waiting = (sig(core, "wb_ts_id") != 0) & ~sig(core, "wb_stamped")
-        in_beats_left = internal_signal(channel, "in_beats_left", within="core.writer")
+        in_beats_left = internal_signal(writer, "in_beats_left")
         with m.If(~wb_busy | ~wb_cmd_sent | wb_handed):
             m.d.comb += [Assert(~command_given), Assert(beats_given == 0)]
         with m.If(wb_busy & wb_cmd_sent):
@@ -243,7 +420,9 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
             ring,
             reading,
             reading_fragment,
-            wb_busy,
+            # Entries a fetch from the head's may cover: up to the ring's end, and not the
+            # write-back's entry, the ring's last while the head is at entry 0.
+            ring.size - head_index - (wb_busy & (head_index == 0)),
             stored,
             position,
             head_index,
@@ -281,159 +460,6 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
                 Assert(reader_idle | ~reading_fragment),
                 Assert(~reading | (sig(reader, "ar_next_addr") == ring.address(head_index))),
             ]
-
-    def _reader_invariants(
-        self,
-        m,
-        reader,
-        read_props,
-        rd,
-        ring,
-        reading,
-        reading_fragment,
-        wb_busy,
-        stored,
-        position,
-        head_index,
-        beat_in_desc,
-        earlier_beats,
-        ignore_rest,
-        store_level,
-    ):
-        """The reader's command: a descriptor fetch from the head's entry (walker in Read) or
-        the fragment of the head's descriptor (main FSM in Data)."""
-
-        def sig(name):
-            return internal_signal(reader, name)
-
-        state = sig("reader_state")
-        next_addr = sig("ar_next_addr")
-        beats_left = sig("ar_beats_left")
-        out_bytes_left = sig("out_bytes_left")
-        start_lane = sig("start_lane")
-        have_held = sig("have_held")
-        held = sig("held")
-        failed = sig("failed")
-        (bursts,) = read_props.bursts
-        (r_beat,) = read_props.r_beats
-        m.d.comb += Assert(Mux(bursts.level == 0, r_beat == 0, r_beat <= bursts.head("len")))
-        m.d.comb += Assert(sig("in_flight") <= self.MAX_OUTSTANDING)
-        states = ("Idle", "Stream Data", "Flush", "Drain", "Report Error")
-        m.d.comb += Assert(Cat(in_state(state, name) for name in states).any())
-        with m.If(in_state(state, "Idle") | in_state(state, "Report Error")):
-            m.d.comb += Assert((beats_left == 0) | failed)
-        streaming = in_state(state, "Stream Data")
-        flushing = in_state(state, "Flush")
-        draining = in_state(state, "Drain")
-
-        # ---- a descriptor fetch ---------------------------------------------------------------
-        start = ring.address(head_index)
-        total = Signal(_WIDE, name="fetch_bytes")  # the fetch's length
-        m.d.comb += total.eq(_offset(next_addr, start) + (beats_left << 2))
-        consumed = Signal(_WIDE, name="fetch_consumed")  # bytes handed to the walker
-        m.d.comb += consumed.eq(total - out_bytes_left)
-        # Descriptors this fetch stored (the store is empty when a fetch starts).
-        stored_here = store_level
-        # The next R beat's offset from the fetch's start: what the walker has, plus the
-        # beat the reader holds back.
-        next_r = Signal(_WIDE, name="fetch_next_r")
-        with m.If(draining | in_state(state, "Report Error")):
-            m.d.comb += next_r.eq(
-                Mux(
-                    bursts.level != 0,
-                    _offset(bursts.head("addr"), start) + (r_beat << 2),
-                    Mux(rd.arvalid, _offset(rd.araddr, start), _offset(next_addr, start)),
-                )
-            )
-        with m.Else():
-            m.d.comb += next_r.eq(consumed + (have_held << 2))
-        # The fetch's bursts (accepted, on the bus, to come) follow each other from next_r.
-        chain = [next_r - (r_beat << 2)]
-        for age in range(bursts.depth):
-            with m.If(reading & (age < bursts.level)):
-                m.d.comb += Assert(_offset(bursts.entry("addr", age), start) == chain[-1])
-            chain.append(
-                Mux(
-                    age < bursts.level,
-                    chain[-1] + ((bursts.entry("len", age) + 1) << 2),
-                    chain[-1],
-                )
-            )
-        after_queue = chain[-1]
-        after_ar = Mux(rd.arvalid, after_queue + ((rd.arlen + 1) << 2), after_queue)
-        wb_before = wb_busy & (head_index == 0)  # the write-back's entry is the ring's last
-        with m.If(reading):
-            m.d.comb += [
-                Assert(start_lane == 0),
-                Assert(total[:4] == 0),
-                Assert(total >= 16),
-                Assert(total <= 32),
-                Assert((total >> 4) <= ring.size - head_index - wb_before),
-                Assert(after_ar == _offset(next_addr, start)),
-                Assert(~in_state(state, "Report Error") | (read_props.outstanding == 0)),
-            ]
-            with m.If(rd.arvalid):
-                m.d.comb += Assert(_offset(rd.araddr, start) == after_queue)
-            with m.If(streaming | flushing):
-                m.d.comb += [
-                    Assert(~failed),
-                    Assert(consumed[:2] == 0),
-                    Assert(out_bytes_left != 0),
-                    Assert(out_bytes_left <= total),
-                ]
-                with m.If(~ignore_rest):
-                    m.d.comb += Assert(consumed == (stored_here << 4) + (beat_in_desc << 2))
-                with m.Else():
-                    m.d.comb += [
-                        Assert(consumed >= (stored_here + 1) << 4),
-                        Assert(consumed[2:4] == beat_in_desc),
-                    ]
-                # The beat the reader holds is what the checker learnt from it.
-                held_entry = ring.add(head_index, consumed[4:6])
-                with m.If(have_held & (consumed[2:4] == 0)):
-                    m.d.comb += Assert(ring.buf_addr[held_entry] == held)
-                with m.If(have_held & (consumed[2:4] == 3)):
-                    m.d.comb += [
-                        Assert(ring.buf_length[held_entry] == held[:16]),
-                        Assert(ring.owned(held_entry) == (held[31] & (held[:16] != 0))),
-                    ]
-                # The descriptor the walker is reading: its word 0 as the checker has it.
-                for beat in (1, 2, 3):
-                    word0 = earlier_beats[32 * (3 - beat) : 32 * (4 - beat)]
-                    with m.If(~ignore_rest & (beat_in_desc == beat)):
-                        m.d.comb += Assert(ring.buf_addr[position] == word0)
-            with m.If(flushing):
-                m.d.comb += [Assert(have_held), Assert(bursts.level == 0), Assert(~rd.arvalid)]
-            with m.If(draining):
-                m.d.comb += [
-                    Assert(failed),
-                    Assert(next_r >= stored_here << 4),
-                ]
-
-        self._fragment_invariants(m, reader, rd, reading_fragment, stored)
-
-    def _fragment_invariants(self, m, reader, rd, reading_fragment, stored):
-        """A fragment read: the reader's command is the head descriptor's buffer."""
-        state = internal_signal(reader, "reader_state")
-        next_addr = internal_signal(reader, "ar_next_addr")
-        beats_left = internal_signal(reader, "ar_beats_left")
-        start_lane = internal_signal(reader, "start_lane")
-        frag_addr = stored(0, "addr")[:CHANNEL_ADDR_WIDTH]
-        first = Cat(C(0, 2), frag_addr[2:])
-        frag_beats = (frag_addr[:2] + stored(0, "length") + 3) >> 2
-        issued = Signal(_WIDE, name="fragment_beats_issued")
-        m.d.comb += issued.eq(frag_beats - beats_left)
-        with m.If(reading_fragment & ~in_state(state, "Idle")):
-            m.d.comb += [
-                Assert(start_lane == frag_addr[:2]),
-                Assert(beats_left <= frag_beats),
-                Assert(_offset(next_addr, first) == (issued << 2)[:CHANNEL_ADDR_WIDTH]),
-            ]
-            with m.If(rd.arvalid):
-                m.d.comb += [
-                    Assert(((rd.araddr + ((rd.arlen + 1) << 2))[:CHANNEL_ADDR_WIDTH]) == next_addr),
-                    Assert(rd.arlen + 1 <= issued),
-                ]
 
     def _writer_invariants(
         self, m, writer, w_lengths, wr, ring, wb_busy, wb_index, wb_handed, wb_cmd_sent, stamped
@@ -526,6 +552,28 @@ class TxOwnershipInductionHarness(_ResetWindDown, TxOwnershipHarness):
             Assert(w_lengths.level + w_active == w_level + aw_shown),
             Assert(in_flight == w_lengths.level + w_active + w_done_open),
         ]
+
+
+class TxInductionBaseCaseHarness(TxOwnershipInductionHarness):
+    """:class:`TxOwnershipInductionHarness` for a deep base case: the bounded check its
+    mutants run. The proof closes at k = 1, whose base case cannot reach a mutant's first
+    wrong access (a fragment read at step 11, a write-back at step 16 at the earliest);
+    this harness reaches them cheaply. It is the proof's harness (the same channel build,
+    the same assumptions, the movers' AXI4 rules assumed, the ownership and wind-down
+    assertions) without the linking invariants, on inputs narrowed as
+    :class:`~.channel_proofs.TxWritebackHarness`'s (a ring of three, slaves always ready, R
+    beats as soon as allowed, OKAY, the TX FIFO always taking data, no timestamps), except
+    that a descriptor fetched may also be one without OWN, and CTRL.run, CTRL.reset and
+    ``hold`` stay free. A trace that breaks an assertion here is one of the proof's own
+    inputs that breaks the same assertion of the proof at the same step (or one of its
+    linking invariants before): the proof's base case at that depth fails on it."""
+
+    LINKING = False
+
+    def build(self, m):
+        dut, ownership, read_props = super().build(m)
+        narrow_to_tx_writeback(m, dut, read_props, unowned_too=True)
+        return dut, ownership, read_props
 
 
 def _write_queue(props_fragment):

@@ -18,7 +18,7 @@ from ..dma.tx_channel import TxDmaChannel
 from ..mac.frame import RxError
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .harness import Harness, drive_free
-from .internal import elaborated, in_state, internal_signal, subfragment
+from .internal import elaborated, in_state, internal_signal, mover_fragment
 from .mover_invariants import reader_count_invariants, writer_count_invariants
 from .ownership_properties import RingOwnershipProperties
 from .register_fifo import register_fifos
@@ -346,16 +346,19 @@ class TxWritebackHarness(TxOwnershipHarness):
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)
-        usable = Signal(Descriptor)
-        m.d.comb += [usable.own.eq(1), usable.length.eq(4), usable.sop.eq(1), usable.eop.eq(1)]
-        # The reader also reads fragments, whose data stays any.
-        fetching = ~internal_signal(m.submodules.dut, "reading_fragment", within="core")
-        _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching)
-        m.d.comb += [
-            Assume(dut.o.ready),
-            Assume(~dut.ts_valid),
-            Cover(dut.events.desc_done),
-        ]
+        narrow_to_tx_writeback(m, dut, read_props)
+        m.d.comb += Cover(dut.events.desc_done)
+
+
+def narrow_to_tx_writeback(m, dut, read_props, *, unowned_too: bool = False) -> None:
+    """:class:`TxWritebackHarness`'s narrowing of a TX harness's inputs (``unowned_too``: a
+    descriptor fetched may also be one without OWN, the ring's end)."""
+    usable = Signal(Descriptor)
+    m.d.comb += [usable.own.eq(1), usable.length.eq(4), usable.sop.eq(1), usable.eop.eq(1)]
+    # The reader also reads fragments, whose data stays any.
+    fetching = ~internal_signal(m.submodules.dut, "reading_fragment", within="core")
+    _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching, unowned_too=unowned_too)
+    m.d.comb += [Assume(dut.o.ready), Assume(~dut.ts_valid)]
 
 
 class RxHaltHarness(RxOwnershipHarness):
@@ -466,18 +469,23 @@ def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
     ]
 
 
-def _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching=None) -> None:
+def _narrow_to_usable_descriptors(
+    m, dut, read_props, usable, fetching=None, *, unowned_too: bool = False
+) -> None:
     """Narrow a channel harness's inputs (:class:`RxMultiBufferHarness`,
     :class:`TxWritebackHarness`): a ring of three entries (two posted at most), word 3 of
     every descriptor fetched (see :func:`_descriptor_word3`) equal to ``usable``'s (words
-    0..2 still any), AXI slaves always ready, R beats as soon as a read is outstanding,
-    every response OKAY."""
+    0..2 still any), or with ``unowned_too`` any word 3 without OWN, AXI slaves always
+    ready, R beats as soon as a read is outstanding, every response OKAY."""
     fetching_word3, word3 = _descriptor_word3(dut, read_props, fetching)
+    allowed = word3.as_value()[96:] == usable.as_value()[96:]
+    if unowned_too:
+        allowed |= ~word3.own
     m.d.comb += [
         Assume(dut.regs.ring_size == 3),
         Assume(dut.axi_read.arready & (dut.axi_read.rresp == 0)),
         Assume(dut.axi_read.rvalid == (read_props.outstanding != 0)),
-        Assume(~fetching_word3 | (word3.as_value()[96:] == usable.as_value()[96:])),
+        Assume(~fetching_word3 | allowed),
         Assume(dut.axi_write.awready & dut.axi_write.wready & (dut.axi_write.bresp == 0)),
     ]
 
@@ -517,8 +525,8 @@ class _ResetWindDown:
         dut, ownership, read_props = super().build(m)
         channel = m.submodules.dut
         released = self.released(m, dut)
-        reader = subfragment(channel, "core.reader")
-        writer = subfragment(channel, "core.writer")
+        reader = mover_fragment(channel, "core.reader", "reader_state")
+        writer = mover_fragment(channel, "core.writer", "writer_state")
         reader_count_invariants(m, reader, read_props, dut.axi_read)
         writer_count_invariants(m, writer, self.write_props_fragment, dut.axi_write)
         (read_bursts,) = read_props.bursts

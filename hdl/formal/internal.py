@@ -9,7 +9,7 @@ proven). The HDL stays untouched: the register is found by name in the elaborate
 
 from amaranth.hdl import Fragment, Signal
 
-__all__ = ["elaborated", "internal_signal", "in_state", "subfragment"]
+__all__ = ["elaborated", "internal_signal", "in_state", "mover_fragment", "subfragment"]
 
 
 def elaborated(component):
@@ -55,6 +55,23 @@ def subfragment(fragment, path: str):
             raise LookupError(f"Expected one submodule named {step!r}, found {len(subs)}")
         fragment = subs[0]
     return fragment
+
+
+def mover_fragment(fragment, path: str, marker: str):
+    """The fragment at ``path`` (as for :func:`subfragment`) that drives the register
+    ``marker`` itself, or, if a wrapper sits there (a test's mutant wraps a mover to change
+    what it sees or serves), the one inside it: the wrapper's only submodule, followed down
+    until one drives ``marker``. Raises ``LookupError`` if none does, so a renamed register
+    still breaks the proof."""
+    found = subfragment(fragment, path)
+    while True:
+        try:
+            internal_signal(found, marker)
+            return found
+        except LookupError:
+            if len(found.subfragments) != 1:
+                raise LookupError(f"No register {marker!r} at {path!r} or inside it") from None
+            found = found.subfragments[0][0]
 
 
 def in_state(fsm_state: Signal, name: str):

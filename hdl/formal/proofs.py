@@ -23,6 +23,7 @@ from ..regmap import REGISTER_MAP
 from .arbiter_proofs import ReadArbiterHarness, WriteArbiterHarness
 from .axi4_properties import Axi4ReadProperties, Axi4WriteProperties
 from .axi_lite_properties import AxiLiteSlaveProperties
+from .channel_induction import TxInductionBaseCaseHarness, TxOwnershipInductionHarness
 from .channel_proofs import (
     RxHaltHarness,
     RxMultiBufferHarness,
@@ -423,7 +424,11 @@ class Proof:
     ``"bmc"`` (bounded: no violation within ``depth`` cycles of reset; ``reason`` says why
     induction is not used). ``cover_depth`` bounds the search for each ``Cover``.
     ``ci_depth``, if set, is the shallower bounded depth the test suite checks (CI's time
-    budget); ``make formal`` always runs ``depth``.
+    budget); ``make formal`` always runs ``depth``. ``mutant_check``, if set, is
+    ``(harness, depth)``: what the mutants of a ``prove`` proof run instead of the proof,
+    when its k is below their counterexamples' steps (a base case that shallow cannot
+    fail): a bounded check of ``harness``, which has the proof's assertions (on inputs it
+    may narrow, so that its traces are the proof's), to ``depth``.
     """
 
     name: str
@@ -435,6 +440,7 @@ class Proof:
     reason: str = ""
     options: dict = field(default_factory=dict)
     ci_depth: int | None = None
+    mutant_check: tuple[Callable[..., Harness], int] | None = None
 
     def __post_init__(self):
         if self.mode not in ("prove", "bmc"):
@@ -451,11 +457,29 @@ class Proof:
                 f"not {self.ci_depth!r}"
             )
 
+        if self.mutant_check is not None:
+            _harness, mutant_depth = self.mutant_check
+            if self.mode != "prove" or not isinstance(mutant_depth, int) or mutant_depth < 1:
+                raise ValueError(
+                    f"Proof {self.name}: mutant_check is for a prove proof, with a positive "
+                    f"depth, not {self.mode!r} and {mutant_depth!r}"
+                )
+
     def for_ci(self) -> "Proof":
         """This proof as the test suite runs it: at ``ci_depth`` if one is set."""
         if self.ci_depth is None:
             return self
         return replace(self, depth=self.ci_depth)
+
+    def for_mutants(self) -> "Proof":
+        """This proof as its mutants run it: :attr:`mutant_check` as a bounded check if set,
+        else as the suite runs it."""
+        if self.mutant_check is None:
+            return self.for_ci()
+        harness, depth = self.mutant_check
+        return replace(
+            self, harness=harness, mode="bmc", depth=depth, ci_depth=None, mutant_check=None
+        )
 
 
 _MOVER_REASON = (
@@ -684,6 +708,28 @@ PROOFS += [
         depth=17,
         cover_depth=24,
         component="hdl/dma/tx_channel.py TxDmaChannel, CTRL.run and CTRL.reset free",
+    ),
+]
+
+
+# First in the list, so that `make formal` starts it first: at about 8 minutes of CPU it
+# is the longest task, and the other worker runs the rest meanwhile.
+PROOFS[:0] = [
+    # k = 1: the step closes there (the linking invariants of channel_induction.py). Its base
+    # case is one cycle, so the mutants run the proof's harness without the linking
+    # invariants, on narrowed inputs, as a bounded check to depth 17 (their first wrong
+    # access comes at step 11 to 16): a counterexample there is one of the proof's base case.
+    Proof(
+        name="tx_ownership_induction",
+        harness=TxOwnershipInductionHarness,
+        mode="prove",
+        depth=1,
+        cover_depth=24,
+        component=(
+            "hdl/dma/tx_channel.py TxDmaChannel with register FIFOs, CTRL.run and CTRL.reset "
+            "free, every input free"
+        ),
+        mutant_check=(TxInductionBaseCaseHarness, 17),
     ),
 ]
 

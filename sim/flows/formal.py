@@ -214,6 +214,8 @@ def main(argv=None) -> int:
         for proof in PROOFS:
             ci = proof.for_ci()
             suite = "" if ci is proof else f"(suite {ci.mode} {ci.depth})"
+            if proof.mutant_check is not None:
+                suite = f"(mutants bmc {proof.mutant_check[1]})"
             print(
                 f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:16} "
                 f"{proof.component}"
