@@ -75,7 +75,7 @@ from .ptp import Phc, PtpUnsupportedError
 from .ring import RESET_POLL_LIMIT, DescriptorRing
 from .rx_queue import OnReceive, RxFrameMeta, RxQueue
 from .stats import FOLDED_COUNTERS, DmaErrorRecord, DriverStats
-from .timers import run_timer
+from .timers import housekeep_periodically, poll_periodically
 from .tx_queue import TxQueue
 from .tx_timer import TxCoalesceTimer
 
@@ -495,11 +495,11 @@ class MacDmaDriver:
         the platform's scheduler. The interrupt context runs here; the polling loop and the
         housekeeping tick are spawned when the configuration asks for them."""
         if self.strategy.kind is IrqStrategyName.POLLING:
-            spawn(self._polling_loop())
+            spawn(poll_periodically(self, self.strategy, self.tx_clean, self.rx_poll))
         if self.config.housekeeping_hz is not None:
-            spawn(self._housekeeping_tick())
+            spawn(housekeep_periodically(self, self.tx_clean))
         if self.config.tx_timer != "none":
-            spawn(self.tx_timer.run(self._tx_timer_expired))
+            spawn(self.tx_timer.run(self.napi_poll))
         await self._interrupt_context()
 
     async def _interrupt_context(self) -> None:
@@ -517,42 +517,6 @@ class MacDmaDriver:
                 async with cpu_context(self.platform, "softirq", self.config.irq_core):
                     while self.napi_scheduled:
                         await self.napi_poll()
-
-    async def _tx_timer_expired(self) -> None:
-        """The TX coalescing timer's callback (stmmac_tx_timer), in softirq context:
-        napi_schedule unless the poll is already scheduled (masking the done causes as
-        the ISR does), then the NET_RX softirq's polls until NAPI completes."""
-        if self.napi_scheduled:
-            return
-        await self.io.writel(regs.IRQ_ENABLE, ERROR_CAUSES)
-        self.napi_scheduled = True
-        while self.napi_scheduled:
-            await self.napi_poll()
-
-    async def _polling_loop(self) -> None:
-        """IRQ-less completion: every poll_us (a timer on absolute deadlines), clean TX
-        and RX; re-poll at once while a pass used its whole budget."""
-        budget = self.strategy.budget
-
-        async def poll() -> None:
-            while self.is_open:
-                self.stats.polls += 1
-                tx_done = await self.tx_clean(budget)
-                rx_done = await self.rx_poll(budget)
-                if tx_done < budget and rx_done < budget:
-                    break
-
-        await run_timer(self, self.strategy.poll_us * 1000.0, poll)
-
-    async def _housekeeping_tick(self) -> None:
-        """The periodic TX housekeeping of the MIPS router: tx_clean(tx_clean_budget)
-        from a timer at ``housekeeping_hz`` on absolute deadlines."""
-        assert self.config.housekeeping_hz is not None
-
-        async def housekeeping() -> None:
-            await self.tx_clean(self.config.tx_clean_budget)
-
-        await run_timer(self, 1e9 / self.config.housekeeping_hz, housekeeping)
 
     # -- helpers -----------------------------------------------------------------------------
 

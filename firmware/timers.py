@@ -1,5 +1,5 @@
 """The driver's periodic timers (the polling loop's and the housekeeping tick's), on
-absolute deadlines as ``hrtimer_forward`` keeps them."""
+absolute deadlines as ``hrtimer_forward`` keeps them, and the work each runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from typing import Any
 from .locks import cpu_context
 from .netdev import NetDevice
 
-__all__ = ["run_timer"]
+__all__ = ["housekeep_periodically", "poll_periodically", "run_timer"]
+
+#: ``clean_tx(budget)`` / ``poll_rx(budget)``: the driver's TX clean and RX poll, each
+#: returning the work it did.
+Work = Callable[[int | None], Coroutine[Any, Any, int]]
 
 
 async def run_timer(
@@ -38,3 +42,31 @@ async def run_timer(
             missed = int((now - deadline) // period_ns) + 1
             stats.timer_overruns += missed
             deadline += missed * period_ns
+
+
+async def poll_periodically(netdev: NetDevice, strategy, clean_tx: Work, poll_rx: Work) -> None:
+    """IRQ-less completion (the polling strategy): every ``strategy.poll_us``, clean TX
+    and RX with ``strategy.budget``; re-poll at once while a pass used its whole budget."""
+    budget = strategy.budget
+
+    async def poll() -> None:
+        while netdev.is_open:
+            netdev.stats.polls += 1
+            tx_done = await clean_tx(budget)
+            rx_done = await poll_rx(budget)
+            if tx_done < budget and rx_done < budget:
+                break
+
+    await run_timer(netdev, strategy.poll_us * 1000.0, poll)
+
+
+async def housekeep_periodically(netdev: NetDevice, clean_tx: Work) -> None:
+    """The periodic TX housekeeping of the MIPS router: ``clean_tx(tx_clean_budget)``
+    from a timer at ``housekeeping_hz``."""
+    hz = netdev.config.housekeeping_hz
+    assert hz is not None
+
+    async def housekeeping() -> None:
+        await clean_tx(netdev.config.tx_clean_budget)
+
+    await run_timer(netdev, 1e9 / hz, housekeeping)

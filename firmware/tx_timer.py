@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from . import regs
+from .config import ERROR_CAUSES
 from .locks import cpu_context
 from .netdev import NetDevice
 
@@ -54,11 +56,12 @@ class TxCoalesceTimer:
         self.netdev.stats.tx_timer_arms += 1
         self.deadline_ns = self.netdev.platform.now_ns() + config.tx_timer_us * 1000.0
 
-    async def run(self, expired: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    async def run(self, napi_poll: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Wait for expiries forever; at each one (while the device is open) run the
         callback's work on ``irq_core``: an hrtimer's clock-event interrupt
-        (``irq_entry_exit``) first, then ``timer_tick_overhead`` and ``expired`` (which
-        schedules the TX clean) in softirq context. An unarmed timer is looked at once per
+        (``irq_entry_exit``) first, then ``timer_tick_overhead`` and the TX clean's
+        scheduling (:meth:`_schedule_clean`, with the driver's ``napi_poll``) in softirq
+        context. An unarmed timer is looked at once per
         period, which can only be sooner than an expiry armed meanwhile."""
         netdev = self.netdev
         platform = netdev.platform
@@ -79,4 +82,16 @@ class TxCoalesceTimer:
                     await netdev.io.charge("irq_entry_exit")
             async with cpu_context(platform, "softirq", core):
                 await netdev.io.charge("timer_tick_overhead")
-                await expired()
+                await self._schedule_clean(napi_poll)
+
+    async def _schedule_clean(self, napi_poll: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """stmmac_tx_timer's callback: napi_schedule unless the poll is already scheduled
+        (masking the done causes as the ISR does), then the NET_RX softirq's polls until
+        NAPI completes."""
+        netdev = self.netdev
+        if netdev.napi_scheduled:
+            return
+        await netdev.io.writel(regs.IRQ_ENABLE, ERROR_CAUSES)
+        netdev.napi_scheduled = True
+        while netdev.napi_scheduled:
+            await napi_poll()

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from ctrl_c import press_ctrl_c, process_tree, python_with_default_sigint, still_running
 
-from macdma.sim.run.scenario import SCENARIO_TOPS, Scenario
-from macdma.sim.soak.command import SOAK_TOP
+from macdma.sim.run.scenario import Scenario, scenario_top
+from macdma.sim.soak.command import soak_config, soak_top
 
 ROOT = Path(__file__).resolve().parents[1]
 #: /proc's command names (cut to 15 characters) of the simulators each command runs.
-RUN_SIMULATOR = SCENARIO_TOPS[Scenario().memory][:15]
-SOAK_SIMULATOR = SOAK_TOP[:15]
+RUN_SIMULATOR = scenario_top(Scenario())[0][:15]
+SOAK_SIMULATOR = soak_top(soak_config(5000, 3).on("verilator"))[:15]
 #: Liveness bound on the exit after the first press, not a speed check: alone the exit
 #: takes about a second, but both cores may be busy with the rest of the suite.
 EXIT_BOUND_S = 60

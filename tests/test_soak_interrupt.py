@@ -11,9 +11,12 @@ from pathlib import Path
 
 from ctrl_c import python_with_default_sigint
 
+from macdma.sim.soak.command import soak_config, soak_top
+
 ROOT = Path(__file__).resolve().parents[1]
-#: The Verilator model's process name (/proc's comm: the soak bench's top).
-SIMULATOR_PROCESS = "macdma_soc"
+#: The Verilator model's process name (/proc's comm, cut to 15 characters: the top the
+#: soak runs on Verilator).
+SIMULATOR_PROCESS = soak_top(soak_config(5000, 3).on("verilator"))[:15]
 
 
 def _children(pid: int) -> dict[int, str]:
