@@ -21,23 +21,27 @@ from .locks import WAKE_POLL_NS, SpinLock, mutex_lock, spin_lock
 from .netdev import NetDevice
 from .ring import TX_REGS, DescriptorRing
 
-__all__ = ["TSO_HEADER_BYTES", "TxBuffer", "TxQueue"]
+__all__ = ["TSO_HEADER_BYTES", "TX_BOUNCE_ALIGN", "TxBuffer", "TxQueue", "tso_header"]
 
 #: One segment's headers in the TSO header buffer (fec's TSO_HEADER_SIZE).
 TSO_HEADER_BYTES = 128
+#: The alignment a TX DMA without byte-aligned reads needs (fec's FEC_ALIGNMENT + 1):
+#: with ``tx_bounce`` a TSO payload piece starting off it is copied to a bounce buffer.
+TX_BOUNCE_ALIGN = 4
 
 
-def _tso_segments(payload: list[bytes], mss: int) -> list[list[bytes]]:
-    """The pieces of ``payload`` each ``mss``-byte segment covers, in order: a segment
-    that crosses a fragment boundary has a piece of each fragment."""
-    segments: list[list[bytes]] = []
-    pieces: list[bytes] = []
+def _tso_segments(payload: list[bytes], mss: int) -> list[list[tuple[int, bytes]]]:
+    """The pieces of ``payload`` each ``mss``-byte segment covers, in order, each as
+    (its offset in its fragment, its bytes): a segment that crosses a fragment boundary
+    has a piece of each fragment."""
+    segments: list[list[tuple[int, bytes]]] = []
+    pieces: list[tuple[int, bytes]] = []
     room = mss
     for frag in payload:
         offset = 0
         while offset < len(frag):
             take = min(room, len(frag) - offset)
-            pieces.append(frag[offset : offset + take])
+            pieces.append((offset, frag[offset : offset + take]))
             offset += take
             room -= take
             if room == 0:
@@ -46,6 +50,22 @@ def _tso_segments(payload: list[bytes], mss: int) -> list[list[bytes]]:
     if pieces:
         segments.append(pieces)
     return segments
+
+
+def tso_header(header: bytes, seq_offset: int | None, sent_bytes: int) -> bytes:
+    """One segment's headers from the super-segment's (``tso_build_hdr``): the 32-bit
+    big-endian TCP sequence number at ``seq_offset`` advanced by the payload bytes the
+    earlier segments carried (mod 2**32, as TCP's); ``header`` unchanged when
+    ``seq_offset`` is None."""
+    if seq_offset is None:
+        return header
+    if not 0 <= seq_offset <= len(header) - 4:
+        raise ValueError(
+            f"a TSO header of {len(header)} bytes has no 32-bit sequence number at {seq_offset}"
+        )
+    seq = int.from_bytes(header[seq_offset : seq_offset + 4], "big")
+    seq = (seq + sent_bytes) % (1 << 32)
+    return header[:seq_offset] + seq.to_bytes(4, "big") + header[seq_offset + 4 :]
 
 
 @dataclass
@@ -201,50 +221,60 @@ class TxQueue(DescriptorRing):
                 self.stop_queue()
             return True
 
-    async def xmit_tso(self, header: bytes, payload: list[bytes], mss: int) -> bool:
+    async def xmit_tso(
+        self, header: bytes, payload: list[bytes], mss: int, *, seq_offset: int | None = None
+    ) -> bool:
         """Software TSO in the driver (fec_enet_txq_submit_tso): one super-segment of
         ``header`` and the ``payload`` page fragments, cut into segments of ``mss``
         payload bytes, each a frame of its own on the wire.
 
-        Each payload fragment is mapped once (``tx_per_fragment_map`` and a clean pass
-        over its lines); per segment the header is copied into the ring's DMA-able header
+        Per segment the headers are built from ``header`` (``tso_build_hdr``: with
+        ``seq_offset``, the TCP sequence number there advanced by the payload bytes
+        before the segment, :func:`tso_header`) and copied into the ring's DMA-able header
         buffer (``per_byte_memcpy``; that buffer is dma_alloc_coherent, so on a
-        non-coherent DMA the copy's stores are uncached memory traffic) and posted as the
-        segment's first descriptor, followed by one descriptor per piece of a fragment the
-        segment covers. ``tx_per_packet`` once for the super-segment, one doorbell.
-        Returns False (NETDEV_TX_BUSY, nothing queued) when the descriptors do not fit.
+        non-coherent DMA the copy's stores are uncached memory traffic), posted as the
+        segment's first descriptor; then one descriptor per piece of a fragment the
+        segment covers, each piece mapped on its own as fec_enet_txq_put_data_tso does
+        (``tx_per_fragment_map`` and a clean pass over the piece's lines; with
+        ``tx_bounce`` a piece off :data:`TX_BOUNCE_ALIGN` is first copied into an
+        aligned bounce buffer). ``tx_per_packet`` once for the super-segment, one
+        doorbell. Returns False (NETDEV_TX_BUSY, nothing queued, the queue stopped) when
+        the descriptors do not fit.
         """
         if not 1 <= mss <= MAX_BUFFER_BYTES or not payload or not header:
             raise ValueError(f"TSO needs a header, payload and an MSS of 1..{MAX_BUFFER_BYTES}")
+        if len(header) > TSO_HEADER_BYTES:
+            raise ValueError(f"A TSO header is at most {TSO_HEADER_BYTES} bytes")
+        tso_header(header, seq_offset, 0)  # a sequence number outside the header: refused
         segments = _tso_segments(payload, mss)
         needed = sum(1 + len(pieces) for pieces in segments)
+        if needed > self.size - 1:
+            raise ValueError(
+                f"A super-segment of {needed} descriptors does not fit a {self.size}-entry ring"
+            )
         if self.stopped or self.unused() < needed:
             self.stop_queue()
             return False
         if self.tso_headers is None:
             self.tso_headers = self.platform.dma_alloc(self.size * TSO_HEADER_BYTES, align=64)
-        if len(header) > TSO_HEADER_BYTES:
-            raise ValueError(f"A TSO header is at most {TSO_HEADER_BYTES} bytes")
+        config = self.netdev.config
         ioc = self.netdev.strategy.ioc
         async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
             await self.io.charge("tx_per_packet")
-            for frag in payload:  # the super-segment's pages, each mapped once
-                await self.io.charge("tx_per_fragment_map")
-                # a page fragment starts line-aligned (its page, or a page_frag chunk)
-                await self.io.cache_pass(CacheOp.CLEAN, 0, len(frag))
             index = self.next_to_use
+            sent_bytes = 0
             for pieces in segments:
                 first = index
-                await self.io.charge("per_byte_memcpy", len(header))
-                await self.io.uncached(write_bytes=len(header))
+                segment_header = tso_header(header, seq_offset, sent_bytes)
+                await self.io.charge("per_byte_memcpy", len(segment_header))
+                await self.io.uncached(write_bytes=len(segment_header))
                 slot = self.tso_headers + first * TSO_HEADER_BYTES
-                self.platform.mem_write(slot, header)
-                parts = [(slot, len(header))]
+                self.platform.mem_write(slot, segment_header)
+                parts = [(slot, len(segment_header))]
                 slots = self._following(first + 1, len(pieces))
-                parts += [
-                    (self.map_fragment(i, piece), len(piece))
-                    for i, piece in zip(slots, pieces, strict=True)
-                ]
+                for i, (offset, piece) in zip(slots, pieces, strict=True):
+                    parts.append((await self._map_tso_piece(i, offset, piece), len(piece)))
+                    sent_bytes += len(piece)
                 for n, (address, length) in enumerate(parts):
                     await self.io.charge("tx_per_descriptor")
                     last = n == len(parts) - 1
@@ -259,9 +289,23 @@ class TxQueue(DescriptorRing):
             self.next_to_use = index
             await self.ring_doorbell()
             await self.netdev.tx_timer.on_xmit(self.netdev.napi_scheduled)
-            if self.unused() < self.netdev.config.max_frags:
+            if self.unused() < config.max_frags:
                 self.stop_queue()
             return True
+
+    async def _map_tso_piece(self, index: int, offset: int, piece: bytes) -> int:
+        """fec_enet_txq_put_data_tso for one piece at ``offset`` in its page fragment
+        (which starts line-aligned: a page, or a page_frag chunk): bounce it when the DMA
+        cannot read from there (``tx_bounce``), dma_map_single it, one clean pass over
+        its lines. Returns its bus address."""
+        if self.netdev.config.tx_bounce and offset % TX_BOUNCE_ALIGN:
+            await self.io.charge("per_byte_memcpy", len(piece))
+            self.stats.tx_bounced += 1
+            offset = 0  # the bounce buffer is aligned
+        await self.io.charge("tx_per_fragment_map")
+        address = self.map_fragment(index, piece)
+        await self.io.cache_pass(CacheOp.CLEAN, offset, len(piece))
+        return address
 
     def _following(self, start: int, count: int) -> list[int]:
         """``count`` ring slots from ``start`` (wrapping)."""
