@@ -10,19 +10,23 @@ clean reaps the frame and wakes the queue when ``wake_threshold`` descriptors ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import regs
 from .cache import CacheOp
 from .config import UDP_CSUM_OFFSET, UDP_CSUM_START
 from .descriptor import MAX_BUFFER_BYTES, Descriptor
 from .hooks import QueueHooks
-from .locks import WAKE_POLL_NS, SpinLock, mutex_lock, spin_lock
+from .locks import WAKE_POLL_NS, SharedLine, SpinLock, mutex_lock, spin_lock
 from .netdev import NetDevice
 from .ring import TX_REGS, DescriptorRing
 
 __all__ = ["TSO_HEADER_BYTES", "TX_BOUNCE_ALIGN", "TxBuffer", "TxQueue", "tso_header"]
 
+#: Cache lines of one frame's state that xmit writes and TX clean writes again: the ring
+#: slot's bookkeeping (stmmac's tx_skbuff / tx_skbuff_dma entries) and the sk_buff's line
+#: its free writes (the refcount and destructor, kfree_skb -> skb_release_head_state).
+TX_FRAME_LINES = 2
 #: One segment's headers in the TSO header buffer (fec's TSO_HEADER_SIZE).
 TSO_HEADER_BYTES = 128
 #: The alignment a TX DMA without byte-aligned reads needs (fec's FEC_ALIGNMENT + 1):
@@ -80,6 +84,8 @@ class TxBuffer:
     descriptors: int = 0
     frame_bytes: int = 0
     hw_timestamp: bool = False  # the frame asked for its TX time (SKBTX_HW_TSTAMP)
+    # The frame's state xmit and TX clean both write (on two cores, it moves each time).
+    line: SharedLine = field(default_factory=lambda: SharedLine("tx_frame", TX_FRAME_LINES))
 
 
 class TxQueue(DescriptorRing):
@@ -101,6 +107,9 @@ class TxQueue(DescriptorRing):
         self.stats = netdev.stats
         self.buffers = [TxBuffer() for _ in range(size)]
         self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
+        # next_to_use and next_to_clean, side by side as stmmac's cur_tx and dirty_tx are:
+        # xmit writes one and reads the other, TX clean the reverse.
+        self.index_line = SharedLine("tx_ring")
         self.stopped = False
         self.tso_headers: int | None = None  # the TSO header buffer, at the first TSO xmit
         # TX_FRAMES and tx_packets when the driver last matched them (open, recovery):
@@ -166,7 +175,8 @@ class TxQueue(DescriptorRing):
             await self.io.charge("per_byte_memcpy", len(fragments[0]))
             count = 1
             self.stats.tx_linearized += 1
-        async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+        async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
+            await self.index_line.touch(self.io, write=True)  # next_to_clean in, next_to_use out
             if self.unused() < count:
                 # Only reachable with more fragments than max_frags: a driver bug in Linux.
                 self.stop_queue()
@@ -208,6 +218,7 @@ class TxQueue(DescriptorRing):
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
+            await head.line.touch(self.io, write=True)
             head.eop_index = last
             head.descriptors = count
             head.frame_bytes = sum(len(f) for f in fragments)
@@ -259,7 +270,8 @@ class TxQueue(DescriptorRing):
             self.tso_headers = self.platform.dma_alloc(self.size * TSO_HEADER_BYTES, align=64)
         config = self.netdev.config
         ioc = self.netdev.strategy.ioc
-        async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+        async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
+            await self.index_line.touch(self.io, write=True)
             await self.io.charge("tx_per_packet")
             index = self.next_to_use
             sent_bytes = 0
@@ -282,6 +294,7 @@ class TxQueue(DescriptorRing):
                     await self.posted_uncached()
                     eop, index = index, self.next(index)
                 head = self.buffers[first]
+                await head.line.touch(self.io, write=True)
                 head.eop_index, head.descriptors = eop, len(parts)
                 head.frame_bytes, head.hw_timestamp = sum(n for _, n in parts), False
                 self.stats.tx_descriptors += len(parts)
@@ -343,7 +356,7 @@ class TxQueue(DescriptorRing):
             if self.netdev.config.tx_clean_lock == "queue":
                 # The whole reap under the TX queue lock (__netif_tx_lock): xmit on
                 # another core spins until it is done.
-                async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+                async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
                     return await self.clean_locked(budget)
             return await self.clean_locked(budget)
         finally:
@@ -353,6 +366,7 @@ class TxQueue(DescriptorRing):
         """:meth:`clean` with ``clean_lock`` held by the caller."""
         netdev = self.netdev
         netdev.phc.begin_pass()
+        await self.index_line.touch(self.io, write=False)  # next_to_use
         cleaned = 0
         while self.next_to_clean != self.next_to_use and (budget is None or cleaned < budget):
             first = self.next_to_clean
@@ -367,11 +381,14 @@ class TxQueue(DescriptorRing):
                 netdev.on_tx_timestamp(await netdev.phc.extend(eop.timestamp_low_ns))
             head.hw_timestamp = False
             await self.io.charge("tx_clean_per_descriptor", head.descriptors)
+            await head.line.touch(self.io, write=True)  # the slot cleared, the skb freed
             self.stats.tx_packets += 1
             self.stats.tx_bytes += head.frame_bytes
             self.next_to_clean = self.next(head.eop_index)
             head.eop_index = None
             cleaned += 1
+        if cleaned:
+            await self.index_line.touch(self.io, write=True)  # next_to_clean
         # Hysteresis: wake only with room for several worst-case frames, so a stopped queue
         # does not flap once per cleaned frame.
         if self.stopped and self.unused() >= netdev.config.wake_threshold:

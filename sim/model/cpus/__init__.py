@@ -19,6 +19,7 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
     line_bytes = 32
     coherent_dma = false   # true: the DMA snoops, the driver maintains nothing
     post_dma_invalidate = true  # optional (true): unmap/sync for the CPU invalidates again
+    line_transfer = 100.0  # optional (0): cycles to take a line from another core's cache
     [[caches.level]]       # from the core outwards; cycles per line of one operation
     name = "L1"
     size_kib = 32
@@ -81,7 +82,7 @@ _TOP_KEYS = (
     "description", "clock_mhz", "cores", "threads_per_pipeline", "thread_share", "costs",
     "caches", "fitted", "driver", "memory",
 )  # fmt: skip
-_CACHE_KEYS = ("line_bytes", "coherent_dma", "post_dma_invalidate", "level")
+_CACHE_KEYS = ("line_bytes", "coherent_dma", "post_dma_invalidate", "line_transfer", "level")
 _LEVEL_KEYS = ("name", "size_kib", *(op.value for op in CacheOp))
 _FITTED_KEYS = ("low", "high", "figure")
 
@@ -108,6 +109,12 @@ CACHE_KIB = Knob(float, "a cache level's size", unit="KiB", low=1, high=1 << 20)
 #: operation, tens to a few hundred for an outer controller's register write and wait;
 #: 10,000 would be a millisecond per 100 lines on a 1 GHz core.
 LINE_OP_CYCLES = Knob(float, "a cache line operation", unit="CPU cycles", low=0, high=10_000)
+#: A line taken from another core's cache (a snoop through the SCU or the coherent
+#: interconnect): tens to a few hundred cycles on the SoCs modelled; 10,000 would be
+#: 10 us at 1 GHz, no coherent fabric's.
+LINE_TRANSFER_CYCLES = Knob(
+    float, "a cache line taken from another core", unit="CPU cycles", low=0, high=10_000
+)
 #: Ranges of the numeric ``[driver]`` settings beyond DriverConfig's own checks (which
 #: take any positive tick rate, infinity included).
 DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="Hz", low=1,
@@ -325,6 +332,9 @@ def _caches(table: Any, fail, where: str) -> CacheHierarchy:
     post_dma = table.get("post_dma_invalidate", True)
     if not isinstance(post_dma, bool):
         raise fail("caches.post_dma_invalidate", post_dma, "must be true or false")
+    transfer = _checked(
+        LINE_TRANSFER_CYCLES, "caches.line_transfer", table.get("line_transfer", 0.0), fail
+    )
     levels = table.get("level", [])
     if not isinstance(levels, list):
         raise fail("caches.level", levels, "must be an array of tables ([[caches.level]])")
@@ -357,6 +367,7 @@ def _caches(table: Any, fail, where: str) -> CacheHierarchy:
         levels=tuple(parsed),
         coherent_dma=coherent,
         post_dma_invalidate=post_dma,
+        line_transfer=float(transfer),
     )
 
 
