@@ -733,6 +733,9 @@ class StreamTx(Traffic):
         self.ack_index: dict[int, int] = {}  # latest ACK carrying a count
         self.delivered_segments = 0  # segments the far end took off the wire
         self.losses_seen = 0
+        # the far end acknowledges every second segment and the last
+        acks = -(-self.frames // 2)
+        self.rx_progress = FrameProgress("rx", acks, sim_time_us, self.log)
 
     def segment_seq(self, n: int) -> int:
         """Segment ``n``'s TCP sequence number: its payload's offset, mod 2**32."""
