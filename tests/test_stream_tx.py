@@ -9,6 +9,7 @@ import re
 import pytest
 
 from macdma.firmware.tx_queue import tso_header
+from macdma.sim.cli import main
 from macdma.sim.run.frames import SEQ_OFFSET, frame_seq
 from macdma.sim.run.scenario import (
     ACK_FRAME_BYTES,
@@ -107,3 +108,15 @@ def test_stream_tx_metrics_count_segments_sent_and_acks_at_their_size():
     assert rx["frame_bytes"] == ACK_FRAME_BYTES
     # one ACK per two segment slots: 60-byte frames at half the segments' frame rate
     assert rx["mbps"] == pytest.approx(ACK_FRAME_BYTES * 8 / (2 * slot_ns) * 1e3, rel=0.01)
+
+
+def test_the_segmentation_option_reaches_the_scenario(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--traffic", "stream", "--tx-segmentation", "tso"])
+    assert "--tx-segmentation tso has no effect unless --traffic is stream_tx" in (
+        capsys.readouterr().err
+    )
+    scenario = Scenario(traffic="stream_tx", tx_segmentation="tso", window=8)
+    assert scenario.tso and scenario.sends_rx and not scenario.sends_tx
+    assert "traffic stream_tx, window 8" in scenario.describe()
+    assert "segmentation tso" in scenario.describe()
