@@ -491,12 +491,6 @@ MUTANTS = [
     ),
     (
         "rx_ownership_induction",
-        RxChannelWritesPastBuffer,
-        "a buffer written one beat past its end",
-        "ownership_properties.py",
-    ),
-    (
-        "rx_ownership_induction",
         RxChannelWritesBackPreviousEntry,
         "a write-back written into the ring entry before",
         "ownership_properties.py",

@@ -131,12 +131,14 @@ def test_mutants_of_a_shallow_induction_run_its_bounded_check():
 
 
 @pytest.mark.parametrize(
-    "proof", [p for p in PROOFS + PENDING if p.mutant_check is not None], ids=lambda p: p.name
+    "proof",
+    [p for p in PROOFS + PENDING if p.mutant_check is not None],
+    ids=lambda p: p.name,
 )
 def test_mutant_check_passes_on_the_real_design(proof, tmp_path):
     """The bounded check a shallow induction's mutants run passes on the real channel, so
     that a mutant failing it is the mutant's doing; it reaches the channel's write-backs
-    (TX: the first W beat at step 16), which the induction's one-cycle base case does not."""
+    (TX: its first W beat at step 16, RX at 17), which the one-cycle base case does not."""
     _passes(proof.for_mutants(), "bmc", tmp_path)
 
 
