@@ -156,12 +156,11 @@ def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
-            text=True,
         )
         # wait4, not wait: its resource usage is sby's and that of every tool sby waited
         # for (yosys, smtbmc and its solver), this task's alone even with others running.
-        _pid, _status, usage = os.wait4(sby.pid, 0)
-        sby.returncode = os.waitstatus_to_exitcode(_status)
+        _pid, wait_status, usage = os.wait4(sby.pid, 0)
+        sby.returncode = os.waitstatus_to_exitcode(wait_status)
     seconds = time.monotonic() - start
     stdout = log.read_text()
     workdir = sby_file.parent / f"{sby_file.stem}_{task}"
