@@ -168,6 +168,57 @@ def test_tasks_run_side_by_side_with_their_cpu_measured(tmp_path):
     assert all(0 < r.cpu_seconds <= 2 * r.seconds + 1 for r in results)
 
 
+def test_proofs_elaborate_one_at_a_time(tmp_path):
+    """Harnesses patch module constants while they elaborate (rx_buffer_ends lowers the RX
+    channel's buffer minimum), and make formal elaborates from two threads: a proof
+    elaborated while another's patch is on must not see it (it once gave rx_ownership
+    the 4-byte minimum, and a false counterexample)."""
+    import threading
+    import time
+    import types
+    from unittest import mock
+
+    from amaranth import Elaboratable, Module, Signal
+
+    shared = types.SimpleNamespace(minimum=64)
+    patched = threading.Event()
+    seen = {}
+
+    class Tiny(Elaboratable):
+        def __init__(self):
+            self.o = Signal()
+            self.ports = [self.o]
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.o.eq(1)
+            return m
+
+    class Patching(Tiny):
+        def elaborate(self, platform):
+            with mock.patch.object(shared, "minimum", 4):
+                patched.set()
+                time.sleep(0.5)  # the other proof elaborates now, if it may
+            return super().elaborate(platform)
+
+    class Reading(Tiny):
+        def elaborate(self, platform):
+            seen["minimum"] = shared.minimum
+            return super().elaborate(platform)
+
+    def proof(name, harness):
+        return Proof(name=name, harness=harness, mode="bmc", depth=1, cover_depth=1, component="-")
+
+    first = threading.Thread(
+        target=formal.write_design, args=(proof("patching", Patching), tmp_path / "a")
+    )
+    first.start()
+    assert patched.wait(10)
+    formal.write_design(proof("reading", Reading), tmp_path / "b")
+    first.join()
+    assert seen == {"minimum": 64}
+
+
 def test_cli_exits_nonzero_on_an_unknown_proof(capsys):
     assert formal.main(["--only", "no_such_proof"]) == 2
     assert "no_such_proof" in capsys.readouterr().err

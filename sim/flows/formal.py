@@ -129,13 +129,25 @@ def _sby_text(proof: Proof, mode_task: str) -> str:
     )
 
 
+#: One elaboration at a time in this process: harnesses patch module constants while they
+#: elaborate (``rx_buffer_ends`` lowers the RX channel's buffer minimum, the induction
+#: builds swap in register FIFOs), and a patch is seen by every thread. Two proofs
+#: elaborated side by side once gave ``rx_ownership`` the 4-byte minimum of
+#: ``rx_buffer_ends``' build: a counterexample at step 15 (a 32-byte buffer used) that is
+#: the race's, not the channel's.
+_ELABORATING = threading.Lock()
+
+
 def write_design(proof: Proof, workdir: Path, make_dut: Callable | None = None) -> Path:
     """Elaborate the proof's harness (around ``make_dut`` if given) and write its RTLIL and
-    sby file into ``workdir``; returns the sby file."""
+    sby file into ``workdir``; returns the sby file. Safe to call from several threads:
+    one elaboration runs at a time."""
     workdir.mkdir(parents=True, exist_ok=True)
-    harness = proof.harness() if make_dut is None else proof.harness(make_dut)
-    fragment = Fragment.get(harness, None)  # elaborates it, so its free inputs are known
-    (workdir / "design.il").write_text(rtlil.convert(fragment, ports=harness.ports))
+    with _ELABORATING:
+        harness = proof.harness() if make_dut is None else proof.harness(make_dut)
+        fragment = Fragment.get(harness, None)  # elaborates it: its free inputs are known
+        design = rtlil.convert(fragment, ports=harness.ports)
+    (workdir / "design.il").write_text(design)
     sby_file = workdir / f"{proof.name}.sby"
     sby_file.write_text(_sby_text(proof, proof.mode))
     return sby_file
