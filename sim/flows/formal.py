@@ -160,10 +160,14 @@ _FAILED = re.compile(r"summary:\s+failed assertion \S+ at (\S+:\d+)")
 
 def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
     log = sby_file.parent / f"{task}.log"
+    workdir = sby_file.parent / f"{sby_file.stem}_{task}"
     start = time.monotonic()
     with log.open("w") as out:
+        # The work folder named with -d: without it the tasks of one sby file share a
+        # status database beside them, which each task's -f removes as it starts, so two
+        # tasks of one proof could not run side by side (sqlite "disk I/O error").
         sby = subprocess.Popen(
-            [SBY, "-f", sby_file.name, task],
+            [SBY, "-f", "-d", workdir.name, sby_file.name, task],
             cwd=sby_file.parent,
             env=env,
             stdout=out,
@@ -175,7 +179,6 @@ def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
         sby.returncode = os.waitstatus_to_exitcode(wait_status)
     seconds = time.monotonic() - start
     stdout = log.read_text()
-    workdir = sby_file.parent / f"{sby_file.stem}_{task}"
     found = _DONE.findall(stdout)
     status = found[-1] if found else "ERROR"
     # The traces sby names in its summary (an engine it stopped early may leave an empty
