@@ -202,7 +202,6 @@ class RxQueue(DescriptorRing):
             index = self.next_to_use
             await self._hand_to_device(index)
             self.post(index, Descriptor.rx(self.buffers[index], self.buffer_bytes, ioc=ioc))
-            await self.posted_uncached()
             self.next_to_use = self.next(index)
         # wmb() before the doorbell.
         await self.ring_doorbell()

@@ -106,7 +106,8 @@ class TxQueue(DescriptorRing):
             buf.dma = self.platform.dma_alloc(capacity, align=64)
             buf.capacity = capacity
         buf.length = len(data)
-        self.platform.mem_write(buf.dma, data)
+        # In the CPU's cache: the clean pass after the map (or the snoop) moves it
+        self.platform.mem_write_cached(buf.dma, data)
         return buf.dma
 
     @property
@@ -184,7 +185,6 @@ class TxQueue(DescriptorRing):
                     **(request if n == 0 else {}),
                 )  # fmt: skip
                 self.post(index, desc)
-                await self.posted_uncached()
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
@@ -236,7 +236,6 @@ class TxQueue(DescriptorRing):
             for pieces in segments:
                 first = index
                 await self.io.charge("per_byte_memcpy", len(header))
-                await self.io.uncached(write_bytes=len(header))
                 slot = self.tso_headers + first * TSO_HEADER_BYTES
                 self.platform.mem_write(slot, header)
                 parts = [(slot, len(header))]
@@ -249,7 +248,6 @@ class TxQueue(DescriptorRing):
                     await self.io.charge("tx_per_descriptor")
                     last = n == len(parts) - 1
                     self.post(index, Descriptor.tx(address, length, sop=n == 0, eop=last, ioc=ioc))
-                    await self.posted_uncached()
                     eop, index = index, self.next(index)
                 head = self.buffers[first]
                 head.eop_index, head.descriptors = eop, len(parts)
