@@ -88,10 +88,10 @@ def _differences(ours, theirs, where="record") -> list[str]:
 
 # A slow CPU overloaded at line rate: the SoC sends PAUSE frames and the far end
 # (PausingPeer) holds its frames, on the wire's tx_complete and recorded frames, until a
-# timer at the pause's end, which falls on a receive clock edge. Compared on Verilator
-# only: there Icarus runs such a timer before the edge, GmiiSource still takes that edge
-# and the frame wire the next one (tests/cocotb/frame_wire_tb.py measures it), which is
-# why ``wire = "auto"`` is cocotbext on Icarus (sim/run/scenario.py, AUTO_WIRE).
+# timer at the pause's end, which falls on a receive clock edge (a send the frame wire
+# hands to the player at once, before the edge: sim/benches/frame_wire.py). Compared on
+# Verilator; on Icarus only by hand (docs/performance.md), 48 frames on a slow CPU being
+# long there.
 PAUSED_RX = Scenario(
     sim="verilator", direction="rx", frames=48, frame_size=256, cpu="armv7-noncoherent",
     rx_ring=32, irq="napi", flow_control="on",
