@@ -151,7 +151,7 @@ class Harness:
             await ctx.tick()
         return busy_cycles
 
-    def beats(self, payload, error, overflow, marker_after=False):
+    def beats(self, payload, error, overflow, marker_after=False, cause=0):
         w = self.w
         chunks = [payload[i : i + w] for i in range(0, len(payload), w)]
         out = [
@@ -160,15 +160,15 @@ class Harness:
         ]  # fmt: skip
         if marker_after or not out:
             out.append({"data": 0, "count": 0, "last": 0, "error": 0, "overflow": 0})
-        out[-1].update(last=1, error=error, overflow=overflow)
+        # The frame's cause rides in its last beat's payload (meta).
+        out[-1].update(last=1, error=error, overflow=overflow, meta={"cause": RxError(cause)})
         return out
 
     async def send(self, ctx, payload, *, error=0, overflow=0, cause=0, marker_after=False,
                    model=True, limit=20000):  # fmt: skip
         """Drive one frame into ``i`` (blocking on ready) and update the model."""
         d = self.dut
-        beats = self.beats(payload, error, overflow, marker_after)
-        ctx.set(d.i_cause, RxError(cause))
+        beats = self.beats(payload, error, overflow, marker_after, cause)
         waited = 0
         for beat in beats:
             while self.in_valid_prob < 1.0 and self.rng.random() > self.in_valid_prob:
@@ -183,7 +183,6 @@ class Harness:
                 if ready:
                     break
         ctx.set(d.i.valid, 0)
-        ctx.set(d.i_cause, RxError.NONE)
         if model:
             self.model_frame(payload, error, overflow, cause)
 

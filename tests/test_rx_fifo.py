@@ -35,7 +35,7 @@ class RxBench:
     sink_ready_prob: float = 1.0
     sink_enabled: bool = True
     stop: bool = False
-    causes_out: list = field(default_factory=list)  # o_cause at every last beat
+    causes_out: list = field(default_factory=list)  # o's meta.cause at every last beat
 
     def __post_init__(self):
         self.dut = RxFrameFifo(data_width=self.data_width, depth_bytes=self.depth_bytes)
@@ -62,7 +62,7 @@ class RxBench:
             ctx.set(dut.i.p.data, byte)
             ctx.set(dut.i.p.last, last)
             ctx.set(dut.i.p.error, error and last)
-            ctx.set(dut.i_cause, cause if last else RxError.NONE)
+            ctx.set(dut.i.p.meta.cause, cause if last else RxError.NONE)
             await ctx.tick("rx")
         ctx.set(dut.i.valid, 0)
 
@@ -82,7 +82,7 @@ class RxBench:
                 }
                 self.partial.append(beat)
                 if beat["last"]:
-                    self.causes_out.append(RxError(ctx.get(dut.o_cause)))
+                    self.causes_out.append(RxError(ctx.get(dut.o.p.meta.cause)))
                     self.frames_out.append(self.check_frame(self.partial))
                     self.partial = []
             await ctx.tick()

@@ -174,7 +174,8 @@ def run_fifo(frames, *, data_width=32, depth_bytes=4096, seed=0, ready_prob=1.0)
     async def writer(ctx):
         for frame, req, sizes in frames:
             ctx.set(
-                dut.i_csum, {"start": req.start, "offset": req.offset, "l4": req.l4, "ip": req.ip}
+                dut.i.p.meta.csum,
+                {"start": req.start, "offset": req.offset, "l4": req.l4, "ip": req.ip},
             )
             for beat in fragment_beats(frame, sizes, data_width // 8):
                 while rng.random() < 0.2:
@@ -190,7 +191,10 @@ def run_fifo(frames, *, data_width=32, depth_bytes=4096, seed=0, ready_prob=1.0)
                     if ready:
                         break
                 # A later fragment's descriptor may carry anything: only the first is read.
-                ctx.set(dut.i_csum, {"start": rng.randrange(1024), "offset": 3, "l4": 1, "ip": 1})
+                ctx.set(
+                    dut.i.p.meta.csum,
+                    {"start": rng.randrange(1024), "offset": 3, "l4": 1, "ip": 1},
+                )
         ctx.set(dut.i.valid, 0)
 
     async def count_skipped(ctx):
