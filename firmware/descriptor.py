@@ -2,7 +2,7 @@
 
 This mirrors the hardware definition ``macdma.hdl.dma.descriptor.Descriptor`` (an Amaranth
 ``data.Struct``) without importing Amaranth: the driver model must not depend on the HDL.
-``tests/test_descriptor.py`` checks that both agree field by field. ``docs/descriptors.md``
+``tests/hdl/dma/test_descriptor.py`` checks that both agree field by field. ``docs/descriptors.md``
 describes the layout and the OWN hand-off protocol.
 
 A descriptor is 16 bytes: four little-endian 32-bit words. The layout is given once, by

@@ -187,14 +187,12 @@ class MacDmaSoc(wiring.Component):
         connect(m, tx_dma.o, tx_fifo.i)
         connect(m, tx_fifo.o, mac.tx)
         self._tx_reset_discards(m, tx_fifo, tx_dma)
-        connect(m, mac.rx, rx_fifo.i)
+        # A frame's cause, checksum and timestamp ride in its last beat's payload (meta);
+        # with PTP the timestamper stands between the MAC and the RX FIFO (_ptp).
+        if not params.ptp:
+            connect(m, mac.rx, rx_fifo.i)
         connect(m, rx_fifo.o, rx_dma.i)
-        m.d.comb += [
-            rx_fifo.i_cause.eq(mac.rx_status.p.error),
-            rx_dma.i_cause.eq(rx_fifo.o_cause),
-            rx_dma.i_csum.eq(rx_fifo.o_csum if params.rx_checksum else 0),
-            rx_dma.fifo_overflows.eq(rx_fifo.overflows),
-        ]
+        m.d.comb += rx_dma.fifo_overflows.eq(rx_fifo.overflows)
         connect(m, mac.gmii_tx, flipped(self.gmii_tx))
         connect(m, mac.gmii_rx, flipped(self.gmii_rx))
         m.d.comb += [
@@ -232,7 +230,7 @@ class MacDmaSoc(wiring.Component):
         connect(m, bank.mdio, mdio.regs)
         connect(m, flipped(self.mdio), mdio.mdio)
         if params.ptp:
-            self._ptp(m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma)
+            self._ptp(m, bank, mac, rx_fifo, tx_dma)
         return m
 
     def _tx_fifo(self, m, bank, tx_dma):
@@ -259,7 +257,6 @@ class MacDmaSoc(wiring.Component):
             checksum=self.params.tx_checksum,
             timestamps=self.params.ptp,
         )
-        m.d.comb += fifo.i_csum.eq(tx_dma.o_csum)
         skipped = Signal(len(bank.stats.tx_csum_skipped), name="tx_csum_skipped")
         with m.If(fifo.csum_skipped):
             m.d.sync += skipped.eq(skipped + 1)
@@ -358,9 +355,10 @@ class MacDmaSoc(wiring.Component):
             with m.If(pulse.o):
                 m.d.sync += counter.eq(counter + 1)
 
-    def _ptp(self, m, bank, mac, rx_fifo, rx_dma, tx_fifo, tx_dma):
+    def _ptp(self, m, bank, mac, rx_fifo, tx_dma):
         """IEEE 1588: the PTP clock behind the PTP_* registers, and the SFD times of
-        received frames (every good frame while PTP_CTRL.rx_timestamp) and of transmitted
+        received frames (every good frame while PTP_CTRL.rx_timestamp: the timestamper
+        stands between the MAC's receive stream and the RX FIFO) and of transmitted
         frames that asked (ts_request), written into their EOP descriptors."""
         # Built as a submodule, so the synthesis report can count what PTP costs.
         soc, m = m, Module()
@@ -385,37 +383,31 @@ class MacDmaSoc(wiring.Component):
             m.d.sync += time_hi.eq(clock.time_ns[len(regs.time_lo) :])
         m.d.comb += regs.time_hi.eq(time_hi)
 
-        # RX: the SFD time of every frame, carried through the RX FIFO with the frame.
+        # RX: the SFD time of every frame, written into its last beat on the way into the
+        # RX FIFO, and carried through it with the frame.
         m.submodules.rx_stamper = rx_stamper = RxTimestamper()
-        rx_enabled = Signal()
         m.submodules.rx_timestamp_sync = FFSynchronizer(
-            regs.ctrl.rx_timestamp, rx_enabled, o_domain="rx"
+            regs.ctrl.rx_timestamp, rx_stamper.enable, o_domain="rx"
         )
+        connect(m, mac.rx, rx_stamper.i)
+        connect(m, rx_stamper.o, rx_fifo.i)
         m.d.comb += [
             rx_stamper.time_ns.eq(clock.time_ns),
             rx_stamper.sfd.eq(mac.rx_sfd),
-            rx_stamper.beat_valid.eq(mac.rx.valid),
-            rx_stamper.beat_last.eq(mac.rx.p.last),
-            rx_stamper.beat_error.eq(mac.rx.p.error),
-            rx_fifo.i_ts.eq(rx_stamper.ts_ns),
-            rx_fifo.i_ts_valid.eq(rx_stamper.ts_valid & rx_enabled),
-            rx_dma.i_ts.eq(rx_fifo.o_ts),
-            rx_dma.i_ts_valid.eq(rx_fifo.o_ts_valid),
         ]
         # Good frames leaving the RX FIFO without a time while timestamping is on.
         unstamped = Signal(len(regs.rx_unstamped), name="rx_unstamped")
         last = rx_fifo.o.valid & rx_fifo.o.ready & rx_fifo.o.p.last
         good = ~rx_fifo.o.p.error & (rx_fifo.o.p.count != 0)
-        with m.If(last & good & ~rx_fifo.o_ts_valid & regs.ctrl.rx_timestamp):
+        with m.If(last & good & ~rx_fifo.o.p.meta.ts_valid & regs.ctrl.rx_timestamp):
             m.d.sync += unstamped.eq(unstamped + 1)
         m.d.comb += regs.rx_unstamped.eq(unstamped)
 
-        # TX: the request travels with the frame through the TX FIFO and the MAC; the
-        # SFD time comes back to the channel, which holds the EOP write-back for it.
+        # TX: the request travels with the frame (in its beats' payload) through the TX
+        # FIFO into the MAC; the SFD time comes back to the channel, which holds the EOP
+        # write-back for it.
         m.submodules.tx_stamper = tx_stamper = TxTimestamper()
         m.d.comb += [
-            tx_fifo.i_ts_request.eq(tx_dma.o_ts_request),
-            mac.tx_ts_request.eq(tx_fifo.o_ts_request),
             tx_stamper.sfd.eq(mac.tx_ts_sfd),
             tx_stamper.sfd_id.eq(mac.tx_ts_id),
             tx_stamper.time_ns.eq(clock.time_ns),

@@ -19,7 +19,7 @@
 # exits 1, so the make target calling it stops before anything runs.
 #
 # MACDMA_APT_GET replaces the installer command (default: apt-get); the test of this
-# script (tests/test_system_deps.py) points it at a stub.
+# script (tests/sim/test_system_deps.py) points it at a stub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,5 +1,5 @@
 """Run a cocotb module and report each of its cocotb tests as a pytest subtest, so a failure
-names the cocotb test that broke (``SUBFAILED[test_tx_error] tests/test_soc_tx.py::...``).
+names the cocotb test that broke (``SUBFAILED[test_tx_error] tests/hdl/test_soc_tx.py::...``).
 
 The module still runs once per simulator, in one pytest item, so the suite's scheduling
 and its number of simulations are what they were with one item per module.

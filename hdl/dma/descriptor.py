@@ -4,7 +4,7 @@
 as four little-endian 32-bit words; bit ``32 * w + b`` of the struct is bit ``b`` of word
 ``w``, so a ``Descriptor`` view over the 128 bits read from memory (word 0 in the low bits)
 decodes it directly. The driver model mirrors it in ``firmware/descriptor.py`` (plain
-Python, no Amaranth); ``tests/test_descriptor.py`` checks that the two agree field by field.
+Python, no Amaranth); ``tests/hdl/dma/test_descriptor.py`` checks that the two agree field by field.
 ``docs/descriptors.md`` describes the hand-off protocol.
 
 Fields named ``reserved_*`` are padding: the driver writes 0, the DMA writes 0 on

@@ -13,8 +13,8 @@ from ..regmap import REGISTER_MAP, RING_INDEX_BITS, RING_SIZE_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
 from .descriptor import DESCRIPTOR_BYTES, MIN_RX_BUFFER_BYTES, pack_descriptor
 from .irq import IrqEventSignature
-from .packed import packed_layout
 from .ring import DescriptorWalker, smallest, wrap_increment
+from .rx_fifo import rx_word_layout
 
 __all__ = ["RxDmaChannel"]
 
@@ -100,20 +100,17 @@ class RxDmaChannel(DmaChannel):
         1: a frame that finds no owned descriptor at its start waits in the RX FIFO for
         one (a doorbell or poll brings it) instead of being dropped; the FIFO then fills
         and 802.3x flow control (MAC_FC_CTRL.tx_pause) asks the peer to pause.
-    i : In(stream {data, count, last, error, overflow})
-        Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``.
-    i_csum : In(16)
-        The frame's CHECKSUM_COMPLETE sum, sampled with the last beat of ``i``; written
-        into the EOP descriptor's ``rx_csum`` (tie to 0 without RX checksum).
-    i_ts, i_ts_valid : In(32), In(1)
-        The frame's PTP timestamp (low 32 bits, ns), sampled with the last beat of ``i``
-        (tie ``i_ts_valid`` to 0 without PTP). A good frame with one gets ``timestamped``
-        and the timestamp in word 0 of its EOP descriptor: that write-back is 16 bytes at
-        offset 0 instead of 12 at offset 4 (``own`` is still in the last word written).
-    i_cause : In(RxError)
-        The MAC's cause of a bad frame, sampled with the last beat of ``i``. Optional: tie to
-        NONE when only ``error`` / ``overflow`` are known; ``error`` alone still marks the
-        EOP descriptor bad (with ``rx_error`` = NONE).
+    i : In(stream rx_word_layout(data_width))
+        Frames from :class:`~macdma.hdl.dma.rx_fifo.RxFrameFifo` ``o``
+        ({data, count, last, error, overflow, meta}). The last beat's ``meta`` is the
+        frame's: ``csum``, its CHECKSUM_COMPLETE sum, written into the EOP descriptor's
+        ``rx_csum`` (0 without RX checksum); ``ts_ns``/``ts_valid``, its PTP timestamp
+        (low 32 bits, ns; ``ts_valid`` 0 without PTP): a good frame with one gets
+        ``timestamped`` and the timestamp in word 0 of its EOP descriptor, a write-back of
+        16 bytes at offset 0 instead of 12 at offset 4 (``own`` is still in the last word
+        written); ``cause``, the MAC's cause of a bad frame (NONE when only ``error`` /
+        ``overflow`` are known: ``error`` alone still marks the EOP descriptor bad, with
+        ``rx_error`` = NONE).
     events : Out(IrqEventSignature())
         desc_done / desc_ioc / frame_done with each write-back's OKAY; error when halting.
     axi_read, axi_write : Out(Axi4ReadSignature), Out(Axi4WriteSignature)
@@ -171,16 +168,11 @@ class RxDmaChannel(DmaChannel):
 
     def channel_members(self) -> dict:
         data_width, addr_width = self._data_width, self._addr_width
-        in_layout = packed_layout(data_width, "error", "overflow")
         return {
             **register_members("RX"),
             "fifo_overflows": In(FIFO_OVERFLOWS_BITS),
             "wait_for_buffers": In(1),
-            "i": In(stream.Signature(in_layout)),
-            "i_cause": In(RxError),
-            "i_csum": In(16),
-            "i_ts": In(32),
-            "i_ts_valid": In(1),
+            "i": In(stream.Signature(rx_word_layout(data_width))),
             "events": Out(IrqEventSignature()),
             **bus_members(addr_width, data_width),
         }
@@ -461,10 +453,10 @@ class RxDmaChannel(DmaChannel):
                 frame_ended.eq(1),
                 frame_error.eq(self.i.p.error),
                 frame_overflow.eq(self.i.p.overflow),
-                frame_cause.eq(self.i_cause),
-                frame_csum.eq(self.i_csum),
-                frame_ts.eq(self.i_ts),
-                frame_ts_valid.eq(self.i_ts_valid),
+                frame_cause.eq(self.i.p.meta.cause),
+                frame_csum.eq(self.i.p.meta.csum),
+                frame_ts.eq(self.i.p.meta.ts_ns),
+                frame_ts_valid.eq(self.i.p.meta.ts_valid),
             ]
 
         in_p = self.i.p

@@ -6,19 +6,27 @@ so in the stream and in a counter rather than lose or merge frames silently.
 """
 
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.fifo import AsyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ..gray import gray_decode, gray_encode
-from ..mac.frame import ByteBeat, RxError
+from ..mac.frame import RxByteBeat, RxError, RxFrameMeta
 from .packed import packed_layout
 from .rx_checksum import PARTIAL_BITS, FrameChecksum, fold_partial
 from .tx_fifo import check_fifo_params
 
-__all__ = ["RxFrameFifo"]
+__all__ = ["RxFrameFifo", "rx_word_layout"]
+
+
+def rx_word_layout(data_width: int) -> data.StructLayout:
+    """The beat of the RX FIFO's output and the RX DMA channel's input: a packed word
+    (:func:`~.packed.packed_layout` with ``error`` and ``overflow``) whose last beat carries
+    the frame's :class:`~macdma.hdl.mac.frame.RxFrameMeta` in ``meta``."""
+    packed = packed_layout(data_width, "error", "overflow")
+    return data.StructLayout({**dict(packed.members), "meta": RxFrameMeta})
 
 
 class RxFrameFifo(wiring.Component):
@@ -34,31 +42,23 @@ class RxFrameFifo(wiring.Component):
 
     Members
     -------
-    i : In(stream ByteBeat, always ready), ``rx`` domain
-        Frames from the MAC. ``error`` on the last byte marks a bad frame.
-    i_cause : In(RxError), ``rx`` domain
-        Why the frame is bad, sampled with its last byte (the MAC's status report,
-        which comes in the same cycle).
-    o : Out(stream of {data, count, last, error, overflow}), ``sync`` domain
+    i : In(stream RxByteBeat, always ready), ``rx`` domain
+        Frames from the MAC (or its PTP timestamper). ``error`` on the last byte marks a
+        bad frame; that byte's ``meta`` is stored with the frame: ``cause``, and with
+        ``timestamps=True`` ``ts_ns`` and ``ts_valid`` (``csum`` is ignored).
+    o : Out(stream rx_word_layout(data_width)), ``sync`` domain
         Frames packed from byte lane 0: every beat full (``count == W``) except the last
         (``last=1``, ``count`` in 1..W, or 0 for an overflow marker); lanes at or above
         ``count`` are zero. On the last beat ``error`` is the MAC's verdict, or 1 with
-        ``overflow=1`` for a frame cut short here.
-    o_cause : Out(RxError), ``sync`` domain
-        With a last beat of ``o``: the ``i_cause`` stored with the frame (NONE for a
-        frame cut short or lost here, which has ``overflow`` instead).
+        ``overflow=1`` for a frame cut short here, and ``meta`` is the frame's: the
+        ``cause``, ``ts_ns`` and ``ts_valid`` stored with it (all 0 for a frame cut short
+        or lost here, which has ``overflow`` instead; the time only with
+        ``timestamps=True``), and with ``checksum=True`` ``csum``, the frame's Internet
+        checksum from byte 14 on (:mod:`macdma.hdl.dma.rx_checksum`, CHECKSUM_COMPLETE),
+        summed on the way in (0 without).
     overflows : Out(32), ``sync`` domain
         Frames cut short or lost by this FIFO since reset; wraps. Lags the ``rx`` side by
         about 4 ``sync`` cycles.
-    o_csum : Out(16), ``sync`` domain (only with ``checksum=True``)
-        With a last beat of ``o``: the frame's Internet checksum from byte 14 on
-        (:mod:`macdma.hdl.dma.rx_checksum`, CHECKSUM_COMPLETE), summed on the way in.
-    i_ts, i_ts_valid : In(32), In(1), ``rx`` domain (only with ``timestamps=True``)
-        The frame's PTP timestamp (:class:`~macdma.hdl.mac.ptp.RxTimestamper`), sampled
-        with its last byte like ``i_cause``.
-    o_ts, o_ts_valid : Out(32), Out(1), ``sync`` domain (only with ``timestamps=True``)
-        With a last beat of ``o``: the timestamp stored with the frame (``o_ts_valid`` 0
-        for a frame cut short or lost here).
     fill_bytes : Out(range(depth_bytes + 2 * W + 1)), ``rx`` domain
         Bytes of whole words stored and not yet taken by the DMA, as the overflow logic
         counts them (two rx cycles old): what 802.3x flow
@@ -112,18 +112,10 @@ class RxFrameFifo(wiring.Component):
         self._memory_words = depth_bytes // (data_width // 8)
         self._checksum = checksum
         self._timestamps = timestamps
-        checksum_members = {"o_csum": Out(16)} if checksum else {}
-        if timestamps:
-            checksum_members.update(
-                {"i_ts": In(32), "i_ts_valid": In(1), "o_ts": Out(32), "o_ts_valid": Out(1)}
-            )
         super().__init__(
             {
-                **checksum_members,
-                "i": In(stream.Signature(ByteBeat, always_ready=True)),
-                "i_cause": In(RxError),
-                "o": Out(stream.Signature(packed_layout(data_width, "error", "overflow"))),
-                "o_cause": Out(RxError),
+                "i": In(stream.Signature(RxByteBeat, always_ready=True)),
+                "o": Out(stream.Signature(rx_word_layout(data_width))),
                 "overflows": Out(32),
                 "fill_bytes": Out(range(depth_bytes + 2 * (data_width // 8) + 1)),
             }
@@ -205,7 +197,9 @@ class RxFrameFifo(wiring.Component):
             m.submodules.checksum = checksum = DomainRenamer("rxf")(FrameChecksum())
             m.d.comb += [
                 checksum.i.valid.eq(self.i.valid),
-                checksum.i.p.eq(self.i.p),
+                checksum.i.p.data.eq(self.i.p.data),
+                checksum.i.p.last.eq(self.i.p.last),
+                checksum.i.p.error.eq(self.i.p.error),
                 words.w_data.eq(Cat(w_stored, checksum.partial)),
             ]
         else:
@@ -325,6 +319,7 @@ class RxFrameFifo(wiring.Component):
         o_in_frame = Signal()  # the DMA has non-last beats of a frame
         abort_pending = Signal()
         fifo_word = layout(words.r_data[: layout.size])
+        stored_meta = words.r_data[layout.size : layout.size + cause_bits]
         with m.If(abort_pending & ~flush):
             m.d.comb += [
                 self.o.valid.eq(1),
@@ -334,12 +329,12 @@ class RxFrameFifo(wiring.Component):
         with m.Else():
             m.d.comb += [
                 self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
-                self.o.payload.eq(fifo_word),
-                self.o_cause.eq(words.r_data[layout.size : layout.size + cause_bits]),
-                *self._time_out(words.r_data[layout.size : layout.size + cause_bits]),
+                *(getattr(self.o.p, name).eq(getattr(fifo_word, name)) for name in layout.members),
+                *self._meta_out(stored_meta),
             ]
             if self._checksum:
-                m.d.comb += self.o_csum.eq(fold_partial(words.r_data[layout.size + cause_bits :]))
+                partial = words.r_data[layout.size + cause_bits :]
+                m.d.comb += self.o.p.meta.csum.eq(fold_partial(partial))
         pop = words.r_rdy & words.r_en & ~flush
         m.d.comb += words.r_en.eq(flush | (self.o.ready & ~abort_pending))
         with m.If(flush):
@@ -366,12 +361,20 @@ class RxFrameFifo(wiring.Component):
         return m
 
     def _cause_and_time(self):
+        """What of the last byte's ``meta`` is stored with the frame."""
+        meta = self.i.p.meta
         if self._timestamps:
-            return Cat(self.i_cause, self.i_ts, self.i_ts_valid)
-        return self.i_cause
+            return Cat(meta.cause, meta.ts_ns, meta.ts_valid)
+        return meta.cause
 
-    def _time_out(self, stored):
-        if not self._timestamps:
-            return []
+    def _meta_out(self, stored):
+        """``o``'s ``meta`` from what :meth:`_cause_and_time` stored."""
+        meta = self.o.p.meta
         cause = RxError.as_shape().width
-        return [self.o_ts.eq(stored[cause : cause + 32]), self.o_ts_valid.eq(stored[cause + 32])]
+        assignments = [meta.cause.eq(stored[:cause])]
+        if self._timestamps:
+            assignments += [
+                meta.ts_ns.eq(stored[cause : cause + 32]),
+                meta.ts_valid.eq(stored[cause + 32]),
+            ]
+        return assignments

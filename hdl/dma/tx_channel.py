@@ -23,9 +23,9 @@ from ..regmap import RING_INDEX_BITS
 from .channel import ERROR_CODES, DmaChannel, bus_members, register_members
 from .descriptor import pack_descriptor
 from .irq import IrqEventSignature
-from .packed import packed_layout
 from .ring import DescriptorWalker, wrap_increment
 from .tx_checksum import TxChecksumRequest
+from .tx_fifo import tx_word_layout
 
 __all__ = ["TxDmaChannel"]
 
@@ -113,7 +113,7 @@ class TxDmaChannel(DmaChannel):
 
     PTP timestamps
     --------------
-    o_ts_request : Out(TS_ID_BITS)
+    ``o.p.meta.ts_request``
         With the frame on ``o``: 0, or the number (1..7, cycling) the channel gave the
         frame's request (SOP descriptor ``ts_request``).
     ts_valid : In(1); ts_id : In(TS_ID_BITS); ts_ns : In(32)
@@ -183,10 +183,8 @@ class TxDmaChannel(DmaChannel):
             "fifo_flushing": In(1),
             "frame_cut": In(1),
             "events": Out(IrqEventSignature()),
-            "o": Out(stream.Signature(packed_layout(data_width, "error"))),
-            # The checksum request of the frame on ``o``, from its SOP descriptor.
-            "o_csum": Out(TxChecksumRequest),
-            "o_ts_request": Out(TS_ID_BITS),
+            # Every beat carries its frame's meta (checksum and timestamp requests).
+            "o": Out(stream.Signature(tx_word_layout(data_width))),
             "ts_valid": In(1),
             "ts_id": In(TS_ID_BITS),
             "ts_ns": In(32),
@@ -294,7 +292,12 @@ class TxDmaChannel(DmaChannel):
         frame_ts_id = Signal(TS_ID_BITS)
         last_ts_id = Signal(TS_ID_BITS)
         next_ts_id = Mux(last_ts_id == (1 << TS_ID_BITS) - 1, 1, last_ts_id + 1)
-        core.d.comb += self.o_ts_request.eq(frame_ts_id)
+        # The checksum request of the frame being read, from its SOP descriptor.
+        frame_csum = Signal(TxChecksumRequest)
+        # Every beat on ``o`` carries its frame's meta. Set with the beat's other fields (not
+        # in a statement of its own), so the Verilog drives ``o``'s payload from one
+        # ``always @*`` block that runs at time 0 on Icarus too (sim/cosim/verilog.py).
+        beat_meta = [self.o.p.meta.csum.eq(frame_csum), self.o.p.meta.ts_request.eq(frame_ts_id)]
 
         # ---- write-backs ---------------------------------------------------------------------
         # The walker writes descriptor k back while the main FSM already reads the fragment
@@ -494,7 +497,7 @@ class TxDmaChannel(DmaChannel):
                         with core.If(desc.sop):
                             core.d.sync += [
                                 frame_ts_id.eq(Mux(desc.ts_request, next_ts_id, 0)),
-                                self.o_csum.eq(
+                                frame_csum.eq(
                                     Cat(
                                         desc.csum_start,
                                         desc.csum_offset,
@@ -524,6 +527,7 @@ class TxDmaChannel(DmaChannel):
                         self.o.p.count.eq(r.count),
                         self.o.p.last.eq(r.last & (cur_eop | r.error)),
                         self.o.p.error.eq(r.error),
+                        *beat_meta,
                         fragment_ready.eq(self.o.ready),
                         data_beat.eq(reader.o.valid & self.o.ready & ~r.error),
                     ]
@@ -575,6 +579,7 @@ class TxDmaChannel(DmaChannel):
                     self.o.p.count.eq(0),
                     self.o.p.last.eq(1),
                     self.o.p.error.eq(1),
+                    *beat_meta,
                 ]
                 with core.If(self.o.ready | hold):
                     core.d.sync += in_frame.eq(0)

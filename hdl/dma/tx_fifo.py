@@ -13,15 +13,16 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from ..gray import gray_decode, gray_encode
-from ..mac.frame import ByteBeat
-from ..mac.ptp import TS_ID_BITS
+from ..mac.frame import TS_ID_BITS, ByteBeat, TxByteBeat
 from .packed import packed_layout
 from .prefetch_fifo import QUEUE_DEPTH, AsyncPrefetchFifo
 from .tx_checksum import IP_CSUM_POS, TxChecksumRequest, TxChecksumResult, TxFrameChecksum
 
 __all__ = [
     "TxFrameFifo",
+    "TxFrameMeta",
     "check_fifo_params",
+    "tx_word_layout",
 ]
 
 #: Smallest and largest accepted ``depth_bytes`` (powers of two).
@@ -30,6 +31,23 @@ MAX_DEPTH_BYTES = 65536
 #: Frames asking for a checksum that may wait in the FIFO at once (their results queue up
 #: in a small FIFO of their own beside the words; a further such frame waits to be taken).
 CHECKSUM_FRAMES = 16
+
+
+class TxFrameMeta(data.Struct):
+    """What the TX channel knows of a frame as a whole (from its SOP descriptor), carried
+    in the payload of every beat of the frame, so ``connect()`` carries it with the words;
+    the TX FIFO reads it with the frame's first beat."""
+
+    csum: TxChecksumRequest  # the descriptor's csum_* fields (CHECKSUM_PARTIAL)
+    ts_request: TS_ID_BITS  # 0, or the number of the frame's PTP timestamp request
+
+
+def tx_word_layout(data_width: int) -> data.StructLayout:
+    """The beat of the TX channel's output and the TX FIFO's input: a packed word
+    (:func:`~.packed.packed_layout` with ``error``) with the frame's :class:`TxFrameMeta`
+    in ``meta``."""
+    packed = packed_layout(data_width, "error")
+    return data.StructLayout({**dict(packed.members), "meta": TxFrameMeta})
 
 
 def check_fifo_params(data_width, depth_bytes):
@@ -58,32 +76,28 @@ class TxFrameFifo(wiring.Component):
         Storage for frame data. The FIFO holds ``depth_bytes // W`` words of block RAM plus
         the :data:`~.prefetch_fifo.QUEUE_DEPTH` words its read side reads ahead.
     checksum : bool
-        Build TX checksum insertion (CHECKSUM_PARTIAL, :mod:`.tx_checksum`): ``i_csum`` is
-        honoured. Without it ``i_csum`` is ignored and frames pass unchanged.
+        Build TX checksum insertion (CHECKSUM_PARTIAL, :mod:`.tx_checksum`): ``meta.csum``
+        is honoured. Without it ``meta.csum`` is ignored and frames pass unchanged.
     timestamps : bool
-        Carry ``i_ts_request`` to ``o_ts_request`` (PTP, :mod:`macdma.hdl.mac.ptp`);
-        without it ``o_ts_request`` is 0.
+        Carry ``i``'s ``meta.ts_request`` to ``o``'s ``ts_request`` (PTP,
+        :mod:`macdma.hdl.mac.ptp`); without it ``o``'s ``ts_request`` is 0.
 
     Members
     -------
-    i : In(stream of {data, count, last, error}), ``sync`` domain
+    i : In(stream tx_word_layout(data_width)), ``sync`` domain
         Frames packed from byte lane 0: normally every beat full (``count == W``) except the
         last, which has ``last=1``. ``count`` is honoured on every beat (values above W count
         as W; a non-last beat with ``count == 0`` is skipped, at the cost of one idle byte
         time on ``o``). ``error`` on any beat aborts the frame: the MAC gets it with ``error``
         on its last byte and sends it with ``tx_er``. A last beat with ``count == 0`` (the
         ``AxiBurstReader``'s lone error beat) becomes one extra byte 0x00 that is always
-        flagged ``error``, so a frame is never shortened silently.
-    i_csum : In(TxChecksumRequest), ``sync`` domain
-        The checksum request of the frame whose first beat is on ``i`` (the SOP
-        descriptor's ``csum_*`` fields), read with that beat.
-    i_ts_request : In(TS_ID_BITS), ``sync`` domain
-        With a frame's first beat: 0, or the number of its PTP timestamp request.
-    o : Out(stream ByteBeat), ``tx`` domain
+        flagged ``error``, so a frame is never shortened silently. ``meta`` (the frame's
+        :class:`TxFrameMeta`) is read with the frame's first beat: ``csum``, its checksum
+        request, and ``ts_request``, 0 or the number of its PTP timestamp request.
+    o : Out(stream TxByteBeat), ``tx`` domain
         Frames to the MAC, one byte per beat. ``valid`` never depends on ``ready``.
-    o_ts_request : Out(1), ``tx`` domain
-        The ``i_ts_request`` of the frame whose bytes are on ``o`` (held from before its
-        first byte until the next frame's first word is read).
+        ``ts_request`` is the one the frame whose bytes are on ``o`` came with (held from
+        before its first byte until the next frame's first word is read).
     csum_skipped : Out(1), ``sync`` domain
         One-cycle pulse per frame whose checksum request was not honoured: the frame went
         cut-through (its sum is not known before it starts on the wire) or the request
@@ -148,11 +162,8 @@ class TxFrameFifo(wiring.Component):
         self._frame_counter_bits = ceil_log2(self._depth_words + 2) + 1
         super().__init__(
             {
-                "i": In(stream.Signature(packed_layout(data_width, "error"))),
-                "i_csum": In(TxChecksumRequest),
-                "i_ts_request": In(TS_ID_BITS),
-                "o": Out(stream.Signature(ByteBeat)),
-                "o_ts_request": Out(TS_ID_BITS),
+                "i": In(stream.Signature(tx_word_layout(data_width))),
+                "o": Out(stream.Signature(TxByteBeat)),
                 "csum_skipped": Out(1),
                 "empty": Out(1, init=1),
                 "frames_queued": Out(self._frame_counter_bits),
@@ -232,7 +243,7 @@ class TxFrameFifo(wiring.Component):
             w_word.keep.eq(beat.last | (beat.count != 0)),
             w_word.last.eq(beat.last),
             w_word.error.eq(beat.error | empty_end),
-            w_word.ts.eq(Mux(frame_open, 0, self.i_ts_request)),
+            w_word.ts.eq(Mux(frame_open, 0, beat.meta.ts_request)),
             words.w_en.eq(self.i.valid & ~csum_wait),
             self.i.ready.eq(words.w_rdy & ~csum_wait),
             self.level_words.eq(words.w_level),
@@ -266,7 +277,8 @@ class TxFrameFifo(wiring.Component):
                 release=release,
                 csum_wait=csum_wait,
             )
-            m.d.comb += w_word.csum.eq(~frame_open & (self.i_csum.l4 | self.i_csum.ip))
+            request = self.i.p.meta.csum
+            m.d.comb += w_word.csum.eq(~frame_open & (request.l4 | request.ip))
 
         # ---- tx side: take released frames, split words into bytes -----------------------
         # One more stage than the FIFO's own pointer synchronizer: a frame's token can never
@@ -346,8 +358,9 @@ class TxFrameFifo(wiring.Component):
         # A frame's counters move a cycle after it starts; until then ``started_now`` says
         # that the frame started is no longer waiting.
         m.d.txf += started_now.eq(start)
+        frame_ts_request = Signal(TS_ID_BITS)  # held for the whole frame
         with m.If(start):
-            m.d.txf += self.o_ts_request.eq(fifo_word.ts)  # held for the whole frame
+            m.d.txf += frame_ts_request.eq(fifo_word.ts)
         with m.If(started_now):
             m.d.txf += [
                 started.eq(started + 1),
@@ -472,8 +485,11 @@ class TxFrameFifo(wiring.Component):
                 # Nothing moves during a flush: the MAC must not take a byte (maybe the last)
                 # in the very cycle that decides whether it needs the abort byte.
                 self.o.valid.eq(out_live & ~tx_reset & ~flush),
-                self.o.payload.eq(out),
+                self.o.p.data.eq(out.data),
+                self.o.p.last.eq(out.last),
+                self.o.p.error.eq(out.error),
             ]
+        m.d.comb += self.o.p.ts_request.eq(frame_ts_request)
 
         # Where the MAC is within a frame, kept in the tx domain so that a flush can see it.
         with m.If(self.o.valid & self.o.ready):
@@ -504,7 +520,8 @@ class TxFrameFifo(wiring.Component):
         m.submodules.results = results = AsyncPrefetchFifo(
             TxChecksumResult.size, CHECKSUM_FRAMES, w_domain="sync", r_domain="txf"
         )
-        asks = self.i_csum.l4 | self.i_csum.ip
+        request = self.i.p.meta.csum
+        asks = request.l4 | request.ip
         frame_asks = Signal()  # the open frame asked for a checksum
         with m.If(accepted & ~frame_open):
             m.d.sync += frame_asks.eq(asks)
@@ -517,7 +534,7 @@ class TxFrameFifo(wiring.Component):
             csum.i.p.data.eq(self.i.p.data),
             csum.i.p.count.eq(self.i.p.count),
             csum.i.p.last.eq(self.i.p.last),
-            csum.request.eq(self.i_csum),
+            csum.request.eq(request),
             csum.cancel.eq(cut_through | (release & ~self.i.p.last)),
             # Room for this frame's result and the previous frame's, still being summed.
             csum_wait.eq(~frame_open & asks & (results.w_level > CHECKSUM_FRAMES - 3)),

@@ -200,10 +200,9 @@ class RxOwnershipHarness(_ChannelHarness):
         m.d.comb += [
             dut.regs.prefetch.eq(self._prefetch),
             dut.wait_for_buffers.eq(self.any_seq(1, "wait_for_buffers")),
-            dut.i_cause.eq(self.any_seq(len(Value.cast(dut.i_cause)), "i_cause")),
-            # PTP: any frame may come with a timestamp (a 16-byte EOP write-back).
-            dut.i_ts_valid.eq(self.any_seq(1, "i_ts_valid")),
         ]
+        # The frame's cause and its PTP timestamp (any frame may come with one: a 16-byte
+        # EOP write-back) are free: they ride in ``i``'s payload (meta).
         free_stream_source(self, m, dut.i, "i")
         if not self.CHECK_OWNERSHIP:
             return dut, None, read_props
@@ -321,9 +320,9 @@ class RxMultiBufferHarness(RxOwnershipHarness):
         m.d.comb += [usable.own.eq(1), usable.length.eq(4)]
         narrow_to_usable_descriptors(m, dut, read_props, usable)
         m.d.comb += [
-            Assume(dut.i_cause == RxError.NONE),
+            Assume(dut.i.p.meta.cause == RxError.NONE),
             Assume(dut.wait_for_buffers),
-            Assume(~dut.i_ts_valid),
+            Assume(~dut.i.p.meta.ts_valid),
         ]
         # The command the writer serves (layout: see RxOwnershipHarness.build).
         current = internal_signal(m.submodules.dut, "cur", within="core")

@@ -27,12 +27,28 @@ MAX_JUMBO_FRAME_BYTES = 9216
 ETHERNET_CRC = catalog.CRC32_ETHERNET(data_width=8)
 
 
+#: TX timestamp requests (PTP) are numbered 1..7 (0 = none), cycling, so that a time coming
+#: back from the MAC is only ever taken by the write-back of the frame it was latched for.
+TS_ID_BITS = 3
+
+
 class ByteBeat(data.Struct):
     """One byte of a frame on the MAC's client streams."""
 
     data: 8
     last: 1
     error: 1
+
+
+class TxByteBeat(data.Struct):
+    """One byte of a frame to transmit, entering the MAC: a :class:`ByteBeat` that also
+    carries the frame's PTP timestamp request (0, or its number), read with the frame's
+    first byte by a MAC built with PTP (:mod:`.ptp`) and ignored otherwise."""
+
+    data: 8
+    last: 1
+    error: 1
+    ts_request: TS_ID_BITS
 
 
 class TxStatus(data.Struct):
@@ -55,6 +71,30 @@ class RxError(enum.Enum, shape=3):
     OVERSIZE = 3  # longer than the configured maximum (plus 4 for a VLAN tag)
     RUNT = 4  # shorter than 64 bytes including FCS
     FCS = 5  # frame check sequence mismatch
+
+
+class RxFrameMeta(data.Struct):
+    """What the receive path knows of a frame as a whole. It rides in the payload of the
+    frame's last beat (meaningful there only), so ``connect()`` carries it with the bytes
+    from the MAC through the RX FIFO to the DMA. Each stage fills its own field and passes
+    the others on: the MAC ``cause``, the PTP timestamper (:mod:`.ptp`) ``ts_ns`` and
+    ``ts_valid``, the RX FIFO ``csum``; a field no stage of a build fills stays 0.
+    """
+
+    cause: RxError  # why the frame is bad (NONE for a good one)
+    csum: 16  # CHECKSUM_COMPLETE sum from byte 14 on (macdma.hdl.dma.rx_checksum)
+    ts_ns: 32  # low 32 bits of the frame's SFD time (PTP)
+    ts_valid: 1  # ts_ns is this frame's
+
+
+class RxByteBeat(data.Struct):
+    """One byte of a received frame leaving the MAC: a :class:`ByteBeat` whose last beat
+    also carries the frame's :class:`RxFrameMeta`."""
+
+    data: 8
+    last: 1
+    error: 1
+    meta: RxFrameMeta
 
 
 class RxStatus(data.Struct):

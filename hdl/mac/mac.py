@@ -22,9 +22,8 @@ from .flow_control import (
     RxFlowStats,
     TxFlowStats,
 )
-from .frame import ByteBeat, RxError, RxStatus, TxStatus
+from .frame import TS_ID_BITS, ByteBeat, RxByteBeat, RxError, RxStatus, TxByteBeat, TxStatus
 from .gmii import GmiiRxSignature, GmiiTxSignature
-from .ptp import TS_ID_BITS
 from .rx import GmiiRxDecoder, MacRx
 from .slice import StreamRegisterSlice
 from .tx import MacTx
@@ -41,8 +40,8 @@ class MacConfig(data.Struct):
 
 #: The members every build has.
 _MEMBERS = {
-    "tx": In(stream.Signature(ByteBeat)),
-    "rx": Out(stream.Signature(ByteBeat, always_ready=True)),
+    "tx": In(stream.Signature(TxByteBeat)),
+    "rx": Out(stream.Signature(RxByteBeat, always_ready=True)),
     "gmii_tx": Out(GmiiTxSignature()),
     "gmii_rx": Out(GmiiRxSignature()),
     "tx_clk_enable": In(1),
@@ -79,7 +78,6 @@ _FLOW_CONTROL_MEMBERS = {
 
 #: The members a build with PTP timestamps adds (docstring of :class:`EthMac`).
 _PTP_MEMBERS = {
-    "tx_ts_request": In(TS_ID_BITS),
     "tx_ts_sfd": Out(1),
     "tx_ts_id": Out(TS_ID_BITS),
     "rx_sfd": Out(1),
@@ -95,10 +93,14 @@ class EthMac(wiring.Component):
 
     Members
     -------
-    tx : In(stream ByteBeat), ``tx`` domain
-        Frames to send, without FCS. ``error`` on the last beat aborts the frame.
-    rx : Out(stream ByteBeat, always ready), ``rx`` domain
-        Received frames without FCS; ``error`` on the last beat marks a bad frame.
+    tx : In(stream TxByteBeat), ``tx`` domain
+        Frames to send, without FCS. ``error`` on the last beat aborts the frame. With
+        ``ptp=True``, ``ts_request`` on a frame's first beat is 0 or the number of the
+        frame's request for its SFD time (ignored otherwise).
+    rx : Out(stream RxByteBeat, always ready), ``rx`` domain
+        Received frames without FCS; ``error`` on the last beat marks a bad frame, and
+        that beat's ``meta.cause`` says why (the ``rx_status`` report of the same cycle;
+        the MAC leaves ``meta``'s other fields 0).
     gmii_tx, gmii_rx
         The PHY pins.
     tx_clk_enable, rx_clk_enable, tx_mii_select, rx_mii_select : In(1)
@@ -142,9 +144,6 @@ class EthMac(wiring.Component):
 
     With ``ptp=True`` (timestamps, :mod:`.ptp`), also:
 
-    tx_ts_request : In(TS_ID_BITS), ``tx`` domain
-        With the first beat of a frame on ``tx``: 0, or the number of the frame's request
-        for its SFD time.
     tx_ts_sfd : Out(1); tx_ts_id : Out(TS_ID_BITS), ``tx`` domain
         Strobe: the SFD of a frame that asked goes onto the pins at the next symbol;
         the request's number.
@@ -211,10 +210,19 @@ class EthMac(wiring.Component):
             slice_in_frame.eq(slice_in_frame_next),
             may_enter.eq(slice_in_frame_next | self.config.tx_enable),
         ]
+        # The bytes go on; the timestamp request is taken as a frame enters the slice.
+        client_tx = stream.Signature(ByteBeat).create(path=("client_tx",))
+        m.d.comb += [
+            client_tx.valid.eq(self.tx.valid),
+            client_tx.p.data.eq(self.tx.p.data),
+            client_tx.p.last.eq(self.tx.p.last),
+            client_tx.p.error.eq(self.tx.p.error),
+            self.tx.ready.eq(client_tx.ready),
+        ]
         if self.flow_control:
-            self._flow_control_tx(m, tx_mac, tx_slice, tx_slice_in)
+            self._flow_control_tx(m, tx_mac, tx_slice, client_tx, tx_slice_in)
         else:
-            connect(m, flipped(self.tx), tx_slice_in)
+            connect(m, client_tx, tx_slice_in)
         connect(m, tx_mac.gmii, flipped(self.gmii_tx))
         connect(m, tx_mac.status, flipped(self.tx_status))
         m.d.comb += [
@@ -233,11 +241,10 @@ class EthMac(wiring.Component):
         m.submodules.rx_mac = rx_mac = rx_domain(MacRx())
         connect(m, rx_decoder.gmii, flipped(self.gmii_rx))
         if self.flow_control:
-            rx_status = self._flow_control_rx(m, rx_mac)
+            client_rx, client_status = self._flow_control_rx(m, rx_mac)
         else:
-            connect(m, rx_mac.o, flipped(self.rx))
-            connect(m, rx_mac.status, flipped(self.rx_status))
-            rx_status = rx_mac.status
+            client_rx, client_status = rx_mac.o, rx_mac.status
+        self._rx_client(m, client_rx, client_status)
         m.d.comb += [
             rx_decoder.clk_enable.eq(self.rx_clk_enable),
             rx_decoder.mii_select.eq(self.rx_mii_select),
@@ -261,7 +268,7 @@ class EthMac(wiring.Component):
     def _tx_timestamp_requests(self, m, tx_mac, frame_entering):
         """Which MacTx SFD belongs to a frame that asked for a time: one flag per frame
         entering the register slice (``frame_entering``: its first byte does; client
-        frames carry ``tx_ts_request``, control frames never ask), taken off in order by
+        frames carry ``ts_request`` in ``tx``, control frames never ask), taken off in order by
         MacTx's SFDs, one per frame."""
         tx_domain = DomainRenamer("tx")
         m.submodules.tx_ts_flags = flags = tx_domain(
@@ -274,7 +281,7 @@ class EthMac(wiring.Component):
         client = self.tx.valid & self.tx.ready  # the beat entering is the client's
         push = Signal()
         push_id = Signal(TS_ID_BITS)
-        m.d.tx += [push.eq(frame_entering), push_id.eq(Mux(client, self.tx_ts_request, 0))]
+        m.d.tx += [push.eq(frame_entering), push_id.eq(Mux(client, self.tx.p.ts_request, 0))]
         m.d.comb += [
             flags.w_en.eq(push),
             flags.w_data.eq(push_id),
@@ -283,13 +290,13 @@ class EthMac(wiring.Component):
             self.tx_ts_id.eq(flags.r_data),
         ]
 
-    def _flow_control_tx(self, m, tx_mac, tx_slice, tx_slice_in):
+    def _flow_control_tx(self, m, tx_mac, tx_slice, client_tx, tx_slice_in):
         """Client -> control frame insertion and pause gate -> register slice -> MacTx;
         the PAUSE sender."""
         tx_domain = DomainRenamer("tx")
         m.submodules.mcf_tx = mcf_tx = tx_domain(McfTransmitter())
         m.submodules.pause_tx = pause_tx = tx_domain(PauseTransmitter())
-        connect(m, flipped(self.tx), mcf_tx.i)
+        connect(m, client_tx, mcf_tx.i)
         connect(m, mcf_tx.o, tx_slice_in)
         connect(m, pause_tx.request, mcf_tx.request)
         # A received PAUSE (rx domain) pauses this transmitter when tx_lfc_pause_en.
@@ -314,16 +321,26 @@ class EthMac(wiring.Component):
             self.tx_flow_stats.mcf.eq(mcf_tx.stat_mcf),
         ]
 
+    def _rx_client(self, m, beats, status):
+        """The client's ``rx`` stream: the bytes, with the frame's cause in the last beat's
+        ``meta`` (each status report comes in the cycle of its frame's last byte)."""
+        connect(m, status, flipped(self.rx_status))
+        m.d.comb += [
+            self.rx.valid.eq(beats.valid),
+            self.rx.p.data.eq(beats.p.data),
+            self.rx.p.last.eq(beats.p.last),
+            self.rx.p.error.eq(beats.p.error),
+            self.rx.p.meta.cause.eq(status.p.error),
+        ]
+
     def _flow_control_rx(self, m, rx_mac):
         """MacRx -> control frame recogniser (flags or removes) -> client; the pause timer.
-        Returns the status stream the client sees."""
+        Returns the byte and status streams the client sees."""
         rx_domain = DomainRenamer("rx")
         m.submodules.mcf_rx = mcf_rx = rx_domain(McfReceiver(remove=self.remove_control_frames))
         m.submodules.pause_rx = pause_rx = rx_domain(PauseReceiver())
         connect(m, rx_mac.o, mcf_rx.i)
         connect(m, rx_mac.status, mcf_rx.i_status)
-        connect(m, mcf_rx.o, flipped(self.rx))
-        connect(m, mcf_rx.o_status, flipped(self.rx_status))
         connect(m, mcf_rx.event, pause_rx.event)
         # The pause timer runs while the transmitter (tx domain) says it has stopped.
         tx_paused = Signal()
@@ -341,4 +358,4 @@ class EthMac(wiring.Component):
             self.rx_flow_stats.eq(pause_rx.stats),
             self.rx_flow_stats.mcf.eq(mcf_rx.stat_mcf),
         ]
-        return rx_mac.status
+        return mcf_rx.o, mcf_rx.o_status

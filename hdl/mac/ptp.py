@@ -9,10 +9,10 @@ carries the latched time back with it, so that a time is only ever attached to t
 whose SFD it was latched for:
 
 * :class:`RxTimestamper` (RX): the ``rx`` side numbers every SFD, tags each frame entering
-  the RX FIFO with the number of the SFD before its first byte, and hands the RX FIFO a
-  time with the frame's last byte only when the time that came back carries that number
-  and the frame is good. The time then travels through the RX FIFO with the frame, so
-  frames the FIFO cuts or loses take their times with them.
+  the RX FIFO with the number of the SFD before its first byte, and writes a time into
+  the frame's last beat (its ``meta``) only when the time that came back carries that
+  number and the frame is good. The time then travels through the RX FIFO in the last
+  beat's payload, so frames the FIFO cuts or loses take their times with them.
 * :class:`TxTimestamper` (TX): the SFD strobes of frames that asked for a time cross to
   ``sync`` and latch it there; the TX channel holds the frame's EOP write-back for it.
 
@@ -21,12 +21,13 @@ pins (the synchronisers' stages); docs/mac.md gives it per link speed, as measur
 """
 
 from amaranth import *
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..gray import gray_decode, gray_encode
+from .frame import TS_ID_BITS, RxByteBeat
 
 __all__ = [
     "INCREMENT_FRACTION_BITS",
@@ -41,9 +42,6 @@ __all__ = [
 #: PTP_INCREMENT is ns per system clock as unsigned 8.24 fixed point.
 INCREMENT_FRACTION_BITS = 24
 INCREMENT_BITS = 32
-#: TX timestamp requests are numbered 1..7 (0 = none), cycling, so that a time coming
-#: back from the MAC is only ever taken by the write-back of the frame it was latched for.
-TS_ID_BITS = 3
 #: SFD numbers carried through the crossings: more than the frames that can be between
 #: the SFD and the RX FIFO's input at once (the MAC's control-frame FIFO holds 4).
 SEQUENCE_BITS = 4
@@ -176,17 +174,21 @@ class StrobeCounterCrossing(wiring.Component):
 
 
 class RxTimestamper(wiring.Component):
-    """SFD times for received frames, paired with the frames entering the RX FIFO.
+    """SFD times for received frames: a stage on the MAC's receive stream that writes each
+    frame's time into its last beat's ``meta`` on the way to the RX FIFO.
 
     Members
     -------
+    i : In(stream RxByteBeat, always ready), ``rx`` domain
+        The MAC's receive stream.
+    o : Out(stream RxByteBeat, always ready), ``rx`` domain
+        ``i`` in the same cycle, with ``meta.ts_ns`` (the low 32 bits of the frame's SFD
+        time) and ``meta.ts_valid`` on a last beat: whether the time is the frame's and
+        wanted (0 for bad frames, when the pairing is unsure, and while ``enable`` is 0).
+    enable : In(1), ``rx`` domain
+        Timestamp frames (PTP_CTRL.rx_timestamp, synchronised to ``rx``).
     sfd : In(1), ``rx`` domain
         The MAC's SFD strobe (every frame start, delivered or not).
-    beat_valid, beat_last, beat_error : In(1), ``rx`` domain
-        The MAC's receive stream as the RX FIFO takes it (always ready).
-    ts_ns : Out(32), ts_valid : Out(1), ``rx`` domain
-        With a last beat: the low 32 bits of the frame's SFD time, and whether they are
-        the frame's (``ts_valid`` is 0 for bad frames and when the pairing is unsure).
     time_ns : In(64), ``sync`` domain
         From :class:`PtpClock`.
 
@@ -198,12 +200,10 @@ class RxTimestamper(wiring.Component):
     whose number it does not match gets none either.
     """
 
+    i: In(stream.Signature(RxByteBeat, always_ready=True))
+    o: Out(stream.Signature(RxByteBeat, always_ready=True))
+    enable: In(1)
     sfd: In(1)
-    beat_valid: In(1)
-    beat_last: In(1)
-    beat_error: In(1)
-    ts_ns: Out(32)
-    ts_valid: Out(1)
     time_ns: In(64)
 
     def elaborate(self, platform):
@@ -234,16 +234,20 @@ class RxTimestamper(wiring.Component):
                 returned.eq(1),
             ]
 
+        beat = self.i
         in_frame = Signal()
         tag = Signal(SEQUENCE_BITS)
-        with m.If(self.beat_valid):
-            m.d.rx += in_frame.eq(~self.beat_last)
+        with m.If(beat.valid):
+            m.d.rx += in_frame.eq(~beat.p.last)
             with m.If(~in_frame):
                 m.d.rx += tag.eq(sequence)
         frame_tag = Mux(in_frame, tag, sequence)
+        ours = returned & (returned_sequence == frame_tag) & ~beat.p.error
         m.d.comb += [
-            self.ts_ns.eq(returned_ns),
-            self.ts_valid.eq(returned & (returned_sequence == frame_tag) & ~self.beat_error),
+            self.o.valid.eq(beat.valid),
+            self.o.p.eq(beat.p),
+            self.o.p.meta.ts_ns.eq(returned_ns),
+            self.o.p.meta.ts_valid.eq(ours & self.enable),
         ]
         return m
 

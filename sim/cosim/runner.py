@@ -40,7 +40,7 @@ TIMESCALE = ("1ns", "1ps")
 
 # Icarus: none beyond cocotb's own -g2012 (a later -g would win). The export wakes every
 # `always @*` block at time 0 under -g2012 as under -g2005 (wake_processes_at_time_zero in
-# verilog.py), so a user's bench needs no flag either; tests/test_verilog_icarus_flags.py
+# verilog.py), so a user's bench needs no flag either; tests/sim/cosim/test_verilog_icarus_flags.py
 # builds every top both ways.
 ICARUS_BUILD_ARGS: tuple[str, ...] = ()
 

@@ -24,7 +24,7 @@ does on one CPU:
   own memory traffic through the memory system (a *stall*, at most 1 KiB each way). So the
   *preemption latency* -- from a higher context asking for the CPU to it running -- is at
   most one slice plus one MMIO bus transaction or memory stall; every such latency is
-  recorded (``preemption_ns``) and the bound is tested (tests/test_scenario_sim.py).
+  recorded (``preemption_ns``) and the bound is tested (tests/sim/run/test_scenario_sim.py).
 - Busy waiting (a spin on a lock, pktgen re-trying a stopped queue) holds the CPU and is
   accounted (``spin``); sleeping waits (a timer, an IRQ line) do not use the CPU at all.
 

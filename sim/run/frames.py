@@ -8,7 +8,7 @@ frame's bytes follow from ``(family, seq, size)``: a receiver rebuilds the frame
 and compares byte for byte, and a seed replays a run exactly.
 
 Pure Python (no cocotb): the format is unit-tested without a simulator
-(tests/test_frames.py).
+(tests/sim/run/test_frames.py).
 """
 
 from __future__ import annotations

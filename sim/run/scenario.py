@@ -4,7 +4,7 @@ the metrics computed from the raw record that bench writes (:func:`compute_metri
 
 The bench records raw facts only (wire stamps, xmit and on_receive times, driver and CPU
 counters, AXI bursts); every number a user reads is computed here, from that record, so
-the arithmetic is unit-tested without a simulator (tests/test_scenario_metrics.py).
+the arithmetic is unit-tested without a simulator (tests/sim/run/test_scenario_metrics.py).
 """
 
 from __future__ import annotations

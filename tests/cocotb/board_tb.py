@@ -28,9 +28,9 @@ from macdma.hdl.boards.uart_bridge import NOTIFY_IRQ
 from macdma.hdl.mac.mdio import MDIO_PIN_NAMES
 from macdma.sim.benches.board import BoardBench, now_ns
 
-# tests/mdio_phy.py, the clause 22 PHY model of the Amaranth tests, runs here through a
+# tests/models/mdio_phy.py, the clause 22 PHY model of the Amaranth tests, runs here through a
 # small cocotb adapter (CocotbContext); tests/ is not on the simulator's path otherwise.
-sys.path.append(str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "models"))
 from mdio_phy import OP_READ, OP_WRITE, MdioPhy  # noqa: E402
 
 PREAMBLE_SFD = b"\x55" * 7 + b"\xd5"

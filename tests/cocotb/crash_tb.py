@@ -1,5 +1,5 @@
 """A cocotb module whose simulator dies mid-test, leaving no results file
-(tests/test_cli_errors.py checks the one message the runner and the CLI give for it)."""
+(tests/sim/test_cli_errors.py checks the one message the runner and the CLI give for it)."""
 
 import os
 

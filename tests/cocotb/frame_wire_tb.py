@@ -1,4 +1,5 @@
-"""cocotb bench: the frame wire beside cocotbext-eth's GMII models (tests/test_frame_wire.py).
+"""cocotb bench: the frame wire beside cocotbext-eth's GMII models
+(tests/hdl/sim_wire/test_frame_wire.py).
 
 On ``macdma_sim_wire_check`` the frame player drives ``gmii_rx*`` while a GmiiSource fed
 the same frames drives ``ref_rx*``; the top counts every receive clock where the two pin

@@ -1,4 +1,4 @@
-"""cocotb bench for the HDL host memory's burst record (tests/test_hdl_memory.py).
+"""cocotb bench for the HDL host memory's burst record (tests/sim/benches/test_hdl_memory.py).
 
 A bench-port ``Axi4Ram`` alone (``hdl_memory_ram``: its AXI4 slave as ``s_axi_*``, its
 bench ports as ``mem_*``) with ``HdlHostMemory`` on it. Read and write bursts are offered

@@ -1,5 +1,5 @@
 """cocotb bench for the host memory's CPU traffic port and shared timing
-(tests/test_memory_system.py), on ``memory_system_top``: a ``SharedHostMemory`` whose DMA
+(tests/hdl/bus/test_memory_system.py), on ``memory_system_top``: a ``SharedHostMemory`` whose DMA
 port is ``s_axi_*`` (driven here by cocotbext-axi's AxiMaster standing in for the DMA)
 and whose bench ports are ``mem_*``.
 

@@ -1,4 +1,5 @@
-"""cocotb bench for the runner smoke test: an 8-bit counter with enable (tests/test_runner.py).
+"""cocotb bench for the runner smoke test: an 8-bit counter with enable
+(tests/sim/cosim/test_runner.py).
 
 `test_counts_when_enabled` must pass; `test_deliberate_failure` must fail with the message
 "deliberate failure: count=..." so the runner's failure reporting can be checked. The pytest

@@ -1,5 +1,5 @@
 """A user's first cocotb bench on an exported top, nothing of the project's benches in it
-(tests/test_verilog_icarus_flags.py builds it on Icarus with -g2012 and with -g2005).
+(tests/sim/cosim/test_verilog_icarus_flags.py builds it on Icarus with -g2012 and with -g2005).
 
 The pytest side reads the top's ports from its Verilog and passes them in env
 ``EXPORT_PORTS`` (JSON): ``outputs``, ``inputs``, ``clocks``, ``resets`` and ``held_high``
