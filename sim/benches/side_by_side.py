@@ -232,7 +232,12 @@ def table(measured: list[Measured], sides: dict[str, Side], first_round: int) ->
 def table_from(path: Path) -> str:
     """The table of a recorded run (its ``side_by_side.json``), sweep points re-read from
     the folders beside it when the record has none."""
-    record = json.loads(path.read_text())
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise SystemExit(f"side_by_side: cannot read {path}: {error}") from None
+    if not isinstance(record, dict) or not {"sides", "measured"} <= record.keys():
+        raise SystemExit(f"side_by_side: {path} is not a side_by_side.json (no sides/measured)")
     sides = {
         name: Side(**{**fields, "tree": Path(fields["tree"])})
         for name, fields in record["sides"].items()
@@ -267,7 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.worktrees.resolve().is_relative_to(repo):
         parser.error("--worktrees must be outside the repository")
     after = this_tree(repo)
-    commit = _git(repo, "rev-parse", args.before) if args.before else before_frame_wire(repo)
+    if args.before:
+        try:
+            commit = _git(repo, "rev-parse", "--verify", "--quiet", args.before + "^{commit}")
+        except subprocess.CalledProcessError:
+            parser.error(f"--before {args.before}: no such commit")
+    else:
+        commit = before_frame_wire(repo)
     before = prepare_before(repo, commit, args.worktrees)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
