@@ -4,6 +4,7 @@ nothing that decides it changes; the generated headers carry the Python tables; 
 configuration is refused by name."""
 
 import shutil
+import subprocess
 
 import pytest
 
@@ -82,3 +83,58 @@ def test_the_pktgen_frame_and_the_hash():
     # FNV-1a of the padded words: a trailing zero byte is invisible, a changed byte is not.
     assert abi.frame_hash(b"abc") == abi.frame_hash(b"abc\x00")
     assert abi.frame_hash(b"abc") != abi.frame_hash(b"abd")
+
+
+IDLE_HARNESS = r"""
+#include <stdio.h>
+#include "idle.h"
+
+/* A cycle counter that moves 5 per read, and one 1,000-cycle trap placed just before or
+ * just after the counter's read number TRAP_AT. */
+static volatile uint32_t irq_total;
+static uint64_t clock_now;
+static int reads, trap_at, trap_after;
+
+static void trap(void) { clock_now += 1000; irq_total += 1000; }
+
+static uint64_t cycles(void)
+{
+    reads++;
+    if (reads == trap_at && !trap_after) trap();
+    uint64_t now = (clock_now += 5);
+    if (reads == trap_at && trap_after) trap();
+    return now;
+}
+
+int main(void)
+{
+    for (trap_at = 1; trap_at <= 3; trap_at++)
+        for (trap_after = 0; trap_after <= 1; trap_after++) {
+            reads = 0;
+            struct idle_mark mark = idle_sample(&irq_total, cycles);
+            uint32_t idle = idle_since(&mark, &irq_total, cycles);
+            printf("%d %d %u\n", trap_at, trap_after, idle);
+        }
+    return 0;
+}
+"""
+
+
+def test_idle_time_never_counts_a_trap_taken_between_the_two_reads(tmp_path):
+    """firmware/c/idle.h on the host: wherever a trap lands among the reads, the idle
+    cycles are the span less the trap, never the trap itself and never a wrapped
+    negative (the race that once reported -13,453,606 cycles per packet)."""
+    source = tmp_path / "idle_harness.c"
+    source.write_text(IDLE_HARNESS)
+    binary = tmp_path / "idle_harness"
+    compiled = subprocess.run(
+        ["cc", "-O2", "-Wall", "-Werror", f"-I{build.SOURCE_DIR}", str(source), "-o", str(binary)],
+        capture_output=True,
+        text=True,
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    lines = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+    idles = {tuple(map(int, line.split()[:2])): int(line.split()[2]) for line in lines.splitlines()}
+    assert len(idles) == 6
+    for (trap_at, after), idle in idles.items():
+        assert 0 < idle < 1000, f"trap at read {trap_at} {'after' if after else 'before'}: {idle}"

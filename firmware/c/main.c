@@ -13,6 +13,7 @@
 #include "app.h"
 #include "cpu.h"
 #include "fw_abi.h"
+#include "idle.h"
 #include "macdma.h"
 
 struct macdma_dev app_dev;
@@ -31,25 +32,11 @@ static uint32_t app_xmit_cycles;
 
 static inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
-/* Idle time for the bench: the cycles since the last mark, less the trap handler's. */
-struct idle_mark {
-    uint64_t cycles;
-    uint32_t irq_cycles;
-};
-
-static void idle_begin(struct idle_mark *mark)
-{
-    mark->irq_cycles = app_irq_cycles;
-    mark->cycles = cpu_cycles();
-}
+static void idle_begin(struct idle_mark *mark) { *mark = idle_sample(&app_irq_cycles, cpu_cycles); }
 
 static void idle_account(struct idle_mark *mark)
 {
-    uint32_t irq_cycles = app_irq_cycles;
-    uint64_t now = cpu_cycles();
-    app_idle_cycles += (uint32_t)(now - mark->cycles) - (irq_cycles - mark->irq_cycles);
-    mark->cycles = now;
-    mark->irq_cycles = irq_cycles;
+    app_idle_cycles += idle_since(mark, &app_irq_cycles, cpu_cycles);
 }
 
 /* -- RX sink ------------------------------------------------------------------------ */
