@@ -66,12 +66,15 @@ class CacheHierarchy:
             filled is invalidated again when it is handed to the CPU (dma_unmap,
             dma_sync_*_for_cpu); False for a core that never speculates (MIPS 34K:
             Linux's cpu_needs_post_dma_flush), whose unmap does nothing.
+        line_transfer: CPU cycles a core waits for a line another core's cache holds
+            (firmware/locks.py ``SharedLine``); 0: no cost.
     """
 
     line_bytes: int = 64
     levels: tuple[CacheLevel, ...] = ()
     coherent_dma: bool = True
     post_dma_invalidate: bool = True
+    line_transfer: float = 0.0
 
     def __post_init__(self) -> None:
         line = self.line_bytes
@@ -83,6 +86,9 @@ class CacheHierarchy:
             raise ValueError(
                 f"post_dma_invalidate = {self.post_dma_invalidate!r} must be true or false"
             )
+        value = self.line_transfer
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"line_transfer = {value!r} must be a number >= 0")
         if not self.coherent_dma and not self.levels:
             raise ValueError("a non-coherent DMA needs at least one cache level to maintain")
 

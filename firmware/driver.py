@@ -367,9 +367,11 @@ class MacDmaDriver:
         queued, False (NETDEV_TX_BUSY) while the queue is stopped."""
         return await self._opened_tx().xmit(fragments, hw_timestamp=hw_timestamp)
 
-    async def xmit_tso(self, header: bytes, payload: list[bytes], mss: int) -> bool:
+    async def xmit_tso(
+        self, header: bytes, payload: list[bytes], mss: int, *, seq_offset: int | None = None
+    ) -> bool:
         """Software TSO of one super-segment (:meth:`~.tx_queue.TxQueue.xmit_tso`)."""
-        return await self._opened_tx().xmit_tso(header, payload, mss)
+        return await self._opened_tx().xmit_tso(header, payload, mss, seq_offset=seq_offset)
 
     async def wait_for_wake(self, poll_ns: float = WAKE_POLL_NS) -> None:
         """Return once the TX queue is awake (:meth:`~.tx_queue.TxQueue.wait_for_wake`):

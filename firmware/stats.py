@@ -53,7 +53,8 @@ class DriverStats:
     (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
     RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
     GRO handed to the stack: ``gro``), tso_segments (frames software TSO cut from
-    super-segments: ``xmit_tso``).
+    super-segments: ``xmit_tso``), line_transfers (cache lines the driver's contexts took
+    from another core's cache: :class:`~.locks.SharedLine`).
     """
 
     tx_packets: int = 0
@@ -85,6 +86,7 @@ class DriverStats:
     rx_irqs: int = 0
     gro_flushes: int = 0
     tso_segments: int = 0
+    line_transfers: int = 0
 
 
 @dataclass(frozen=True)

@@ -10,34 +10,42 @@ clean reaps the frame and wakes the queue when ``wake_threshold`` descriptors ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import regs
 from .cache import CacheOp
 from .config import UDP_CSUM_OFFSET, UDP_CSUM_START
 from .descriptor import MAX_BUFFER_BYTES, Descriptor
 from .hooks import QueueHooks
-from .locks import WAKE_POLL_NS, SpinLock, mutex_lock, spin_lock
+from .locks import WAKE_POLL_NS, SharedLine, SpinLock, mutex_lock, spin_lock
 from .netdev import NetDevice
 from .ring import TX_REGS, DescriptorRing
 
-__all__ = ["TSO_HEADER_BYTES", "TxBuffer", "TxQueue"]
+__all__ = ["TSO_HEADER_BYTES", "TX_BOUNCE_ALIGN", "TxBuffer", "TxQueue", "tso_header"]
 
+#: Cache lines of one frame's state that xmit writes and TX clean writes again: the ring
+#: slot's bookkeeping (stmmac's tx_skbuff / tx_skbuff_dma entries) and the sk_buff's line
+#: its free writes (the refcount and destructor, kfree_skb -> skb_release_head_state).
+TX_FRAME_LINES = 2
 #: One segment's headers in the TSO header buffer (fec's TSO_HEADER_SIZE).
 TSO_HEADER_BYTES = 128
+#: The alignment a TX DMA without byte-aligned reads needs (fec's FEC_ALIGNMENT + 1):
+#: with ``tx_bounce`` a TSO payload piece starting off it is copied to a bounce buffer.
+TX_BOUNCE_ALIGN = 4
 
 
-def _tso_segments(payload: list[bytes], mss: int) -> list[list[bytes]]:
-    """The pieces of ``payload`` each ``mss``-byte segment covers, in order: a segment
-    that crosses a fragment boundary has a piece of each fragment."""
-    segments: list[list[bytes]] = []
-    pieces: list[bytes] = []
+def _tso_segments(payload: list[bytes], mss: int) -> list[list[tuple[int, bytes]]]:
+    """The pieces of ``payload`` each ``mss``-byte segment covers, in order, each as
+    (its offset in its fragment, its bytes): a segment that crosses a fragment boundary
+    has a piece of each fragment."""
+    segments: list[list[tuple[int, bytes]]] = []
+    pieces: list[tuple[int, bytes]] = []
     room = mss
     for frag in payload:
         offset = 0
         while offset < len(frag):
             take = min(room, len(frag) - offset)
-            pieces.append(frag[offset : offset + take])
+            pieces.append((offset, frag[offset : offset + take]))
             offset += take
             room -= take
             if room == 0:
@@ -46,6 +54,22 @@ def _tso_segments(payload: list[bytes], mss: int) -> list[list[bytes]]:
     if pieces:
         segments.append(pieces)
     return segments
+
+
+def tso_header(header: bytes, seq_offset: int | None, sent_bytes: int) -> bytes:
+    """One segment's headers from the super-segment's (``tso_build_hdr``): the 32-bit
+    big-endian TCP sequence number at ``seq_offset`` advanced by the payload bytes the
+    earlier segments carried (mod 2**32, as TCP's); ``header`` unchanged when
+    ``seq_offset`` is None."""
+    if seq_offset is None:
+        return header
+    if not 0 <= seq_offset <= len(header) - 4:
+        raise ValueError(
+            f"a TSO header of {len(header)} bytes has no 32-bit sequence number at {seq_offset}"
+        )
+    seq = int.from_bytes(header[seq_offset : seq_offset + 4], "big")
+    seq = (seq + sent_bytes) % (1 << 32)
+    return header[:seq_offset] + seq.to_bytes(4, "big") + header[seq_offset + 4 :]
 
 
 @dataclass
@@ -60,6 +84,8 @@ class TxBuffer:
     descriptors: int = 0
     frame_bytes: int = 0
     hw_timestamp: bool = False  # the frame asked for its TX time (SKBTX_HW_TSTAMP)
+    # The frame's state xmit and TX clean both write (on two cores, it moves each time).
+    line: SharedLine = field(default_factory=lambda: SharedLine("tx_frame", TX_FRAME_LINES))
 
 
 class TxQueue(DescriptorRing):
@@ -81,6 +107,9 @@ class TxQueue(DescriptorRing):
         self.stats = netdev.stats
         self.buffers = [TxBuffer() for _ in range(size)]
         self.xmit_lock = SpinLock("tx_queue")  # __netif_tx_lock: one producer at a time
+        # next_to_use and next_to_clean, side by side as stmmac's cur_tx and dirty_tx are:
+        # xmit writes one and reads the other, TX clean the reverse.
+        self.index_line = SharedLine("tx_ring")
         self.stopped = False
         self.tso_headers: int | None = None  # the TSO header buffer, at the first TSO xmit
         # TX_FRAMES and tx_packets when the driver last matched them (open, recovery):
@@ -146,7 +175,8 @@ class TxQueue(DescriptorRing):
             await self.io.charge("per_byte_memcpy", len(fragments[0]))
             count = 1
             self.stats.tx_linearized += 1
-        async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+        async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
+            await self.index_line.touch(self.io, write=True)  # next_to_clean in, next_to_use out
             if self.unused() < count:
                 # Only reachable with more fragments than max_frags: a driver bug in Linux.
                 self.stop_queue()
@@ -188,6 +218,7 @@ class TxQueue(DescriptorRing):
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
+            await head.line.touch(self.io, write=True)
             head.eop_index = last
             head.descriptors = count
             head.frame_bytes = sum(len(f) for f in fragments)
@@ -201,50 +232,61 @@ class TxQueue(DescriptorRing):
                 self.stop_queue()
             return True
 
-    async def xmit_tso(self, header: bytes, payload: list[bytes], mss: int) -> bool:
+    async def xmit_tso(
+        self, header: bytes, payload: list[bytes], mss: int, *, seq_offset: int | None = None
+    ) -> bool:
         """Software TSO in the driver (fec_enet_txq_submit_tso): one super-segment of
         ``header`` and the ``payload`` page fragments, cut into segments of ``mss``
         payload bytes, each a frame of its own on the wire.
 
-        Each payload fragment is mapped once (``tx_per_fragment_map`` and a clean pass
-        over its lines); per segment the header is copied into the ring's DMA-able header
+        Per segment the headers are built from ``header`` (``tso_build_hdr``: with
+        ``seq_offset``, the TCP sequence number there advanced by the payload bytes
+        before the segment, :func:`tso_header`) and copied into the ring's DMA-able header
         buffer (``per_byte_memcpy``; that buffer is dma_alloc_coherent, so on a
-        non-coherent DMA the copy's stores are uncached memory traffic) and posted as the
-        segment's first descriptor, followed by one descriptor per piece of a fragment the
-        segment covers. ``tx_per_packet`` once for the super-segment, one doorbell.
-        Returns False (NETDEV_TX_BUSY, nothing queued) when the descriptors do not fit.
+        non-coherent DMA the copy's stores are uncached memory traffic), posted as the
+        segment's first descriptor; then one descriptor per piece of a fragment the
+        segment covers, each piece mapped on its own as fec_enet_txq_put_data_tso does
+        (``tx_per_fragment_map`` and a clean pass over the piece's lines; with
+        ``tx_bounce`` a piece off :data:`TX_BOUNCE_ALIGN` is first copied into an
+        aligned bounce buffer). ``tx_per_packet`` once for the super-segment, one
+        doorbell. Returns False (NETDEV_TX_BUSY, nothing queued, the queue stopped) when
+        the descriptors do not fit.
         """
         if not 1 <= mss <= MAX_BUFFER_BYTES or not payload or not header:
             raise ValueError(f"TSO needs a header, payload and an MSS of 1..{MAX_BUFFER_BYTES}")
+        if len(header) > TSO_HEADER_BYTES:
+            raise ValueError(f"A TSO header is at most {TSO_HEADER_BYTES} bytes")
+        tso_header(header, seq_offset, 0)  # a sequence number outside the header: refused
         segments = _tso_segments(payload, mss)
         needed = sum(1 + len(pieces) for pieces in segments)
+        if needed > self.size - 1:
+            raise ValueError(
+                f"A super-segment of {needed} descriptors does not fit a {self.size}-entry ring"
+            )
         if self.stopped or self.unused() < needed:
             self.stop_queue()
             return False
         if self.tso_headers is None:
             self.tso_headers = self.platform.dma_alloc(self.size * TSO_HEADER_BYTES, align=64)
-        if len(header) > TSO_HEADER_BYTES:
-            raise ValueError(f"A TSO header is at most {TSO_HEADER_BYTES} bytes")
+        config = self.netdev.config
         ioc = self.netdev.strategy.ioc
-        async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+        async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
+            await self.index_line.touch(self.io, write=True)
             await self.io.charge("tx_per_packet")
-            for frag in payload:  # the super-segment's pages, each mapped once
-                await self.io.charge("tx_per_fragment_map")
-                # a page fragment starts line-aligned (its page, or a page_frag chunk)
-                await self.io.cache_pass(CacheOp.CLEAN, 0, len(frag))
             index = self.next_to_use
+            sent_bytes = 0
             for pieces in segments:
                 first = index
-                await self.io.charge("per_byte_memcpy", len(header))
-                await self.io.uncached(write_bytes=len(header))
+                segment_header = tso_header(header, seq_offset, sent_bytes)
+                await self.io.charge("per_byte_memcpy", len(segment_header))
+                await self.io.uncached(write_bytes=len(segment_header))
                 slot = self.tso_headers + first * TSO_HEADER_BYTES
-                self.platform.mem_write(slot, header)
-                parts = [(slot, len(header))]
+                self.platform.mem_write(slot, segment_header)
+                parts = [(slot, len(segment_header))]
                 slots = self._following(first + 1, len(pieces))
-                parts += [
-                    (self.map_fragment(i, piece), len(piece))
-                    for i, piece in zip(slots, pieces, strict=True)
-                ]
+                for i, (offset, piece) in zip(slots, pieces, strict=True):
+                    parts.append((await self._map_tso_piece(i, offset, piece), len(piece)))
+                    sent_bytes += len(piece)
                 for n, (address, length) in enumerate(parts):
                     await self.io.charge("tx_per_descriptor")
                     last = n == len(parts) - 1
@@ -252,6 +294,7 @@ class TxQueue(DescriptorRing):
                     await self.posted_uncached()
                     eop, index = index, self.next(index)
                 head = self.buffers[first]
+                await head.line.touch(self.io, write=True)
                 head.eop_index, head.descriptors = eop, len(parts)
                 head.frame_bytes, head.hw_timestamp = sum(n for _, n in parts), False
                 self.stats.tx_descriptors += len(parts)
@@ -259,9 +302,23 @@ class TxQueue(DescriptorRing):
             self.next_to_use = index
             await self.ring_doorbell()
             await self.netdev.tx_timer.on_xmit(self.netdev.napi_scheduled)
-            if self.unused() < self.netdev.config.max_frags:
+            if self.unused() < config.max_frags:
                 self.stop_queue()
             return True
+
+    async def _map_tso_piece(self, index: int, offset: int, piece: bytes) -> int:
+        """fec_enet_txq_put_data_tso for one piece at ``offset`` in its page fragment
+        (which starts line-aligned: a page, or a page_frag chunk): bounce it when the DMA
+        cannot read from there (``tx_bounce``), dma_map_single it, one clean pass over
+        its lines. Returns its bus address."""
+        if self.netdev.config.tx_bounce and offset % TX_BOUNCE_ALIGN:
+            await self.io.charge("per_byte_memcpy", len(piece))
+            self.stats.tx_bounced += 1
+            offset = 0  # the bounce buffer is aligned
+        await self.io.charge("tx_per_fragment_map")
+        address = self.map_fragment(index, piece)
+        await self.io.cache_pass(CacheOp.CLEAN, offset, len(piece))
+        return address
 
     def _following(self, start: int, count: int) -> list[int]:
         """``count`` ring slots from ``start`` (wrapping)."""
@@ -299,7 +356,7 @@ class TxQueue(DescriptorRing):
             if self.netdev.config.tx_clean_lock == "queue":
                 # The whole reap under the TX queue lock (__netif_tx_lock): xmit on
                 # another core spins until it is done.
-                async with spin_lock(self.platform, self.xmit_lock, self.lock_level):
+                async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
                     return await self.clean_locked(budget)
             return await self.clean_locked(budget)
         finally:
@@ -309,6 +366,7 @@ class TxQueue(DescriptorRing):
         """:meth:`clean` with ``clean_lock`` held by the caller."""
         netdev = self.netdev
         netdev.phc.begin_pass()
+        await self.index_line.touch(self.io, write=False)  # next_to_use
         cleaned = 0
         while self.next_to_clean != self.next_to_use and (budget is None or cleaned < budget):
             first = self.next_to_clean
@@ -323,11 +381,14 @@ class TxQueue(DescriptorRing):
                 netdev.on_tx_timestamp(await netdev.phc.extend(eop.timestamp_low_ns))
             head.hw_timestamp = False
             await self.io.charge("tx_clean_per_descriptor", head.descriptors)
+            await head.line.touch(self.io, write=True)  # the slot cleared, the skb freed
             self.stats.tx_packets += 1
             self.stats.tx_bytes += head.frame_bytes
             self.next_to_clean = self.next(head.eop_index)
             head.eop_index = None
             cleaned += 1
+        if cleaned:
+            await self.index_line.touch(self.io, write=True)  # next_to_clean
         # Hysteresis: wake only with room for several worst-case frames, so a stopped queue
         # does not flap once per cleaned frame.
         if self.stopped and self.unused() >= netdev.config.wake_threshold:

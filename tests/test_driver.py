@@ -1621,7 +1621,8 @@ def test_gro_flushes_a_full_batch_before_the_poll_ends():
 def test_software_tso_cuts_a_super_segment_into_frames_with_copied_headers():
     """A 54-byte header and 10,000 bytes in three page fragments, MSS 1448: seven frames,
     each the header (copied into the header buffer, posted uncached) and descriptors into
-    the fragments; the pages mapped and cleaned once, the stack's xmit paid once."""
+    the fragments; each piece of a page mapped and cleaned on its own (fec maps per
+    piece), the stack's xmit paid once."""
 
     async def body():
         costs = CpuCosts(
@@ -1643,12 +1644,52 @@ def test_software_tso_cuts_a_super_segment_into_frames_with_copied_headers():
         assert [len(frame) - 54 for frame in device.sent] == [1448] * 6 + [1312]
         assert driver.stats.tx_packets == 7 and driver.stats.tx_descriptors == 7 + 9
         assert p.cycles["tx_per_packet"] == 1000.0  # once per super-segment
-        assert p.cycles["tx_per_fragment_map"] == 3 * 100.0  # each page mapped once
+        assert p.cycles["tx_per_fragment_map"] == 9 * 100.0  # each piece mapped
         assert p.cycles["tx_per_descriptor"] == 16 * 10.0
         assert p.cycles["per_byte_memcpy"] == 7 * 54.0  # a header copy per segment
-        # The pages' lines cleaned once (128 + 128 + 57 lines), none of the header buffer
-        assert p.cycles["cache_clean"] == (128 + 128 + 57) * (2 + 20)
+        # The pieces (offset in their page, bytes), each cleaned over its own lines
+        pieces = [(0, 1448), (1448, 1448), (2896, 1200), (0, 248), (248, 1448),
+                  (1696, 1448), (3144, 952), (0, 496), (496, 1312)]  # fmt: skip
+        lines = sum(TWO_LEVELS.lines(offset, length) for offset, length in pieces)
+        assert p.cycles["cache_clean"] == lines * (2 + 20)
         # the header copies' and the descriptors' stores are uncached
         assert p.traffic["descriptor_uncached"][1] == 7 * 54 + 16 * DESCRIPTOR_BYTES
+
+    run(body())
+
+
+def test_software_tso_advances_each_segments_tcp_sequence_number():
+    """tso_build_hdr: segment k's header carries the super-segment's sequence number plus
+    the payload bytes of the segments before it (mod 2**32); the rest of the header is
+    copied as is."""
+
+    async def body():
+        driver, _, device, _ = await make(tx_ring=64, rx_ring=4)
+        start = (1 << 32) - 2000  # wraps inside the super-segment
+        header = bytes(14) + start.to_bytes(4, "big") + bytes(range(36))
+        assert await driver.xmit_tso(header, [bytes(5000)], 1448, seq_offset=14)
+        device.complete_tx(irq=False)
+        seqs = [int.from_bytes(frame[14:18], "big") for frame in device.sent]
+        assert seqs == [(start + n * 1448) % (1 << 32) for n in range(4)]
+        assert all(frame[:14] + frame[18:54] == header[:14] + header[18:] for frame in device.sent)
+        with pytest.raises(ValueError, match="no 32-bit sequence number at 52"):
+            await driver.xmit_tso(header, [bytes(100)], 1448, seq_offset=52)
+
+    run(body())
+
+
+def test_software_tso_bounces_only_pieces_off_the_dma_alignment():
+    """With tx_bounce (a TX DMA reading only 4-byte-aligned buffers), a TSO payload piece
+    that starts off 4 bytes is copied into a bounce buffer first; aligned ones are not."""
+
+    async def body():
+        driver, p, device, _ = await make(
+            CpuCosts(per_byte_memcpy=1.0), tx_ring=64, rx_ring=4, tx_bounce=True
+        )
+        p.cycles.clear()
+        # MSS 1446: pieces start at 0, 1446 (off 4), 2892 (aligned), 4338 (off 4)
+        assert await driver.xmit_tso(bytes(54), [bytes(5000)], 1446)
+        assert driver.stats.tx_bounced == 2
+        assert p.cycles["per_byte_memcpy"] == 4 * 54 + 1446 + (5000 - 3 * 1446)
 
     run(body())

@@ -12,12 +12,15 @@ from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario, compute_metrics
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"traffic": "tcp"}, "traffic must be one of pktgen, udp, stream, forward, rr; got 'tcp'"),
+        (
+            {"traffic": "tcp"},
+            "traffic must be one of pktgen, udp, stream, stream_tx, forward, rr; got 'tcp'",
+        ),
         ({"traffic": "stream", "direction": "rx"}, "traffic stream moves frames both ways"),
         ({"traffic": "forward", "frags": 1}, "traffic forward sends single-buffer frames"),
         (
             {"traffic": "udp", "window": 8},
-            "window 8 has no effect unless traffic is stream or forward",
+            "window 8 has no effect unless traffic is stream, stream_tx or forward",
         ),
         ({"rate_mbps": 200, "link_mbps": 100}, "rate_mbps 200 is above the link's 100 Mb/s"),
         ({"rate_mbps": -1.0}, "rate_mbps must be 0..1000 Mb/s"),

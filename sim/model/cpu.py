@@ -28,6 +28,16 @@ does on one CPU:
 - Busy waiting (a spin on a lock, pktgen re-trying a stopped queue) holds the CPU and is
   accounted (``spin``); sleeping waits (a timer, an IRQ line) do not use the CPU at all.
 
+Hardware threads (``threads_per_pipeline`` 2, a MIPS 34K's two VPEs): the ``cores`` are
+then the CPUs Linux sees, and each pair of them (0 and 1, 2 and 3, ...) shares one
+pipeline. A core *issues* while it runs a charge or a spin; while both threads of a
+pipeline issue, each advances at ``thread_share`` of the clock (0.5: the issue slots
+split evenly; more when each thread's stalls leave slots to the other), and a thread
+whose sibling issues nothing gets the whole pipeline: an idle sibling costs nothing. A
+thread stalled on the bus (an MMIO access, a memory stall) does not issue. The rate is
+re-read whenever the sibling starts or stops issuing, so a charge of C cycles takes
+exactly C / mhz when alone and C / (mhz x share) beside a busy sibling.
+
 Time on the CPU is ``cycles / mhz`` microseconds of simulated time; busy time is kept per
 cost name (``tx_per_packet``, ``mmio_bus``, ...) so a run can say where the cycles went,
 and cumulative totals can be sampled at any moment (:meth:`CpuModel.totals`) so a
@@ -45,7 +55,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 import cocotb
-from cocotb.triggers import Event, Timer
+from cocotb.triggers import Event, First, Timer
 from cocotb.utils import get_sim_time
 
 from macdma.firmware.costs import CpuCosts
@@ -103,6 +113,27 @@ class _Core:
         self.in_step: _Context | None = None  # the top is inside a non-preemptible step
         self.open: tuple[float, str] | None = None  # (start, what) of the busy step running
         self.busy_ns: dict[str, float] = defaultdict(float)
+        self.pipeline: _Pipeline | None = None  # shared with a hardware-thread sibling
+
+
+class _Pipeline:
+    """One pipeline that two hardware threads share: how many of them issue now, each
+    one's rate while both do (``share``), and an event that fires when that count changes
+    (a thread in the middle of a charge then re-reads its rate)."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.issuing = 0
+        self.changed = Event()
+
+    def rate(self) -> float:
+        """The fraction of the clock one issuing thread advances at."""
+        return self.share if self.issuing > 1 else 1.0
+
+    def set_issuing(self, delta: int) -> None:
+        self.issuing += delta
+        changed, self.changed = self.changed, Event()
+        changed.set()
 
 
 class CpuModel:
@@ -117,10 +148,20 @@ class CpuModel:
     reach a boundary), ``max_step_ns`` (the longest non-preemptible step taken: a slice, a
     barrier's drain slice or an MMIO bus access), ``max_mmio_ns`` (the longest MMIO access),
     ``max_stall_ns`` (the longest memory stall: a step of the CPU's own memory traffic).
+
+    ``threads_per_pipeline`` 2 makes each pair of cores hardware threads of one pipeline,
+    each issuing at ``thread_share`` of the clock while its sibling issues too (above).
     """
 
     def __init__(
-        self, mhz: float, costs: CpuCosts, *, cores: int = 1, slice_cycles: float = SLICE_CYCLES
+        self,
+        mhz: float,
+        costs: CpuCosts,
+        *,
+        cores: int = 1,
+        slice_cycles: float = SLICE_CYCLES,
+        threads_per_pipeline: int = 1,
+        thread_share: float = 1.0,
     ):
         if not mhz > 0:
             raise ValueError(f"CPU clock must be > 0 MHz, got {mhz!r}")
@@ -128,6 +169,13 @@ class CpuModel:
             raise ValueError(f"slice_cycles must be > 0, got {slice_cycles!r}")
         if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
             raise ValueError(f"cores must be a whole number >= 1, got {cores!r}")
+        if threads_per_pipeline not in (1, 2) or cores % threads_per_pipeline:
+            raise ValueError(
+                f"threads_per_pipeline must be 1 or 2 and divide cores ({cores}), got "
+                f"{threads_per_pipeline!r}"
+            )
+        if not 0.5 <= thread_share <= 1.0:
+            raise ValueError(f"thread_share must be 0.5..1, got {thread_share!r}")
         self.mhz = float(mhz)
         self.cores = cores
         self.costs = costs
@@ -140,6 +188,13 @@ class CpuModel:
         self.max_mmio_ns = 0.0
         self.max_stall_ns = 0.0
         self._cores = [_Core(index) for index in range(cores)]
+        self.threads_per_pipeline = threads_per_pipeline
+        self.thread_share = float(thread_share)
+        if threads_per_pipeline > 1:
+            for first in range(0, cores, threads_per_pipeline):
+                pipeline = _Pipeline(self.thread_share)
+                for core in self._cores[first : first + threads_per_pipeline]:
+                    core.pipeline = pipeline
         self._by_task: dict[object, _Context] = {}
         self._started_ns = get_sim_time("ns")
 
@@ -165,6 +220,11 @@ class CpuModel:
         """The core the calling task's context runs on, or None outside any context."""
         ctx = self._by_task.get(cocotb.task.current_task())
         return None if ctx is None else ctx.core.index
+
+    def cache_domain(self, core: int) -> int:
+        """The L1 cache ``core`` works against: its own, or the one its pipeline's
+        hardware threads share (a core index divided by ``threads_per_pipeline``)."""
+        return core // self.threads_per_pipeline
 
     @contextlib.asynccontextmanager
     async def context(self, level: str, core: int | None = None):
@@ -345,11 +405,39 @@ class CpuModel:
         async with self.step():
             core = self._by_task[cocotb.task.current_task()].core
             core.open = (get_sim_time("ns"), what)
-            ps = round(ns * 1000)
-            if ps > 0:
-                await Timer(ps, unit="ps")
+            if core.pipeline is None:
+                ps = round(ns * 1000)
+                if ps > 0:
+                    await Timer(ps, unit="ps")
+                taken = ns
+            else:
+                taken = await self._issue(core.pipeline, ns)
             core.open = None
-            self._account(core, what, ns)
+            self._account(core, what, taken)
+
+    @staticmethod
+    async def _issue(pipeline: _Pipeline, ns: float) -> float:
+        """``ns`` of work at the full clock on a pipeline shared with a sibling thread:
+        advance at the pipeline's rate, re-read whenever the sibling starts or stops
+        issuing. Returns the time it took (ns)."""
+        started_ps = get_sim_time("ps")
+        pipeline.set_issuing(+1)
+        try:
+            remaining_ps = ns * 1000
+            while True:
+                rate = pipeline.rate()
+                ps = round(remaining_ps / rate)
+                if ps <= 0:
+                    break
+                changed = pipeline.changed
+                begun = get_sim_time("ps")
+                await First(Timer(ps, unit="ps"), changed.wait())
+                remaining_ps -= (get_sim_time("ps") - begun) * rate
+                if not changed.is_set():
+                    break  # the work is done
+        finally:
+            pipeline.set_issuing(-1)
+        return (get_sim_time("ps") - started_ps) / 1000
 
     async def spend(self, cycles: float, what: str) -> None:
         """Alias of :meth:`charge` (the charge already runs in the caller's context)."""
@@ -432,6 +520,8 @@ class CpuModel:
         return {
             "mhz": self.mhz,
             "cores": self.cores,
+            "threads_per_pipeline": self.threads_per_pipeline,
+            "thread_share": self.thread_share,
             "costs": asdict(self.costs),
             "elapsed_ns": self.elapsed_ns(),
             "busy_ns": dict(self.busy_ns),

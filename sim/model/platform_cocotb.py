@@ -273,6 +273,12 @@ class CocotbPlatform:
         CpuModel (``core`` places a new context; default core 0)."""
         return self.cpu.context(level, core)
 
+    def cache_domain(self) -> int | None:
+        """The L1 cache the calling context works against (its core's, or the pipeline's
+        its hardware thread shares); None outside any context."""
+        core = self.cpu.current_core()
+        return None if core is None else self.cpu.cache_domain(core)
+
     def now_ns(self) -> float:
         return get_sim_time("ns")
 

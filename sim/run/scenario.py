@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, MAX_BUFFER_BYTES, MIN_RX_BUFFER_BYTES
@@ -48,6 +48,7 @@ __all__ = [
     "SCENARIO_ENV",
     "TRAFFIC_MODELS",
     "RECORD_ENV",
+    "TX_SEGMENTATION_MODES",
     "Scenario",
     "checked_cpu",
     "compute_metrics",
@@ -62,12 +63,26 @@ LINK_SPEEDS = (10, 100, 1000)
 #: flow_control: 802.3x PAUSE off, or on both ways (DriverConfig.flow_control).
 FLOW_CONTROL_SETTINGS = ("off", "on")
 #: The traffic models (docs/traffic.md; the bench's sim/run/traffic.py).
-TRAFFIC_MODELS = ("pktgen", "udp", "stream", "forward", "rr")
+TRAFFIC_MODELS = ("pktgen", "udp", "stream", "stream_tx", "forward", "rr")
 #: Models that move frames both ways by themselves (their --direction stays "both").
-TWO_WAY_TRAFFIC = ("stream", "forward", "rr")
-#: Models a window limits: stream (always, STREAM_WINDOW_SEGMENTS unless given) and forward
-#: (only when given: a TCP-like sender clocked by the frames coming back out).
-WINDOWED_TRAFFIC = ("stream", "forward")
+TWO_WAY_TRAFFIC = ("stream", "stream_tx", "forward", "rr")
+#: Models a window limits: stream and stream_tx (always, STREAM_WINDOW_SEGMENTS unless
+#: given) and forward (only when given: a TCP-like sender clocked by the frames coming
+#: back out).
+WINDOWED_TRAFFIC = ("stream", "stream_tx", "forward")
+#: stream_tx: how the sending stack hands its TCP segments to the driver: ``linear`` (no
+#: scatter-gather, no segmentation offload: each MSS segment copied into one linear
+#: buffer, one frame per xmit) or ``tso`` (super-segments of page fragments, cut by the
+#: driver's software TSO, firmware/tx_queue.py ``xmit_tso``).
+TX_SEGMENTATION_MODES = ("linear", "tso")
+#: stream_tx: a segment's Ethernet, IPv4 and TCP headers (14 + 20 + 20 bytes): the part
+#: the driver's TSO copies per segment; the rest of ``frame_size`` is the MSS.
+TCP_HEADER_BYTES = 54
+#: stream_tx with tso: the largest super-segment the stack builds (GSO_MAX_SIZE, 64 KiB,
+#: headers included: tcp_xmit_size_goal) and the page fragments its payload lies in
+#: (order-3 pages of sk_page_frag, SKB_FRAG_PAGE_ORDER).
+TSO_MAX_BYTES = 65_536
+TSO_PAGE_BYTES = 32_768
 #: stream's window when --window is not given (segments in flight).
 STREAM_WINDOW_SEGMENTS = 64
 #: A socket's receive buffer: Linux's net.core.rmem_default (212,992 bytes), the
@@ -364,6 +379,12 @@ class Scenario:
         "window (212,992 = net.core.rmem_default; tcp_rmem's autotuning reaches 6,291,456)",
         unit="bytes", low=4096, high=1 << 26,
     )  # fmt: skip
+    tx_segmentation: str = knob(
+        "linear", str, "stream_tx: the sending stack's segments: linear (each MSS segment "
+        "copied into one buffer, one frame per xmit) or tso (up to 64 KB super-segments of "
+        "page fragments, cut into frames by the driver's software TSO)",
+        choices=TX_SEGMENTATION_MODES, needs=("traffic", ("stream_tx",)),
+    )  # fmt: skip
     gro: bool = knob(
         False, bool, "GRO: the frames of one RX poll merged (up to 64 KB) before the "
         "stack's protocol work; stream: one socket wake-up and one ACK per merged batch",
@@ -399,7 +420,7 @@ class Scenario:
                 f"traffic {self.traffic} moves frames both ways by itself; direction must "
                 f"stay both, got {self.direction!r}"
             )
-        if self.traffic in ("stream", "forward") and self.frags:
+        if self.traffic in ("stream", "stream_tx", "forward") and self.frags:
             raise ValueError(
                 f"traffic {self.traffic} sends single-buffer frames; frags must be 0, "
                 f"got {self.frags}"
@@ -430,12 +451,60 @@ class Scenario:
                 f"tx_ring {self.tx_ring} cannot hold one frame of {self.frags + 1} "
                 "fragments (needs >= frags + 2 descriptors)"
             )
+        if self.traffic == "stream_tx" and self.window_frames < 2:
+            raise ValueError(
+                "traffic stream_tx: the far end acknowledges every second segment (no "
+                f"delayed-ACK timer is modelled), so window must be >= 2; got {self.window}"
+            )
+        if self.tso:
+            if self.tx_checksum != "none":
+                raise ValueError(
+                    "tx_segmentation tso: the driver's TSO builds each segment's headers "
+                    f"itself and requests no checksum; tx_checksum must be none, got "
+                    f"{self.tx_checksum!r}"
+                )
+            if self.tx_ring <= self.tso_max_descriptors:
+                raise ValueError(
+                    f"tx_segmentation tso: tx_ring {self.tx_ring} cannot hold a "
+                    f"{self.tso_max_segments}-segment super-segment "
+                    f"({self.tso_max_descriptors} descriptors); give --tx-ring "
+                    f">= {self.tso_max_descriptors + 1}"
+                )
 
     def driver_config(self, cpu_driver: dict | None = None, *, mii: bool = False):
         """The DriverConfig of this scenario, derived from its knobs' declarations
         over the CPU file's driver settings ``cpu_driver``; ``mii`` is the link mode's
-        (10/100 Mb/s). See :func:`macdma.sim.run.knobs.driver_config`."""
-        return driver_config(self, cpu_driver, mii=mii)
+        (10/100 Mb/s). See :func:`macdma.sim.run.knobs.driver_config`. With
+        ``tx_segmentation`` tso the queue stops while a worst-case super-segment no
+        longer fits (fec's tx_stop_threshold), so its worst frame is that."""
+        config = driver_config(self, cpu_driver, mii=mii)
+        if self.tso:
+            config = replace(config, max_frags=self.tso_max_descriptors, wake_threshold=None)
+        return config
+
+    # -- stream_tx ---------------------------------------------------------------------------
+    @property
+    def tso(self) -> bool:
+        """The stream_tx sender hands super-segments to the driver's software TSO."""
+        return self.traffic == "stream_tx" and self.tx_segmentation == "tso"
+
+    @property
+    def mss(self) -> int:
+        """stream_tx: payload bytes per segment (``frame_size`` less the TCP/IP headers)."""
+        return self.frame_size - TCP_HEADER_BYTES
+
+    @property
+    def tso_max_segments(self) -> int:
+        """Most segments of one super-segment: what fits :data:`TSO_MAX_BYTES`."""
+        return max(1, (TSO_MAX_BYTES - TCP_HEADER_BYTES) // self.mss)
+
+    @property
+    def tso_max_descriptors(self) -> int:
+        """Descriptors a largest super-segment may need: per segment its header and the
+        pieces of the page fragments it covers (one, or two where it crosses a page)."""
+        segments = self.tso_max_segments
+        crossings = -(-segments * self.mss // TSO_PAGE_BYTES)
+        return 2 * segments + crossings
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -468,7 +537,7 @@ class Scenario:
     def window_frames(self) -> int | None:
         """The window in force: stream's (``window`` or STREAM_WINDOW_SEGMENTS), forward's
         when given, else None (no window)."""
-        if self.traffic == "stream":
+        if self.traffic in ("stream", "stream_tx"):
             return self.window or STREAM_WINDOW_SEGMENTS
         return self.window if self.traffic == "forward" else None
 
@@ -509,6 +578,7 @@ class Scenario:
             + (f", tx clean lock {self.tx_clean_lock}" if self.tx_clean_lock != "frozen" else "")
             + (f", rx per irq {self.rx_per_irq}" if self.rx_per_irq is not None else "")
             + (", linearize" if self.linearize else "")
+            + (f", segmentation {self.tx_segmentation}" if self.traffic == "stream_tx" else "")
             + (", flow control on" if self.flow_control == "on" else "")
             + f", on {self.sim}"
         )
@@ -850,6 +920,7 @@ def compute_metrics(record: dict) -> dict:
         offered_fps, _ = _rate_in([w["start_ps"] / 1e3 for w in wire], window)
         latency = [t - wire[seq]["end_ps"] / 1e3 for seq, t in received if in_window(t)]
         flagged = rx.get("errored", 0) + rx.get("truncated", 0)  # delivered with ok False
+        rx_bytes = rx.get("frame_bytes", scenario.frame_size)  # stream_tx: the ACKs
         result["rx"] = {
             "frames_offered": len(wire),
             "frames_received": len(received),
@@ -863,11 +934,15 @@ def compute_metrics(record: dict) -> dict:
             "frames_in_window": done["rx"],
             # goodput: frames delivered to on_receive per second inside the window
             "frames_per_second": fps,
-            "mbps": fps * scenario.frame_size * 8 / 1e6,
-            "mbps_ci": fps_ci * scenario.frame_size * 8 / 1e6 if fps_ci is not None else None,
-            "percent_of_line_rate": 100.0 * fps * slot_s,
+            "frame_bytes": rx_bytes,
+            "mbps": fps * rx_bytes * 8 / 1e6,
+            "mbps_ci": fps_ci * rx_bytes * 8 / 1e6 if fps_ci is not None else None,
+            "percent_of_line_rate": 100.0 * fps * slot_s * _slot_share(scenario, rx_bytes),
             # what the source offered inside the same window (0 once it stopped sending)
-            "offered_percent_of_line_rate": 100.0 * offered_fps * slot_s,
+            "offered_percent_of_line_rate": 100.0
+            * offered_fps
+            * slot_s
+            * _slot_share(scenario, rx_bytes),
             "latency": _latency(latency),
             "axi_bursts_per_frame": bursts.get("rx", 0) / max(len(received), 1),
             "wire": wire,
@@ -951,6 +1026,13 @@ def _traffic_metrics(scenario: Scenario, record: dict, result: dict, window: dic
         metrics["goodput_mbps"] = {"rx": result.get("rx", {}).get("mbps", 0.0)}
         # the window in force: --window, capped by what the socket holds (flow control)
         metrics["window_segments"] = traffic.get("window_segments", scenario.window)
+    elif model == "stream_tx":
+        metrics["goodput_mbps"] = {"tx": result.get("tx", {}).get("mbps", 0.0)}
+        metrics["window_segments"] = traffic.get("window_segments", scenario.window)
+        metrics["max_in_flight"] = traffic.get("max_in_flight")
+        metrics["xmits"] = traffic.get("xmits")
+        metrics["segments_per_xmit"] = traffic.get("segments_per_xmit")
+        metrics["acks"] = traffic.get("acks")
     elif model == "rr":
         trips = traffic.get("round_trips", [])
         inside = [rtt for end, rtt in trips if window["start_ns"] <= end < window["end_ns"]]

@@ -179,7 +179,13 @@ async def test_scenario(dut):
 
     cpu_spec = load_cpu(scenario.cpu)
     costs = cpu_spec.costs
-    cpu = CpuModel(cpu_spec.clock_mhz, costs, cores=cpu_spec.cores)
+    cpu = CpuModel(
+        cpu_spec.clock_mhz,
+        costs,
+        cores=cpu_spec.cores,
+        threads_per_pipeline=cpu_spec.threads_per_pipeline,
+        thread_share=cpu_spec.thread_share,
+    )
     platform = CocotbPlatform(bench, cpu, memory_system=cpu_spec.memory)
     traffic = make_traffic(scenario, bench, platform, costs, log)
     config = scenario.driver_config(cpu_spec.driver, mii=mode.mii)

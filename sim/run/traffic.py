@@ -34,14 +34,21 @@ from macdma.sim.benches.pausing_peer import PausingPeer
 from macdma.sim.cosim.progress import FrameProgress
 from macdma.sim.run.frames import (
     ACK_SOURCE,
+    HEADER_BYTES,
     RX_SOURCE,
+    SEQ_OFFSET,
     TX_SOURCE,
     frame_family,
     frame_seq,
     make_frame,
     split,
 )
-from macdma.sim.run.scenario import ACK_FRAME_BYTES, Scenario
+from macdma.sim.run.scenario import (
+    ACK_FRAME_BYTES,
+    TCP_HEADER_BYTES,
+    TSO_PAGE_BYTES,
+    Scenario,
+)
 
 #: pktgen's re-try of a stopped queue: one check of the queue state per this many ns, the
 #: CPU held meanwhile (pktgen busy-loops on a frozen queue; it does not sleep).
@@ -724,7 +731,209 @@ class Stream(Traffic):
         return record
 
 
-MODELS = {model.name: model for model in (Pktgen, Udp, Stream, Forward, RequestResponse)}
+def tcp_segment(seq: int, size: int) -> bytes:
+    """stream_tx's segment of ``size`` bytes whose TCP sequence number is ``seq`` (its
+    first payload byte's offset in the stream, mod 2**32): the test frame's header with
+    ``seq`` as its sequence number, zeros to :data:`TCP_HEADER_BYTES` (the rest of the
+    IPv4 and TCP headers), then payload derived from ``seq``. The driver's TSO builds
+    each segment's headers from the first one's by advancing the number at
+    :data:`~macdma.sim.run.frames.SEQ_OFFSET` (firmware/tx_queue.py ``tso_header``)."""
+    header = make_frame(TX_SOURCE, seq, HEADER_BYTES) + bytes(TCP_HEADER_BYTES - HEADER_BYTES)
+    body = make_frame(TX_SOURCE, seq, size - TCP_HEADER_BYTES + HEADER_BYTES)[HEADER_BYTES:]
+    return header + body
+
+
+class StreamTx(Traffic):
+    """A TCP-like window-limited stream out of the SoC (iperf on the board sending): the
+    sending application keeps at most ``window`` segments in flight; the far end
+    acknowledges every second segment (and the last) with an ACK_FRAME_BYTES-byte frame
+    into the SoC's RX, whose arrival (in the NAPI poll, the stack's ``tcp_ack``) opens
+    the window and wakes the sender.
+
+    Per skb handed to the driver the sender pays ``socket_send_per_packet`` (tcp_sendmsg
+    to dev_queue_xmit) and ``per_byte_memcpy`` over its payload (the copy from user
+    space), in process context on ``app_core``. ``tx_segmentation`` linear: one skb per
+    MSS segment, a linear frame through ``xmit``; tso: one skb per super-segment (what
+    the window allows, at most 64 KiB) of page fragments (:data:`TSO_PAGE_BYTES` pages
+    the stream's bytes fill in turn) through the driver's ``xmit_tso``, which cuts it.
+    No congestion control, no retransmission: an ACK the hardware dropped is sent again
+    by the far end once the sender has waited STREAM_LOSS_CHECK_NS (ACKs are
+    cumulative, so only a lost last one would stall the stream)."""
+
+    name = "stream_tx"
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.window = self.scenario.window_frames
+        self.mss = self.scenario.mss
+        self.acked = 0  # segments the far end acknowledged, as the SoC's stack has seen
+        self.sent = 0  # segments handed to the driver
+        self.max_in_flight = 0
+        self.xmits = 0  # skbs handed to the driver (super-segments with tso)
+        self.rx_wire = []  # the far end's ACKs, in the order it sent them
+        self.ack_values: list[int] = []  # the cumulative count each ACK carries
+        self.ack_index: dict[int, int] = {}  # latest ACK carrying a count
+        self.delivered_segments = 0  # segments the far end took off the wire
+        self.losses_seen = 0
+        # the far end acknowledges every second segment and the last
+        acks = -(-self.frames // 2)
+        self.rx_progress = FrameProgress("rx", acks, sim_time_us, self.log)
+
+    def segment_seq(self, n: int) -> int:
+        """Segment ``n``'s TCP sequence number: its payload's offset, mod 2**32."""
+        return n * self.mss % (1 << 32)
+
+    # -- the far end ------------------------------------------------------------------------
+    def send_ack(self) -> None:
+        """The far end acknowledges every segment it has so far (a cumulative ACK)."""
+        value, index = self.delivered_segments, len(self.rx_wire)
+        self.rx_wire.append(None)
+        self.ack_values.append(value)
+        self.ack_index[value] = index
+
+        def done(frame):
+            self.rx_wire[index] = {
+                "start_ps": frame.sim_time_start,
+                "end_ps": frame.sim_time_end,
+                "length": len(frame.data) - 8,
+            }
+
+        data = make_frame(ACK_SOURCE, value, ACK_FRAME_BYTES)
+        (self.peer or self.bench.rx_source).send_nowait(
+            GmiiFrame.from_payload(data, tx_complete=done)
+        )
+        self.rx_sent += 1
+
+    async def receive_segments(self) -> None:
+        """Take the SoC's segments off the wire, each checked, and acknowledge every
+        second one and the last."""
+        size = self.scenario.frame_size
+        for n in range(self.frames):
+            frame = await self.recv_tx()
+            payload = bytes(frame.get_payload())
+            if frame.error is not None or not frame.check_fcs():
+                self.errors.append(f"stream_tx: segment {n}: bad FCS or error on the wire")
+            if payload != tcp_segment(self.segment_seq(n), size):
+                found = frame_seq(payload)
+                self.errors.append(f"stream_tx: segment {n} damaged or out of order (seq {found})")
+            self.tx_wire.append(_wire_stamp(frame))
+            self.tx_progress.tick(n + 1)
+            self.delivered_segments = n + 1
+            if (n + 1) % 2 == 0 or n + 1 == self.frames:
+                self.send_ack()
+
+    # -- the SoC's stack --------------------------------------------------------------------
+    async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
+        """An ACK reaches the stack (tcp_ack in the NAPI poll): it frees the acknowledged
+        segments' window slots and wakes the sender."""
+        data = bytes(data)
+        if not ok:
+            truncated = meta is not None and meta.rx_truncated
+            (self.truncated if truncated else self.errored).append(frame_seq(data))
+            return
+        value = frame_seq(data)
+        if frame_family(data) != ACK_SOURCE or value not in self.ack_index:
+            self.errors.append(f"stream_tx: a {len(data)}-byte RX frame that is no ACK sent")
+            return
+        if data != make_frame(ACK_SOURCE, value, ACK_FRAME_BYTES):
+            self.errors.append(f"stream_tx: ACK {value} damaged")
+        if value < self.acked:
+            self.errors.append(f"stream_tx: ACK {value} after {self.acked}: out of order")
+        self.acked = max(self.acked, value)
+        self.received.append((self.ack_index[value], get_sim_time("ns")))
+        self.rx_progress.tick(len(self.received))
+        self.changed.set()
+
+    # -- the sending application ------------------------------------------------------------
+    async def sender(self) -> None:
+        """iperf's writes: as many segments as the window lets out, then sleep until an
+        ACK opens it (sk_stream_wait_memory: the CPU free meanwhile)."""
+        limit = self.scenario.tso_max_segments if self.scenario.tso else 1
+        while self.sent < self.frames:
+            while self.sent - self.acked >= self.window:
+                self.changed.clear()
+                await First(self.changed.wait(), Timer(round(STREAM_LOSS_CHECK_NS), "ns"))
+                if not self.changed.is_set():
+                    await self.resend_lost_ack()
+            count = min(limit, self.window - (self.sent - self.acked), self.frames - self.sent)
+            await self.send_skb(self.sent, count)
+            self.sent += count
+            self.max_in_flight = max(self.max_in_flight, self.sent - self.acked)
+
+    async def resend_lost_ack(self) -> None:
+        """No ACK for STREAM_LOSS_CHECK_NS while the hardware counted a new RX loss: the
+        far end's retransmission timer would have the sender resend and the far end
+        acknowledge again; here the far end sends its latest ACK again."""
+        lost = await self.hw_drops() + len(self.errored) + len(self.truncated)
+        if lost > self.losses_seen:
+            self.losses_seen = lost
+            self.send_ack()
+
+    async def send_skb(self, first: int, count: int) -> None:
+        """One skb of segments ``first`` .. ``first + count - 1`` down the stack and into
+        the driver, blocking while the queue is stopped."""
+        size = self.scenario.frame_size
+        segments = [tcp_segment(self.segment_seq(n), size) for n in range(first, first + count)]
+        payload = b"".join(segment[TCP_HEADER_BYTES:] for segment in segments)
+        async with self.platform.context("process", core=self.scenario.app_core):
+            await self.platform.charge(self.costs.socket_send_per_packet, "socket_send_per_packet")
+            await self.platform.charge(self.costs.per_byte_memcpy * len(payload), "per_byte_memcpy")
+            self.tx_offered += count
+            self.xmits += 1
+            if not self.scenario.tso:
+                await self.xmit_blocking(segments)
+                return
+            # the payload lies in the socket's page fragments, filled in stream order
+            start = first * self.mss
+            cuts = [
+                cut - start
+                for cut in range((start // TSO_PAGE_BYTES + 1) * TSO_PAGE_BYTES,
+                                 start + len(payload), TSO_PAGE_BYTES)
+            ]  # fmt: skip
+            bounds = [0, *cuts, len(payload)]
+            pages = [payload[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            header = segments[0][:TCP_HEADER_BYTES]
+            while True:
+                await self.driver.wait_for_wake()
+                called = self.platform.now_ns()
+                async with self.platform.context("softirq"):
+                    queued = await self.driver.xmit_tso(
+                        header, pages, self.mss, seq_offset=SEQ_OFFSET
+                    )
+                if queued:
+                    self.xmit_ns.extend([called] * count)
+                    return
+
+    async def finished(self) -> None:
+        """Every segment on the wire and every ACK delivered, flagged or counted lost."""
+        while len(self.tx_wire) < self.frames:
+            await Timer(5, "us")
+        await (self.peer or self.bench.rx_source).wait()
+        while True:
+            accounted = len(self.received) + len(self.errored) + len(self.truncated)
+            if accounted >= self.rx_sent or accounted + await self.hw_drops() >= self.rx_sent:
+                return
+            await Timer(5, "us")
+
+    def start(self) -> list:
+        cocotb.start_soon(self.sender())
+        cocotb.start_soon(self.receive_segments())
+        return [cocotb.start_soon(self.finished())]
+
+    def record(self) -> dict:
+        record = super().record()
+        record["rx"]["frame_bytes"] = ACK_FRAME_BYTES
+        record["traffic"].update(
+            window_segments=self.window,
+            max_in_flight=self.max_in_flight,
+            xmits=self.xmits,
+            segments_per_xmit=self.sent / self.xmits if self.xmits else None,
+            acks=len(self.ack_values),
+        )
+        return record
+
+
+MODELS = {model.name: model for model in (Pktgen, Udp, Stream, StreamTx, Forward, RequestResponse)}
 
 
 def make_traffic(scenario: Scenario, bench, platform, costs, log) -> Traffic:

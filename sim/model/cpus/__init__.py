@@ -8,6 +8,8 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
     description = "66 MHz MicroBlaze, custom MAC/DMA IP"   # optional
     clock_mhz = 66.0                                       # required, 1..10000
     cores = 1                                              # optional, whole 1..64 (1)
+    threads_per_pipeline = 2   # optional (1): the cores are hardware threads, in pairs
+    thread_share = 0.6         # with 2: each thread's rate while its sibling issues too
 
     [costs]                # required: every CpuCosts field, CPU cycles, 0..1e6
     irq_entry_exit = 750.0
@@ -17,6 +19,7 @@ docs/cpus.md; the shipped files (``<name>.toml`` here) are examples of it::
     line_bytes = 32
     coherent_dma = false   # true: the DMA snoops, the driver maintains nothing
     post_dma_invalidate = true  # optional (true): unmap/sync for the CPU invalidates again
+    line_transfer = 100.0  # optional (0): cycles to take a line from another core's cache
     [[caches.level]]       # from the core outwards; cycles per line of one operation
     name = "L1"
     size_kib = 32
@@ -75,8 +78,11 @@ CPU_SUFFIX = ".toml"
 #: the scenario's, never the CPU's.
 DRIVER_SETTINGS = ("housekeeping_hz", "tx_clean_budget", "dma_poll_us")
 
-_TOP_KEYS = ("description", "clock_mhz", "cores", "costs", "caches", "fitted", "driver", "memory")
-_CACHE_KEYS = ("line_bytes", "coherent_dma", "post_dma_invalidate", "level")
+_TOP_KEYS = (
+    "description", "clock_mhz", "cores", "threads_per_pipeline", "thread_share", "costs",
+    "caches", "fitted", "driver", "memory",
+)  # fmt: skip
+_CACHE_KEYS = ("line_bytes", "coherent_dma", "post_dma_invalidate", "line_transfer", "level")
 _LEVEL_KEYS = ("name", "size_kib", *(op.value for op in CacheOp))
 _FITTED_KEYS = ("low", "high", "figure")
 
@@ -85,6 +91,13 @@ MAX_CORES = 64
 #: The CPU clock: below 1 MHz a run would crawl for hours; above 10 GHz no CPU runs.
 CLOCK_MHZ = Knob(float, "the CPU clock", unit="MHz", low=1, high=10_000)
 CORES = Knob(int, "cores", low=1, high=MAX_CORES)
+#: Hardware threads sharing one pipeline: 1 (every core its own) or 2 (a MIPS 34K's two
+#: VPEs, an SMT pair); the model's rate rule is stated for a pair.
+THREADS_PER_PIPELINE = Knob(int, "hardware threads per pipeline", low=1, high=2)
+#: One thread's rate while its sibling issues too, as a fraction of the clock: 0.5 when
+#: the two split every issue slot (no stall for the other to fill); 1.0 would be two
+#: whole cores. Below 0.5 two threads would get less done than one.
+THREAD_SHARE = Knob(float, "a hardware thread's share of the pipeline", low=0.5, high=1.0)
 #: One cost constant: the shipped files' largest is ~43,000 cycles; a million cycles for
 #: one unit of driver work (a packet, a byte) is no CPU's and would never finish a run.
 COST_CYCLES = Knob(float, "a cost", unit="CPU cycles", low=0, high=1_000_000)
@@ -96,6 +109,12 @@ CACHE_KIB = Knob(float, "a cache level's size", unit="KiB", low=1, high=1 << 20)
 #: operation, tens to a few hundred for an outer controller's register write and wait;
 #: 10,000 would be a millisecond per 100 lines on a 1 GHz core.
 LINE_OP_CYCLES = Knob(float, "a cache line operation", unit="CPU cycles", low=0, high=10_000)
+#: A line taken from another core's cache (a snoop through the SCU or the coherent
+#: interconnect): tens to a few hundred cycles on the SoCs modelled; 10,000 would be
+#: 10 us at 1 GHz, no coherent fabric's.
+LINE_TRANSFER_CYCLES = Knob(
+    float, "a cache line taken from another core", unit="CPU cycles", low=0, high=10_000
+)
 #: Ranges of the numeric ``[driver]`` settings beyond DriverConfig's own checks (which
 #: take any positive tick rate, infinity included).
 DRIVER_LIMITS = {"housekeeping_hz": Knob(float, "the housekeeping tick", unit="Hz", low=1,
@@ -126,7 +145,10 @@ class CpuSpec:
         path:        the file it was loaded from (absolute).
         shipped:     True for a file of :data:`CPU_DIR`.
         clock_mhz:   the CPU clock (the one place it is stated).
-        cores:       how many cores.
+        cores:       how many cores (the CPUs Linux sees: hardware threads, when
+                     ``threads_per_pipeline`` is 2).
+        threads_per_pipeline: 1, or 2 when each pair of cores shares one pipeline.
+        thread_share: with 2, each thread's rate while its sibling issues too (0.5..1).
         costs:       the cost table, CPU cycles per unit of driver work.
         caches:      the data caches and what their maintenance costs per line.
         fitted:      the constants fitted to a calibration figure: by cost name, or
@@ -149,6 +171,8 @@ class CpuSpec:
     description: str = ""
     digest: str = ""
     memory: MemorySpec | None = None
+    threads_per_pipeline: int = 1
+    thread_share: float = 1.0
 
 
 def shipped_cpus() -> tuple[str, ...]:
@@ -197,6 +221,7 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         raise CpuFileError(f"{where}: clock_mhz is missing (the CPU clock in MHz, a number > 0)")
     clock_mhz = _checked(CLOCK_MHZ, "clock_mhz", document["clock_mhz"], fail)
     cores = _checked(CORES, "cores", document.get("cores", 1), fail)
+    threads, share = _threads(document, cores, fail, where)
 
     description = document.get("description", "")
     if not isinstance(description, str):
@@ -220,7 +245,38 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         description=description,
         digest=hashlib.sha256(raw).hexdigest(),
         memory=memory_spec(document["memory"], fail) if "memory" in document else None,
+        threads_per_pipeline=threads,
+        thread_share=share,
     )
+
+
+def _threads(document: dict, cores: int, fail, where: str) -> tuple[int, float]:
+    """(threads_per_pipeline, thread_share) of a CPU file: 1 and 1.0 unless it gives
+    hardware threads, which need their share and an even number of cores."""
+    threads = _checked(
+        THREADS_PER_PIPELINE, "threads_per_pipeline", document.get("threads_per_pipeline", 1), fail
+    )
+    if threads == 1:
+        if "thread_share" in document:
+            raise fail(
+                "thread_share", document["thread_share"],
+                "has no effect without threads_per_pipeline = 2 (hardware threads sharing "
+                "a pipeline); leave it out or give threads_per_pipeline",
+            )  # fmt: skip
+        return 1, 1.0
+    if cores % threads:
+        raise fail(
+            "cores", cores,
+            f"must be a multiple of threads_per_pipeline ({threads}): each pipeline's "
+            "threads are cores of their own",
+        )  # fmt: skip
+    if "thread_share" not in document:
+        raise CpuFileError(
+            f"{where}: thread_share is missing (with threads_per_pipeline = {threads}: each "
+            "thread's rate while its sibling issues too, 0.5..1 of the clock)"
+        )
+    share = _checked(THREAD_SHARE, "thread_share", document["thread_share"], fail)
+    return threads, float(share)
 
 
 def _checked(declared: Knob, key: str, value: Any, fail) -> Any:
@@ -276,6 +332,9 @@ def _caches(table: Any, fail, where: str) -> CacheHierarchy:
     post_dma = table.get("post_dma_invalidate", True)
     if not isinstance(post_dma, bool):
         raise fail("caches.post_dma_invalidate", post_dma, "must be true or false")
+    transfer = _checked(
+        LINE_TRANSFER_CYCLES, "caches.line_transfer", table.get("line_transfer", 0.0), fail
+    )
     levels = table.get("level", [])
     if not isinstance(levels, list):
         raise fail("caches.level", levels, "must be an array of tables ([[caches.level]])")
@@ -308,6 +367,7 @@ def _caches(table: Any, fail, where: str) -> CacheHierarchy:
         levels=tuple(parsed),
         coherent_dma=coherent,
         post_dma_invalidate=post_dma,
+        line_transfer=float(transfer),
     )
 
 
