@@ -54,6 +54,8 @@ REPORTS = {
     },
     "fec-pagepool": {"alloc": {"mbps": 605}, "pagepool": None},
     "arge-align": {"bounce": {"mbps": 130}, "tx-align": None, "rx-offset": None},
+    "stmmac-txtimer": {"timer": {"mbps": 938, "cpu_pct": 40}, "hrtimer": None, "fixed": None},
+    "fec-swtso": {"linear": {"mbps": 278}, "swtso": None},
 }
 
 
