@@ -401,6 +401,7 @@ class MacDmaDriver:
         status = await self.io.readl(regs.IRQ_STATUS)
         status &= ALL_CAUSES
         if not status:
+            self.stats.irqs_none += 1
             return  # IRQ_NONE: shared line or already handled
         # Ack before cleaning: a completion after this point raises the cause again. With
         # rx_per_irq, RX done is acked only once the ring is drained (_rx_per_irq).

@@ -53,25 +53,26 @@ class DeviceIo:
         the lines back to memory (the CPU just wrote them: they are dirty). Nothing on a
         coherent DMA."""
         op = CacheOp(op)
-        cycles = self.caches.maintenance_cycles(op, address, length)
-        if not cycles:
-            return
         lines = self.caches.lines(address, length)
+        if self.caches.coherent_dma or not lines:
+            return
         self.stats.cache_lines_maintained += lines
-        await self.platform.charge(cycles, f"cache_{op.value}")
+        cycles = self.caches.maintenance_cycles(op, address, length)
+        if cycles:
+            await self.platform.charge(cycles, f"cache_{op.value}")
         if op is not CacheOp.INVALIDATE:
             await self.memory(f"cache_{op.value}", write_bytes=lines * self.caches.line_bytes)
 
-    async def uncached(self, read_words: int = 0, write_bytes: int = 0) -> None:
-        """Descriptor accesses on a non-coherent DMA: the ring is dma_alloc_coherent memory,
+    async def uncached(self, read_words: int) -> None:
+        """Descriptor loads on a non-coherent DMA: the ring is dma_alloc_coherent memory,
         which such a CPU maps uncached, so each 32-bit load is its own round trip to memory
-        (``read_words`` of them) and the stores leave through the write buffer merged
-        (``write_bytes``). Nothing on a coherent DMA (the ring is cached and snooped)."""
+        (``read_words`` of them). Nothing on a coherent DMA (the ring is cached and
+        snooped). The ring's stores need nothing here: each is a posted store of the
+        platform's write path (``mem_write``), which is their memory traffic."""
         if self.caches.coherent_dma:
             return
         for _ in range(read_words):
             await self.memory("descriptor_uncached", read_bytes=4)
-        await self.memory("descriptor_uncached", write_bytes=write_bytes)
 
     async def readl(self, offset: int) -> int:
         """Read the register at ``offset``, counted and charged."""

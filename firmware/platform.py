@@ -28,7 +28,15 @@ class Platform(Protocol):
         """What the CPU reads at ``address`` (descriptors, received frames)."""
 
     def mem_write(self, address: int, data: bytes) -> None:
-        """What the CPU stores at ``address`` (descriptors, frames to send)."""
+        """A store the device reads from memory (descriptors): posted, in program order,
+        each taking the memory system's time to land; the write barrier before a
+        doorbell waits for it. On a non-coherent DMA this is the uncached ring's store."""
+
+    def mem_write_cached(self, address: int, data: bytes) -> None:
+        """Bytes the CPU has written through its data cache (a frame the stack built):
+        there for the device at once, with no memory time of their own. On a non-coherent
+        DMA they reach memory by the map's clean, whose write-back is the memory traffic
+        (``DeviceIo.cache_pass``); on a coherent one the device snoops them."""
 
     # -- time and CPU cost ----------------------------------------------------------------
     async def charge(self, cycles: float, what: str) -> None:

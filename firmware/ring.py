@@ -164,11 +164,6 @@ class DescriptorRing:
         await self.io.uncached(read_words=words)
         return self.read(index)
 
-    async def posted_uncached(self) -> None:
-        """What a :meth:`post` costs in memory traffic (uncached stores on a non-coherent
-        DMA); post itself is synchronous, so the caller pays after it."""
-        await self.io.uncached(write_bytes=DESCRIPTOR_BYTES)
-
     def read(self, index: int) -> Descriptor:
         """Read a descriptor as written back; the caller tests ``own`` before trusting the
         rest (word 3 lands last in the DMA's write-back burst, so own = 0 means complete).

@@ -154,7 +154,11 @@ class RxQueue(DescriptorRing):
             await self.io.charge("per_byte_memcpy", len(frame))
             await self.io.memory("rx_fixup", read_bytes=len(frame))
             self.stats.rx_fixups += 1
-        await self.io.charge("per_byte_copy", len(frame))
+        if self.io.costs.per_byte_copy:
+            # The stack copies the frame: its bytes are read from memory, where the DMA
+            # put them (never from the cache: invalidated for the DMA, or snooped out).
+            await self.io.charge("per_byte_copy", len(frame))
+            await self.io.memory("per_byte_copy", read_bytes=len(frame))
         if ok:
             self.stats.rx_packets += 1
             self.stats.rx_bytes += len(frame)
@@ -202,7 +206,6 @@ class RxQueue(DescriptorRing):
             index = self.next_to_use
             await self._hand_to_device(index)
             self.post(index, Descriptor.rx(self.buffers[index], self.buffer_bytes, ioc=ioc))
-            await self.posted_uncached()
             self.next_to_use = self.next(index)
         # wmb() before the doorbell.
         await self.ring_doorbell()

@@ -54,7 +54,9 @@ class DriverStats:
     RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
     GRO handed to the stack: ``gro``), tso_segments (frames software TSO cut from
     super-segments: ``xmit_tso``), line_transfers (cache lines the driver's contexts took
-    from another core's cache: :class:`~.locks.SharedLine`).
+    from another core's cache: :class:`~.locks.SharedLine`), irqs_none (ISR invocations
+    that found no cause and returned IRQ_NONE: a shared line, or a line sampled before an
+    ack had lowered it).
     """
 
     tx_packets: int = 0
@@ -87,6 +89,7 @@ class DriverStats:
     gro_flushes: int = 0
     tso_segments: int = 0
     line_transfers: int = 0
+    irqs_none: int = 0
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,8 @@ class TxQueue(DescriptorRing):
             buf.dma = self.platform.dma_alloc(capacity, align=64)
             buf.capacity = capacity
         buf.length = len(data)
-        self.platform.mem_write(buf.dma, data)
+        # In the CPU's cache: the clean pass after the map (or the snoop) moves it
+        self.platform.mem_write_cached(buf.dma, data)
         return buf.dma
 
     @property
@@ -214,7 +215,6 @@ class TxQueue(DescriptorRing):
                     **(request if n == 0 else {}),
                 )  # fmt: skip
                 self.post(index, desc)
-                await self.posted_uncached()
                 last = index
                 index = self.next(index)
             head = self.buffers[first]
@@ -279,7 +279,6 @@ class TxQueue(DescriptorRing):
                 first = index
                 segment_header = tso_header(header, seq_offset, sent_bytes)
                 await self.io.charge("per_byte_memcpy", len(segment_header))
-                await self.io.uncached(write_bytes=len(segment_header))
                 slot = self.tso_headers + first * TSO_HEADER_BYTES
                 self.platform.mem_write(slot, segment_header)
                 parts = [(slot, len(segment_header))]
@@ -291,7 +290,6 @@ class TxQueue(DescriptorRing):
                     await self.io.charge("tx_per_descriptor")
                     last = n == len(parts) - 1
                     self.post(index, Descriptor.tx(address, length, sop=n == 0, eop=last, ioc=ioc))
-                    await self.posted_uncached()
                     eop, index = index, self.next(index)
                 head = self.buffers[first]
                 await head.line.touch(self.io, write=True)

@@ -466,18 +466,6 @@ MUTANTS = [
         "ownership_properties.py",
     ),
     (
-        "tx_writeback",
-        TxChannelWritesBackPreviousEntry,
-        "a write-back written into the ring entry before",
-        "ownership_properties.py",
-    ),
-    (
-        "tx_writeback",
-        TxChannelResetForgetsWrite,
-        "a write-back issued before a reset lands after the driver saw the reset over",
-        "ownership_properties.py",
-    ),
-    (
         "tx_reset_winddown",
         TxChannelResetForgetsWrite,
         "a reset over while a write-back of the channel is still on the bus",
@@ -499,6 +487,18 @@ MUTANTS = [
         "tx_ownership_induction",
         TxChannelResetForgetsWrite,
         "a reset over while a write-back of the channel is still on the bus",
+        "channel_proofs.py",
+    ),
+    (
+        "rx_ownership_induction",
+        RxChannelWritesBackPreviousEntry,
+        "a write-back written into the ring entry before",
+        "ownership_properties.py",
+    ),
+    (
+        "rx_ownership_induction",
+        RxChannelResetForgetsWrite,
+        "a reset over while a write of the channel is still on the bus",
         "channel_proofs.py",
     ),
     (

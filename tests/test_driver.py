@@ -50,6 +50,7 @@ class FakePlatform:
         self.regs: dict[int, int] = defaultdict(int)
         self.mmio_log: list[tuple[str, int, int]] = []
         self.mem_writes: list[tuple[int, int]] = []  # (address, length), driver stores only
+        self.cached_writes: list[tuple[int, int]] = []  # (address, length): frames to send
         self.cycles: dict[str, float] = defaultdict(float)
         self.charge_calls: dict[str, int] = defaultdict(int)
         # memory_traffic per name: [bytes read, bytes written]
@@ -95,6 +96,10 @@ class FakePlatform:
 
     def mem_write(self, address: int, data: bytes) -> None:
         self.mem_writes.append((address, len(data)))
+        self.mem[address : address + len(data)] = data
+
+    def mem_write_cached(self, address: int, data: bytes) -> None:
+        self.cached_writes.append((address, len(data)))
         self.mem[address : address + len(data)] = data
 
     # time and cost
@@ -1218,6 +1223,10 @@ def test_tx_map_cleans_every_line_of_each_fragment_at_every_level_and_writes_it_
         assert p.cycles["cache_clean"] == 7 * (2 + 20)
         assert "cache_invalidate" not in p.cycles
         assert p.traffic["cache_clean"] == [0, 7 * 32]  # the dirty lines written back
+        # The fragments were in the cache: the clean's write-back is their only way to
+        # memory, never a store of the write path as well (counted once)
+        assert sorted(n for _, n in p.cached_writes) == [7, 50, 100]
+        assert not {n for _, n in p.mem_writes} & {7, 50, 100}
         device.complete_tx(irq=False)
         await driver.tx_clean()
         assert p.cycles["cache_clean"] == 7 * (2 + 20)  # unmap (to device): no pass
@@ -1274,11 +1283,12 @@ def test_a_coherent_dma_maintains_nothing_and_reads_its_ring_cached():
             charged = {name for name in p.cycles if name.startswith("cache_")}
             assert bool(charged) is maintained
             # The ring is dma_alloc_coherent memory: uncached on a non-coherent DMA, so
-            # each descriptor word the driver reads and each descriptor it posts is
-            # memory traffic; cached (and snooped) on a coherent one.
+            # each descriptor word the driver reads is memory traffic; cached (and
+            # snooped) on a coherent one. The descriptors it posts are write-path stores
+            # (mem_write) either way, never memory traffic on top.
             reads, writes = p.traffic["descriptor_uncached"]
-            assert (reads > 0 and writes > 0) is maintained
-            assert reads % 4 == 0
+            assert (reads > 0) is maintained
+            assert reads % 4 == 0 and writes == 0
 
     run(body())
 
@@ -1652,8 +1662,12 @@ def test_software_tso_cuts_a_super_segment_into_frames_with_copied_headers():
                   (1696, 1448), (3144, 952), (0, 496), (496, 1312)]  # fmt: skip
         lines = sum(TWO_LEVELS.lines(offset, length) for offset, length in pieces)
         assert p.cycles["cache_clean"] == lines * (2 + 20)
-        # the header copies' and the descriptors' stores are uncached
-        assert p.traffic["descriptor_uncached"][1] == 7 * 54 + 16 * DESCRIPTOR_BYTES
+        # the header copies' and the descriptors' stores are write-path stores (uncached
+        # on this non-coherent DMA), each once: none is memory traffic on top
+        assert p.traffic["descriptor_uncached"][1] == 0
+        header_buffer = driver.tx.tso_headers
+        headers = [(a, n) for a, n in p.mem_writes if n == 54 and a >= header_buffer]
+        assert len(headers) == 7
 
     run(body())
 

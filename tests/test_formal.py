@@ -11,7 +11,7 @@ from formal_mutants import MUTANTS
 from unbuilt import rejected
 
 from macdma.hdl.formal.channel_proofs import RxOwnershipHarness
-from macdma.hdl.formal.proofs import PROOFS, Proof, proof_by_name
+from macdma.hdl.formal.proofs import PENDING, PROOFS, Proof, proof_by_name
 from macdma.sim.flows import formal
 
 # Long runs (make test-all; make formal runs every proof in full): the 36-step cover of a
@@ -64,7 +64,7 @@ def test_mutant_fails_with_a_counterexample(name, mutant, bug, checker, tmp_path
 
 
 def test_every_property_class_has_a_mutant():
-    assert {entry[0] for entry in MUTANTS} == {proof.name for proof in PROOFS}
+    assert {entry[0] for entry in MUTANTS} == {proof.name for proof in PROOFS + PENDING}
 
 
 def test_unknown_proof_name_lists_the_known_ones():
@@ -126,14 +126,97 @@ def test_mutants_of_a_shallow_induction_run_its_bounded_check():
     check = proof.for_mutants()
     assert (check.mode, check.depth, check.harness) == ("bmc", depth, harness)
     assert depth > proof.depth
-    plain = proof_by_name("tx_writeback")
+    plain = proof_by_name("rx_multi_buffer")
     assert plain.for_mutants() == plain.for_ci()
+
+
+@pytest.mark.parametrize(
+    "proof",
+    [p for p in PROOFS + PENDING if p.mutant_check is not None],
+    ids=lambda p: p.name,
+)
+def test_mutant_check_passes_on_the_real_design(proof, tmp_path):
+    """The bounded check a shallow induction's mutants run passes on the real channel, so
+    that a mutant failing it is the mutant's doing; it reaches the channel's write-backs
+    (TX: its first W beat at step 16, RX at 17), which the one-cycle base case does not."""
+    _passes(proof.for_mutants(), "bmc", tmp_path)
 
 
 def test_missing_tool_is_named(monkeypatch):
     monkeypatch.setattr(formal, "SOLVER", "no-such-solver-smt2")
     with pytest.raises(RuntimeError, match="no-such-solver-smt2.*formal"):
         formal.formal_env()
+
+
+def test_tasks_run_side_by_side_with_their_cpu_measured(tmp_path):
+    """make formal's scheduler: every task of every proof (property task, then covers), in
+    that order, each proof elaborated once, each task's CPU time measured (sby's and its
+    tools', which the wall time of a shared machine does not tell)."""
+    proofs = [proof_by_name("irq_w1c"), proof_by_name("axi_lite_csr_slave")]
+    reported = []
+    results = formal.run_tasks(proofs, tmp_path, 2, reported.append)
+    assert [(r.proof, r.task) for r in results] == [
+        ("irq_w1c", "prove"),
+        ("irq_w1c", "cover"),
+        ("axi_lite_csr_slave", "prove"),
+        ("axi_lite_csr_slave", "cover"),
+    ]
+    assert sorted(map(id, reported)) == sorted(map(id, results))
+    assert all(r.passed for r in results)
+    # The solver ran in a child of sby: its time is in the task's (more than the tools'
+    # start-up alone, and no more than the wall time on two cores).
+    assert all(0 < r.cpu_seconds <= 2 * r.seconds + 1 for r in results)
+
+
+def test_proofs_elaborate_one_at_a_time(tmp_path):
+    """Harnesses patch module constants while they elaborate (rx_buffer_ends lowers the RX
+    channel's buffer minimum), and make formal elaborates from two threads: a proof
+    elaborated while another's patch is on must not see it (it once gave rx_ownership
+    the 4-byte minimum, and a false counterexample)."""
+    import threading
+    import time
+    import types
+    from unittest import mock
+
+    from amaranth import Elaboratable, Module, Signal
+
+    shared = types.SimpleNamespace(minimum=64)
+    patched = threading.Event()
+    seen = {}
+
+    class Tiny(Elaboratable):
+        def __init__(self):
+            self.o = Signal()
+            self.ports = [self.o]
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.o.eq(1)
+            return m
+
+    class Patching(Tiny):
+        def elaborate(self, platform):
+            with mock.patch.object(shared, "minimum", 4):
+                patched.set()
+                time.sleep(0.5)  # the other proof elaborates now, if it may
+            return super().elaborate(platform)
+
+    class Reading(Tiny):
+        def elaborate(self, platform):
+            seen["minimum"] = shared.minimum
+            return super().elaborate(platform)
+
+    def proof(name, harness):
+        return Proof(name=name, harness=harness, mode="bmc", depth=1, cover_depth=1, component="-")
+
+    first = threading.Thread(
+        target=formal.write_design, args=(proof("patching", Patching), tmp_path / "a")
+    )
+    first.start()
+    assert patched.wait(10)
+    formal.write_design(proof("reading", Reading), tmp_path / "b")
+    first.join()
+    assert seen == {"minimum": 64}
 
 
 def test_cli_exits_nonzero_on_an_unknown_proof(capsys):
@@ -210,16 +293,6 @@ def test_rx_induction_harness_builds_with_every_invariant(tmp_path):
     """The RX channel's linking invariants (hdl/formal/rx_induction.py, not closed yet:
     docs/formal.md) find every register they name: the walker's store and the command
     queue are register FIFOs, and each queued command gets its entry."""
-    from macdma.hdl.formal.rx_induction import RxOwnershipInductionHarness
-
-    proof = Proof(
-        name="rx_ownership_induction",
-        harness=RxOwnershipInductionHarness,
-        mode="prove",
-        depth=1,
-        cover_depth=1,
-        component="hdl/dma/rx_channel.py RxDmaChannel",
-    )
-    formal.write_design(proof, tmp_path)
+    formal.write_design(proof_by_name("rx_ownership_induction"), tmp_path)
     design = (tmp_path / "design.il").read_text()
     assert "cmd_entry_0" in design and "cur_entry" in design

@@ -87,11 +87,13 @@ def _differences(ours, theirs, where="record") -> list[str]:
 
 
 # A slow CPU overloaded at line rate: the SoC sends PAUSE frames and the far end
-# (PausingPeer) holds its frames, on the wire's tx_complete and recorded frames, until a
-# timer at the pause's end, which falls on a receive clock edge. Compared on Verilator
-# only: there Icarus runs such a timer before the edge, GmiiSource still takes that edge
-# and the frame wire the next one (tests/cocotb/frame_wire_tb.py measures it), which is
-# why ``wire = "auto"`` is cocotbext on Icarus (sim/run/scenario.py, AUTO_WIRE).
+# (PausingPeer) holds its frames, on the wire's tx_complete and recorded frames, until the
+# pause ends. Compared on Verilator only: on Icarus the far end's answer to the XON comes
+# one receive clock later on the frame wire (frame 36 of 48 starts 8 ns later), because
+# the frame sink hands a recorded frame over once the time step has settled, and
+# GmiiSink in its transmit clock edge's callback, before that step's receive edge
+# (docs/performance.md); hence ``wire = "auto"`` is cocotbext on Icarus
+# (sim/run/scenario.py, AUTO_WIRE).
 PAUSED_RX = Scenario(
     sim="verilator", direction="rx", frames=48, frame_size=256, cpu="armv7-noncoherent",
     rx_ring=32, irq="napi", flow_control="on",

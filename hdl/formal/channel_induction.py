@@ -561,7 +561,7 @@ class TxInductionBaseCaseHarness(TxOwnershipInductionHarness):
     this harness reaches them cheaply. It is the proof's harness (the same channel build,
     the same assumptions, the movers' AXI4 rules assumed, the ownership and wind-down
     assertions) without the linking invariants, on inputs narrowed as
-    :class:`~.channel_proofs.TxWritebackHarness`'s (a ring of three, slaves always ready, R
+    :func:`~.channel_proofs.narrow_to_tx_writeback`'s (a ring of three, slaves always ready, R
     beats as soon as allowed, OKAY, the TX FIFO always taking data, no timestamps), except
     that a descriptor fetched may also be one without OWN, and CTRL.run, CTRL.reset and
     ``hold`` stay free. A trace that breaks an assertion here is one of the proof's own

@@ -28,7 +28,6 @@ __all__ = [
     "RxOwnershipHarness",
     "RxMultiBufferHarness",
     "TxOwnershipHarness",
-    "TxWritebackHarness",
     "RxHaltHarness",
     "TxHaltHarness",
     "RxResetWindDownHarness",
@@ -320,7 +319,7 @@ class RxMultiBufferHarness(RxOwnershipHarness):
         dut, ownership, read_props = super().build(m)
         usable = Signal(Descriptor)
         m.d.comb += [usable.own.eq(1), usable.length.eq(4)]
-        _narrow_to_usable_descriptors(m, dut, read_props, usable)
+        narrow_to_usable_descriptors(m, dut, read_props, usable)
         m.d.comb += [
             Assume(dut.i_cause == RxError.NONE),
             Assume(dut.wait_for_buffers),
@@ -335,29 +334,18 @@ class RxMultiBufferHarness(RxOwnershipHarness):
         m.d.comb += Cover(dut.events.frame_done & ~first_buffer & (handed_back >= 2))
 
 
-class TxWritebackHarness(TxOwnershipHarness):
-    """:class:`TxOwnershipHarness` with its inputs narrowed to the traffic that reaches a
-    write-back soonest: every descriptor fetched owned, a one-frame 4-byte fragment (SOP
-    and EOP, its address still any), AXI slaves always ready, R beats as soon as allowed,
-    every response OKAY, the TX FIFO side always taking data, no timestamps. As for
-    :class:`RxMultiBufferHarness`, a trace found here is one of the unconstrained channel;
-    the ownership checker runs past the first write-back. Cover: a write-back answered
-    OKAY."""
-
-    def build(self, m):
-        dut, ownership, read_props = super().build(m)
-        narrow_to_tx_writeback(m, dut, read_props)
-        m.d.comb += Cover(dut.events.desc_done)
-
-
 def narrow_to_tx_writeback(m, dut, read_props, *, unowned_too: bool = False) -> None:
-    """:class:`TxWritebackHarness`'s narrowing of a TX harness's inputs (``unowned_too``: a
-    descriptor fetched may also be one without OWN, the ring's end)."""
+    """Narrow a TX harness's inputs to the traffic that reaches a write-back soonest (the
+    deep base case of :class:`~.channel_induction.TxInductionBaseCaseHarness`): every
+    descriptor fetched owned, a one-frame 4-byte fragment (SOP and EOP, its address still
+    any), or with ``unowned_too`` also one without OWN (the ring's end); AXI slaves always
+    ready, R beats as soon as allowed, every response OKAY, the TX FIFO side always taking
+    data, no timestamps. A trace found here is one of the unconstrained channel."""
     usable = Signal(Descriptor)
     m.d.comb += [usable.own.eq(1), usable.length.eq(4), usable.sop.eq(1), usable.eop.eq(1)]
     # The reader also reads fragments, whose data stays any.
     fetching = ~internal_signal(m.submodules.dut, "reading_fragment", within="core")
-    _narrow_to_usable_descriptors(m, dut, read_props, usable, fetching, unowned_too=unowned_too)
+    narrow_to_usable_descriptors(m, dut, read_props, usable, fetching, unowned_too=unowned_too)
     m.d.comb += [Assume(dut.o.ready), Assume(~dut.ts_valid)]
 
 
@@ -469,11 +457,11 @@ def _assert_halts(harness, m, dut, *, fetched, waiting, code, bound) -> None:
     ]
 
 
-def _narrow_to_usable_descriptors(
+def narrow_to_usable_descriptors(
     m, dut, read_props, usable, fetching=None, *, unowned_too: bool = False
 ) -> None:
     """Narrow a channel harness's inputs (:class:`RxMultiBufferHarness`,
-    :class:`TxWritebackHarness`): a ring of three entries (two posted at most), word 3 of
+    :func:`narrow_to_tx_writeback`): a ring of three entries (two posted at most), word 3 of
     every descriptor fetched (see :func:`_descriptor_word3`) equal to ``usable``'s (words
     0..2 still any), or with ``unowned_too`` any word 3 without OWN, AXI slaves always
     ready, R beats as soon as a read is outstanding, every response OKAY."""

@@ -9,12 +9,17 @@ it serves, byte-aligned: RX writes buffers at any alignment) is still missing.
 """
 
 from collections.abc import Callable
+from contextlib import nullcontext
+from unittest import mock
 
 from amaranth import *
-from amaranth.hdl import Assert
+from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
+from ..dma import rx_channel
+from ..dma.descriptor import MIN_RX_BUFFER_BYTES, Descriptor
 from ..dma.rx_channel import CHUNK_BEATS, RxDmaChannel
+from ..mac.frame import RxError
 from ..regmap import RING_INDEX_BITS
 from .channel_induction import (
     _WIDE,
@@ -30,11 +35,12 @@ from .channel_proofs import (
     CHANNEL_MAX_OUTSTANDING,
     RxOwnershipHarness,
     _ResetWindDown,
+    narrow_to_usable_descriptors,
 )
 from .internal import in_state, internal_signal, mover_fragment, subfragment
 from .register_fifo import FifoView
 
-__all__ = ["RxOwnershipInductionHarness"]
+__all__ = ["RxOwnershipInductionHarness", "RxInductionBaseCaseHarness"]
 
 #: The walker's store on RX: the descriptor fields the channel keeps.
 _RX_FIELDS = ("addr", "length", "ioc")
@@ -65,17 +71,38 @@ class RxOwnershipInductionHarness(
 
     CHECK_OWNERSHIP = True
     REGISTER_FIFOS = True
+    #: Whether the linking invariants are asserted (the proof); without them the harness has
+    #: the proof's environment and its other assertions (a base case's bounded check).
+    LINKING = True
 
     def __init__(
-        self, make_dut: Callable = RxDmaChannel, *, max_outstanding: int = CHANNEL_MAX_OUTSTANDING
+        self,
+        make_dut: Callable = RxDmaChannel,
+        *,
+        max_outstanding: int = CHANNEL_MAX_OUTSTANDING,
+        cmd_queue_depth: int | None = None,
     ):
         super().__init__(make_dut, resets=True)
         #: Bursts the channel's movers keep in flight (fewer: a smaller proof build).
         self.MAX_OUTSTANDING = max_outstanding
+        #: The command queue's depth in a smaller proof build (None: the channel's).
+        self._cmd_queue_depth = cmd_queue_depth
+
+    def elaborate_dut(self, dut):
+        """The channel as :class:`_SmallerMovers` builds it, with a command queue of
+        ``cmd_queue_depth`` entries if given (a smaller proof build)."""
+        depth = self._cmd_queue_depth
+        with (
+            nullcontext()
+            if depth is None
+            else mock.patch.object(rx_channel, "CMD_QUEUE_DEPTH", depth)
+        ):
+            return super().elaborate_dut(dut)
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)
-        self.linking_invariants(m, dut, ownership, read_props)
+        if self.LINKING:
+            self.linking_invariants(m, dut, ownership, read_props)
         return dut, ownership, read_props
 
     def covers(self, m, dut, ownership, write_props):
@@ -433,3 +460,31 @@ class RxOwnershipInductionHarness(
                 Assert(offset + command.length <= ring.buf_length[entry]),
                 Assert(ring.buf_length[entry] >= min_length),
             ]
+
+
+class RxInductionBaseCaseHarness(RxOwnershipInductionHarness):
+    """:class:`RxOwnershipInductionHarness` for a deep base case, the bounded check its
+    mutants run (as :class:`~.channel_induction.TxInductionBaseCaseHarness` on TX): the
+    proof's harness (the same channel build with register FIFOs, the same assumptions, the
+    movers' AXI4 rules assumed, the ownership and wind-down assertions) without the linking
+    invariants, on narrowed inputs: a ring of three, word 3 of every descriptor fetched
+    either owned with a 64-byte buffer (the channel's minimum; its address any) or not
+    owned (the ring's end), AXI slaves always ready, R beats as soon as allowed, every
+    response OKAY, good frames that wait for a buffer, no timestamps; CTRL.run and
+    CTRL.reset stay free. A trace that breaks an assertion here is one of the proof's own
+    inputs that breaks the same assertion of the proof at the same step (or one of its
+    linking invariants before): the proof's base case at that depth fails on it."""
+
+    LINKING = False
+
+    def build(self, m):
+        dut, ownership, read_props = super().build(m)
+        usable = Signal(Descriptor)
+        m.d.comb += [usable.own.eq(1), usable.length.eq(MIN_RX_BUFFER_BYTES)]
+        narrow_to_usable_descriptors(m, dut, read_props, usable, unowned_too=True)
+        m.d.comb += [
+            Assume(dut.i_cause == RxError.NONE),
+            Assume(dut.wait_for_buffers),
+            Assume(~dut.i_ts_valid),
+        ]
+        return dut, ownership, read_props

@@ -22,6 +22,15 @@ and ``end_cycle`` (last symbol): where ``GmiiSource`` stamps ``sim_time_start``,
 ``sim_time_sfd`` and ``sim_time_end``. ``idle`` is high from the enabled clock where the
 source would find its queue empty with no gap left to wait (its ``idle_event``) until
 the next frame starts.
+
+The player is a Verilog module of its own (:data:`PLAYER_VERILOG`), one clocked process
+that reads its inputs and its memory itself. A bench writes a frame's inputs at once when
+it sends in the time step of a clock edge before that edge (as ``GmiiSource``, woken on
+the edge, still takes such a frame: sim/benches/frame_wire.py); on Icarus such a write
+reaches a clocked process's own reads at once, but reaches logic computed outside it
+(Amaranth's next-state processes and continuous assignments) only through events of that
+time step, some after the edge: an Amaranth player took part of such a frame's start at
+the edge and the rest one clock later (counted it taken and never played it).
 """
 
 from amaranth import *
@@ -30,13 +39,121 @@ from amaranth.lib.wiring import In, Out
 
 from ..bus.axi4_ram import ARRAY_MODULE
 
-__all__ = ["CYCLE_BITS", "FramePlayer", "word_array"]
+_INPUTS = ("enable", "mii", "frame_bytes", "frame_gap", "frame_errors", "queued")
+_OUTPUTS = ("rxd", "rx_dv", "rx_er", "done", "start_cycle", "sfd_cycle", "sfd_seen")
+_OUTPUTS += ("end_cycle", "idle", "cycle")
+
+__all__ = ["CYCLE_BITS", "PLAYER_MODULE", "PLAYER_VERILOG", "FramePlayer", "word_array"]
 
 #: Width of the free-running cycle counters both ends of the wire stamp with.
 CYCLE_BITS = 48
 #: Width of the frame counters (``queued``, ``done``; the recorder's ``frames``).
 COUNT_BITS = 16
-_SFD, _SFD_NIBBLE = 0xD5, 0x0D  # cocotbext-eth leaves the preamble on either symbol
+
+PLAYER_MODULE = "macdma_frame_player"
+#: The player's Verilog (the exported file of a top with the wire must carry it). Per
+#: enabled clock, in this order as the process runs: a frame starts when none is in play,
+#: the gap has passed and ``queued`` differs from the frames taken; the symbol it puts out
+#: is read from the memories; the pins show it from this clock on; the preamble ends
+#: after the first symbol on the pins that reads 0xD5 or 0x0D (cocotbext-eth leaves the
+#: preamble on either), and the SFD stamp goes to the symbol after it.
+PLAYER_VERILOG = f"""
+module {PLAYER_MODULE} #(
+  parameter DATA_WORDS = 4096, parameter ERROR_WORDS = 512,
+  parameter LENGTH_BITS = 15, parameter SYMBOL_BITS = 16
+) (
+  input wire clk, input wire rst, input wire enable, input wire mii,
+  input wire [LENGTH_BITS-1:0] frame_bytes, input wire [15:0] frame_gap,
+  input wire frame_errors, input wire [{COUNT_BITS - 1}:0] queued,
+  output wire [7:0] rxd, output wire rx_dv, output wire rx_er,
+  output reg [{COUNT_BITS - 1}:0] done, output reg [{CYCLE_BITS - 1}:0] start_cycle,
+  output reg [{CYCLE_BITS - 1}:0] sfd_cycle, output reg sfd_seen,
+  output reg [{CYCLE_BITS - 1}:0] end_cycle, output reg idle,
+  output reg [{CYCLE_BITS - 1}:0] cycle
+);
+  reg [31:0] data_words [0:DATA_WORDS-1] /*verilator public_flat_rw*/;
+  reg [31:0] error_words [0:ERROR_WORDS-1] /*verilator public_flat_rw*/;
+  reg [{COUNT_BITS - 1}:0] taken;
+  reg busy, in_preamble;
+  reg [SYMBOL_BITS-1:0] symbol;  // the next symbol of the frame in play
+  reg [15:0] gap_left;
+  // what the pins show, held from the enabled clock that chose it
+  reg showing, high_nibble, nibble_mode, flagged;
+  reg [1:0] lane;
+  reg [4:0] error_bit;
+  reg [31:0] word, error_word;
+  // the process's own values of this clock
+  reg start, active, preamble_left;
+  reg [SYMBOL_BITS-1:0] index, byte_index;
+  reg [SYMBOL_BITS:0] symbols;
+  wire [7:0] lane_byte = word >> {{lane, 3'b000}};
+  assign rx_dv = showing;
+  assign rxd = !showing ? 8'd0 : !nibble_mode ? lane_byte
+    : high_nibble ? {{4'd0, lane_byte[7:4]}} : {{4'd0, lane_byte[3:0]}};
+  assign rx_er = showing & flagged & error_word[error_bit];
+  integer i;
+  initial begin
+    for (i = 0; i < DATA_WORDS; i = i + 1) data_words[i] = 32'd0;
+    for (i = 0; i < ERROR_WORDS; i = i + 1) error_words[i] = 32'd0;
+    cycle = 0; done = 0; start_cycle = 0; sfd_cycle = 0; sfd_seen = 0; end_cycle = 0;
+    idle = 1; taken = 0; busy = 0; in_preamble = 0; symbol = 0; gap_left = 0;
+    showing = 0; high_nibble = 0; nibble_mode = 0; flagged = 0; lane = 0; error_bit = 0;
+    word = 0; error_word = 0;
+  end
+  always @(posedge clk) begin
+    cycle <= cycle + 1;  // free running, reset or not: the bench's time base
+    if (rst) begin
+      done <= 0; start_cycle <= 0; sfd_cycle <= 0; sfd_seen <= 0; end_cycle <= 0;
+      idle <= 1; taken <= 0; busy <= 0; in_preamble <= 0; symbol <= 0; gap_left <= 0;
+      showing <= 0; high_nibble <= 0; nibble_mode <= 0; flagged <= 0; lane <= 0;
+      error_bit <= 0;
+    end else if (enable) begin
+      start = !busy && gap_left == 0 && queued != taken;
+      active = busy || start;
+      index = start ? 0 : symbol;
+      byte_index = mii ? index >> 1 : index;
+      symbols = mii ? {{frame_bytes, 1'b0}} : frame_bytes;
+      word <= data_words[byte_index >> 2];
+      error_word <= error_words[byte_index >> 5];
+      showing <= active;
+      lane <= byte_index[1:0];
+      high_nibble <= mii & index[0];
+      error_bit <= byte_index[4:0];
+      nibble_mode <= mii;
+      flagged <= frame_errors;
+      preamble_left = in_preamble && !(showing && (rxd == 8'hD5 || rxd == 8'h0D));
+      if (!active && gap_left != 0) gap_left <= gap_left - 1;
+      if (!active && gap_left == 0) idle <= 1;
+      if (busy) begin
+        in_preamble <= preamble_left;
+        if (!sfd_seen && !preamble_left) begin
+          sfd_cycle <= cycle;
+          sfd_seen <= 1;
+        end
+      end
+      if (start) begin
+        taken <= taken + 1;
+        start_cycle <= cycle;
+        sfd_seen <= 0;
+        idle <= 0;
+        in_preamble <= 1;
+      end
+      if (active) begin
+        if (index + 1 == symbols) begin
+          busy <= 0;
+          gap_left <= frame_gap == 0 ? 16'd1 : frame_gap;
+          end_cycle <= cycle;
+          done <= done + 1;
+          symbol <= 0;
+        end else begin
+          busy <= 1;
+          symbol <= index + 1;
+        end
+      end
+    end
+  end
+endmodule
+"""
 
 
 def word_array(
@@ -70,7 +187,8 @@ class FramePlayer(wiring.Component):
     ``frame_gap``, ``frame_errors``, ``queued``), the pins (``rxd``, ``rx_dv``,
     ``rx_er``) and the record (``done``, ``start_cycle``, ``sfd_cycle``, ``sfd_seen``,
     ``end_cycle``, ``idle``, ``cycle``). Runs in ``sync``; its reset idles the pins and
-    forgets the frame in play.
+    forgets the frame in play. Its memories are the instance ``play``'s ``data_words`` and
+    ``error_words``.
     """
 
     def __init__(self, capacity_bytes: int = 16384):
@@ -101,94 +219,16 @@ class FramePlayer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        data_words = self.capacity_bytes // 4
-        error_words = self.capacity_bytes // 32
-        symbol_bits = (2 * self.capacity_bytes).bit_length()
-
-        # Free running, reset or not: the bench's time base (sim/benches/frame_wire.py).
-        cycle = Signal(CYCLE_BITS, reset_less=True)
-        m.d.sync += cycle.eq(cycle + 1)
-        m.d.comb += self.cycle.eq(cycle)
-        taken = Signal(COUNT_BITS)
-        busy = Signal()
-        symbol = Signal(symbol_bits)  # next symbol of the frame in play
-        gap_left = Signal(16)
-        in_preamble = Signal()
-
-        pending = self.queued != taken
-        start = ~busy & (gap_left == 0) & pending
-        index = Mux(start, 0, symbol)  # the symbol this enabled clock puts out
-        byte_index = Mux(self.mii, index >> 1, index)
-        symbols = Mux(self.mii, self.frame_bytes << 1, self.frame_bytes)
-
-        # The arrays are read on the enabled clock that puts the symbol out, so a frame
-        # the bench wrote just before that clock is what goes out.
-        word = Signal(32)
-        error_word = Signal(32)
-        m.submodules.data_words = word_array(
-            data_words, read_enable=self.enable, read_addr=byte_index >> 2, read_data=word
+        length_bits = len(self.frame_bytes)
+        m.submodules.play = Instance(
+            PLAYER_MODULE,
+            p_DATA_WORDS=self.capacity_bytes // 4,
+            p_ERROR_WORDS=self.capacity_bytes // 32,
+            p_LENGTH_BITS=length_bits,
+            p_SYMBOL_BITS=length_bits + 1,
+            i_clk=ClockSignal(),
+            i_rst=ResetSignal(),
+            **{f"i_{name}": getattr(self, name) for name in _INPUTS},
+            **{f"o_{name}": getattr(self, name) for name in _OUTPUTS},
         )
-        m.submodules.error_words = word_array(
-            error_words, read_enable=self.enable, read_addr=byte_index >> 5, read_data=error_word
-        )
-        # What the pins show, held from the enabled clock that chose it.
-        showing = Signal()
-        lane = Signal(2)
-        high_nibble = Signal()
-        error_bit = Signal(5)
-        nibble_mode = Signal()
-        flagged = Signal()
-        byte = word.word_select(lane, 8)
-        m.d.comb += [
-            self.rx_dv.eq(showing),
-            self.rxd.eq(
-                Mux(showing, Mux(nibble_mode, Mux(high_nibble, byte[4:], byte[:4]), byte), 0)
-            ),
-            self.rx_er.eq(showing & flagged & error_word.bit_select(error_bit, 1)),
-        ]
-
-        # The symbol on the pins now is the one the previous enabled clock put out: the
-        # preamble ends after the first that reads an SFD, and the SFD stamp goes to the
-        # symbol after it.
-        after_sfd = showing & ((self.rxd == _SFD) | (self.rxd == _SFD_NIBBLE))
-        preamble_left = in_preamble & ~after_sfd
-
-        with m.If(self.enable):
-            active = busy | start
-            m.d.sync += [
-                showing.eq(active),
-                lane.eq(byte_index[:2]),
-                high_nibble.eq(self.mii & index[0]),
-                error_bit.eq(byte_index[:5]),
-                nibble_mode.eq(self.mii),
-                flagged.eq(self.frame_errors),
-            ]
-            with m.If(~busy & ~start & (gap_left != 0)):
-                m.d.sync += gap_left.eq(gap_left - 1)
-            with m.If(start):
-                m.d.sync += [
-                    taken.eq(taken + 1),
-                    self.start_cycle.eq(self.cycle),
-                    self.sfd_seen.eq(0),
-                    self.idle.eq(0),
-                ]
-            with m.If(~active & (gap_left == 0)):
-                m.d.sync += self.idle.eq(1)
-            with m.If(busy):
-                m.d.sync += in_preamble.eq(preamble_left)
-                with m.If(~self.sfd_seen & ~preamble_left):
-                    m.d.sync += [self.sfd_cycle.eq(self.cycle), self.sfd_seen.eq(1)]
-            with m.If(start):
-                m.d.sync += in_preamble.eq(1)
-            with m.If(active):
-                with m.If(index + 1 == symbols):
-                    m.d.sync += [
-                        busy.eq(0),
-                        gap_left.eq(Mux(self.frame_gap == 0, 1, self.frame_gap)),
-                        self.end_cycle.eq(self.cycle),
-                        self.done.eq(self.done + 1),
-                        symbol.eq(0),
-                    ]
-                with m.Else():
-                    m.d.sync += [busy.eq(1), symbol.eq(index + 1)]
         return m

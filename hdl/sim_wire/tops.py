@@ -18,8 +18,9 @@ ports, so a bench can watch them too). Every other port is the inner top's, plus
 
 The player runs on ``rx_clk`` with ``rx_clk_enable``, the recorder on ``tx_clk`` with
 ``tx_clk_enable``, as the PHY models they stand in for, both reset by ``wire_rst``. Their
-memories are ``wire_rx.data_words``, ``wire_rx.error_words``, ``wire_tx.data_words`` and
-``wire_tx.error_words`` (sim/benches/frame_wire.py reaches them).
+memories are ``wire_rx.play.data_words``, ``wire_rx.play.error_words`` (the player's
+own arrays), ``wire_tx.data_words.words`` and ``wire_tx.error_words.words`` (word arrays)
+(sim/benches/frame_wire.py reaches them).
 """
 
 from amaranth import *
@@ -29,7 +30,7 @@ from amaranth.lib.wiring import In
 from ..bus.axi4_ram import ARRAY_VERILOG
 from ..hostmem_top import HostMemSocTop
 from ..soc import SocTop
-from .player import FramePlayer
+from .player import PLAYER_VERILOG, FramePlayer
 from .recorder import FrameRecorder
 
 __all__ = ["FrameWireTop", "HostMemWireSocTop", "WireSocTop"]
@@ -61,10 +62,10 @@ class FrameWireTop(wiring.Component):
 
     @property
     def extra_verilog(self) -> str:
-        """Hand-written Verilog the export carries: the inner top's, and the word array
-        the wire's memories use (once)."""
+        """Hand-written Verilog the export carries: the inner top's, the word array the
+        recorder's memories use (once) and the player."""
         inner = getattr(self.inner, "extra_verilog", "")
-        return inner if ARRAY_VERILOG in inner else inner + ARRAY_VERILOG
+        return (inner if ARRAY_VERILOG in inner else inner + ARRAY_VERILOG) + PLAYER_VERILOG
 
     def elaborate(self, platform):
         m = Module()

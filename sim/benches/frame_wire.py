@@ -11,8 +11,9 @@ and ``error``, and ``tx_complete`` called when a frame has left. The HDL does pe
 what those models do per clock (hdl/sim_wire/player.py, recorder.py say exactly what),
 so the frames, their stamps and everything the SoC does with them are the same; the tests
 of that are tests/test_frame_wire.py (the wire beside cocotbext-eth's models) and
-tests/test_frame_wire_soc.py (a whole scenario's record on either wire). One difference
-remains, on Icarus only: see :meth:`FrameSource._load`.
+tests/test_frame_wire_soc.py (a whole scenario's record on either wire), on both
+simulators. Where in a time step a frame is handed to the player decides the clock edge
+it starts on, as for ``GmiiSource``: see :meth:`FrameSource._load`.
 
 The wire moves one frame at a time each way: the source writes a frame into the
 player's memory when the one before has left (in the time step of its last symbol, so
@@ -26,6 +27,7 @@ import logging
 from collections import deque
 
 import cocotb
+from cocotb.handle import Immediate
 from cocotb.queue import Queue
 from cocotb.triggers import Event, First, ReadOnly, ReadWrite, RisingEdge, Timer, ValueChange
 from cocotb.utils import get_sim_time
@@ -43,13 +45,13 @@ _GPI_NO_DELAY = 3
 
 
 class _Words:
-    """A word array of the wire (``macdma_ram_array``) through the simulator objects of
-    its words (as sim/benches/hdl_memory.py reaches the host memory: a cocotb handle per
-    word costs tens of microseconds)."""
+    """A memory of the wire (a Verilog array of 32-bit words) through the simulator
+    objects of its words (as sim/benches/hdl_memory.py reaches the host memory: a cocotb
+    handle per word costs tens of microseconds)."""
 
-    def __init__(self, array):
-        self.depth = len(array.words)
-        self._words = array.words._handle
+    def __init__(self, words):
+        self.depth = len(words)
+        self._words = words._handle
         self._handles: dict[int, object] = {}
 
     def _word(self, index: int):
@@ -114,8 +116,8 @@ class FrameSource:
         self.ifg = 12
         self._mii = False
         self._clock = clock
-        self._data = _Words(dut.wire_rx.data_words)
-        self._errors = _Words(dut.wire_rx.error_words)
+        self._data = _Words(dut.wire_rx.play.data_words)
+        self._errors = _Words(dut.wire_rx.play.error_words)
         self.capacity_bytes = self._data.depth * _WORD_BYTES
         self._frame_bytes_limit = (1 << len(dut.play_frame_bytes)) - 1
         self._pending: deque[GmiiFrame] = deque()
@@ -139,13 +141,7 @@ class FrameSource:
     def start(self) -> None:
         """Idle the player's inputs; follow its finished frames from now on."""
         self.dut.wire_mii.value = int(self._mii)
-        for name, value in (
-            ("play_frame_bytes", 0),
-            ("play_frame_gap", 0),
-            ("play_frame_errors", 0),
-            ("play_queued", 0),
-        ):
-            getattr(self.dut, name).value = value
+        self._set_inputs(0, 0, 0, 0)
         self._started = True
         cocotb.start_soon(self._follow())
 
@@ -202,19 +198,34 @@ class FrameSource:
             for index in range((len(data) + _ERROR_BITS - 1) // _ERROR_BITS):
                 bits = frame.error[index * _ERROR_BITS : (index + 1) * _ERROR_BITS]
                 self._errors.write(index, sum(1 << n for n, bit in enumerate(bits) if bit))
-        dut = self.dut
         self._queued += 1
-        count_mask = (1 << len(dut.play_queued)) - 1
-        # Written as cocotb writes, once the design has taken this time step's edges: the
-        # player takes the frame on the next enabled rising edge, as GmiiSource, woken by
-        # a send, does. (Written at once, the new count would race an edge of this step.)
-        # One exception, on Icarus only: a send from a timer in the very time step of an
-        # enabled edge, which Icarus runs before that edge, so GmiiSource still takes it;
-        # the frame wire takes the next one (tests/cocotb/frame_wire_tb.py measures it).
-        dut.play_frame_bytes.value = len(data)
-        dut.play_frame_gap.value = max(self.ifg, 1)
-        dut.play_frame_errors.value = int(flagged)
-        dut.play_queued.value = self._queued & count_mask
+        count_mask = (1 << len(self.dut.play_queued)) - 1
+        self._set_inputs(len(data), max(self.ifg, 1), int(flagged), self._queued & count_mask)
+
+    def _set_inputs(self, frame_bytes: int, gap: int, errors: int, queued: int) -> None:
+        """The player's frame inputs, so that it takes the frame on the clock edge where
+        ``GmiiSource``, woken on every rising edge, would find it queued.
+
+        With the receive clock low, this step's rising edge (if it has one) has not come
+        yet: a send in a timer at an edge's time runs there on both simulators, and
+        ``GmiiSource`` takes that frame on that edge. The inputs are then written at once;
+        the player's clocked process reads them itself (hdl/sim_wire/player.py says why
+        that matters on Icarus). With the clock high, the edge has been taken: the inputs
+        are written as cocotb writes, after this step's edges, for the next one.
+        """
+        dut = self.dut
+        values = (
+            (dut.play_frame_bytes, frame_bytes),
+            (dut.play_frame_gap, gap),
+            (dut.play_frame_errors, errors),
+            (dut.play_queued, queued),
+        )
+        if str(dut.rx_clk.value) == "0":
+            for handle, value in values:
+                handle.set(Immediate(value))
+        else:
+            for handle, value in values:
+                handle.value = value
 
     async def _follow(self) -> None:
         done = self.dut.play_done
@@ -294,8 +305,8 @@ class FrameSink:
         self.log = logging.getLogger(f"cocotb.{dut._path}.frame_sink")
         self.mii_mode = False
         self._clock = clock
-        self._data = _Words(dut.wire_tx.data_words)
-        self._errors = _Words(dut.wire_tx.error_words)
+        self._data = _Words(dut.wire_tx.data_words.words)
+        self._errors = _Words(dut.wire_tx.error_words.words)
         self.queue: Queue = Queue()
         self.active_event = Event()
         self.frames_recorded = 0

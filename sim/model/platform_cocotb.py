@@ -7,9 +7,12 @@
   register write is a ``writel``: it first waits, spinning (``store_drain``), until every
   earlier store to host memory has landed -- the write barrier before a doorbell.
 - DMA memory is the bench's ``HostMemory`` with a bump allocator (drivers allocate rings
-  and buffers once at open and never free them). The CPU's stores to it go through
-  :class:`CpuWritePath`: posted, in program order, each taking simulated time, so the DMA
-  can observe a descriptor whose first store landed and whose second did not.
+  and buffers once at open and never free them). The CPU's stores to it (descriptors) go
+  through :class:`CpuWritePath`: posted, in program order, each taking simulated time, so
+  the DMA can observe a descriptor whose first store landed and whose second did not. A
+  frame to send is in the CPU's cache (``mem_write_cached``): it takes no memory time of
+  its own, its way to memory is the map's clean write-back (``memory_traffic``) or the
+  DMA's snoop, so its bytes are never counted twice.
 - The memory system: with a CPU file's ``[memory]`` (``memory=`` a
   :class:`~macdma.sim.model.cpus.memory.MemorySpec`; the HDL host memory only), the host
   memory takes its shared timing and the CPU's own traffic flows as real bursts through
@@ -20,8 +23,10 @@
   of :meth:`CpuWritePath.store_ns`, contending with nothing.
 - ``charge``/``spin_ns``/``sleep_ns``/``context`` go to the :class:`CpuModel` scheduler:
   charges run in the caller's context, spinning holds the CPU, sleeping gives it up.
-- ``wait_irq`` watches the SoC's level ``irq`` pin (a sleeping wait); ``spawn`` starts a
-  driver context as a cocotb task.
+- ``wait_irq`` watches the SoC's level ``irq`` pin (a sleeping wait), sampled as a
+  level-triggered interrupt controller does: only once the last register write has taken
+  effect on it (:data:`IRQ_SETTLE_CYCLES`), so the ISR's own W1C ack is never taken for a
+  new interrupt; ``spawn`` starts a driver context as a cocotb task.
 """
 
 from __future__ import annotations
@@ -47,6 +52,14 @@ MEMORY_STEP_BYTES = 1024
 #: skbs): reads walk its first half, writes its second, each wrapping, so consecutive
 #: lines share DRAM pages as a copy's do.
 SCRATCH_BYTES = 16 * 1024
+#: SoC clocks from a register write's response until the ``irq`` output shows it: the CSR
+#: bank applies the write (a W1C ack clears IRQ_STATUS) and ``irq`` is a register behind
+#: the causes (hdl/dma/irq.py). An interrupt controller sees the line only after the
+#: write reached the device and the device's output settled; sampled sooner, the line
+#: still shows the interrupt just acknowledged and the ISR would run again for nothing.
+#: One clock is enough on this RTL (with 0 every ack was followed by an ISR finding no
+#: cause: tests/test_model_accounting.py); two keep a clock of margin.
+IRQ_SETTLE_CYCLES = 2
 
 
 class OutOfDmaMemory(MemoryError):
@@ -150,6 +163,7 @@ class CocotbPlatform:
         self.write_path = CpuWritePath(bench.memory, bench.sys_clk_ns, self.memory_port)
         self.mmio_reads = 0
         self.mmio_writes = 0
+        self._irq_settled_ns = 0.0  # when the irq line shows the last register write
         #: When a list, every access is appended as (time_ns, "r"/"w", offset, value).
         self.trace: list[tuple[float, str, int, int]] | None = None
 
@@ -168,6 +182,7 @@ class CocotbPlatform:
         async with self.cpu.step("mmio_bus"):
             started = get_sim_time("ns")
             await self.bench.csr.write_dword(offset, value)
+        self._irq_settled_ns = get_sim_time("ns") + IRQ_SETTLE_CYCLES * self.bench.sys_clk_ns
         if self.trace is not None:
             self.trace.append((started, "w", offset, value))
         self.mmio_writes += 1
@@ -205,6 +220,19 @@ class CocotbPlatform:
 
     def mem_write(self, address: int, data: bytes) -> None:
         self.write_path.store(address, data)
+
+    def mem_write_cached(self, address: int, data: bytes) -> None:
+        """Bytes in the CPU's cache (a frame to send): in memory at once, no time of their
+        own (the map's clean writes them back, or the DMA snoops them). Refused over a
+        store still pending, which would land later and overwrite them."""
+        end = address + len(data)
+        for start, stored in self.write_path.pending:
+            if start < end and address < start + len(stored):
+                raise RuntimeError(
+                    f"cached bytes at {address:#x}..{end:#x} overlap a pending store at "
+                    f"{start:#x}: the store would land after them"
+                )
+        self.memory.write(address, bytes(data))
 
     # -- time and CPU cost -----------------------------------------------------------------
     async def charge(self, cycles: float, what: str) -> None:
@@ -287,6 +315,11 @@ class CocotbPlatform:
 
     # -- interrupts ------------------------------------------------------------------------
     async def wait_irq(self) -> None:
+        """Return when the level ``irq`` line is high, sampled no sooner than
+        :data:`IRQ_SETTLE_CYCLES` after the last register write's response."""
+        settle_ns = self._irq_settled_ns - get_sim_time("ns")
+        if settle_ns > 0:
+            await Timer(round(settle_ns * 1000), unit="ps")
         irq = self.bench.dut.irq
         while not int(irq.value):
             await RisingEdge(irq)

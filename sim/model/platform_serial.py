@@ -138,6 +138,10 @@ class SerialPlatform:
             word = int.from_bytes(buffer[offset : offset + 4], "little")
             self.bridge.write32(RAM_BASE + first + offset, word)
 
+    def mem_write_cached(self, address: int, data: bytes) -> None:
+        """On a board the frame is written to its RAM as any store (its cache is real)."""
+        self.mem_write(address, data)
+
     async def charge(self, cycles: float, what: str) -> None:
         self.charged[what] += cycles
 

@@ -876,6 +876,8 @@ def compute_metrics(record: dict) -> dict:
         "locks": locks,
         "driver": driver,
         "counters": counters,
+        # the CPU's own traffic through the memory system's port over the traffic phase
+        "cpu_memory": record.get("cpu_memory", {}),
     }
     if "dim" in record:
         result["dim"] = record["dim"]

@@ -140,6 +140,19 @@ def _stats(driver) -> dict:
     return dataclasses.asdict(driver.stats)
 
 
+def _port_bytes(platform: CocotbPlatform) -> dict:
+    """What the CPU moved through the memory system's CPU port so far (bytes each way and
+    commands; zeros without a [memory] table, whose traffic takes a flat time)."""
+    port = platform.memory_port
+    if port is None:
+        return {"read_bytes": 0, "write_bytes": 0, "commands": 0}
+    return {
+        "read_bytes": port.read_bytes,
+        "write_bytes": port.write_bytes,
+        "commands": port.commands,
+    }
+
+
 def _burst_counts(bursts, tx_ring: tuple[int, int], rx_ring: tuple[int, int]) -> dict:
     def inside(burst, ring):
         return ring[0] <= burst.addr < ring[1]
@@ -204,6 +217,7 @@ async def test_scenario(dut):
     if trace_limit:
         platform.trace = []
     stats_before = _stats(driver)
+    port_before = _port_bytes(platform)
     cpu.reset_accounting()
     bench.memory.bursts.clear()
     started_ns = get_sim_time("ns")
@@ -257,6 +271,7 @@ async def test_scenario(dut):
         counters=counters,
         bursts=_burst_counts(bench.memory.bursts, rings["TX"], rings["RX"]),
         mmio=mmio,
+        cpu_memory={key: value - port_before[key] for key, value in _port_bytes(platform).items()},
         samples={"fields": sampler.fields, "rows": sampler.rows},
         locks={name: lock.report() for name, lock in driver.locks.items()},
         periodic_ns=periodic_ns(scenario, config),

@@ -32,12 +32,19 @@ STORE_LATENCY_CYCLES = 150  # 1.5 us at 100 MHz: longer than the DMA's 1 us poll
 WORD3 = 12  # byte offset of the descriptor word holding own
 
 
+#: Stores of word 3 the planted bug makes before the address: the window in which the DMA
+#: can see own with a stale address lasts that many store times (1.5 us each), longer
+#: than one DMA poll (1 us + its read's 1.5 us), so a poll always falls inside it.
+OWN_FIRST_STORES = 3
+
+
 class OwnFirst(QueueHooks):
     """The planted bug: word 3 (own, length) stored before words 0..2 (the address), as
     a driver without the write barrier does; the driver's own ordered stores follow."""
 
     def post(self, queue, index: int, desc: Descriptor) -> Descriptor:
-        queue.platform.mem_write(queue.desc_addr(index) + WORD3, desc.pack()[WORD3:])
+        for _ in range(OWN_FIRST_STORES):
+            queue.platform.mem_write(queue.desc_addr(index) + WORD3, desc.pack()[WORD3:])
         return desc
 
 

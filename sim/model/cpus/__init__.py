@@ -229,7 +229,8 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
 
     costs = _costs(document.get("costs"), fail, where)
     caches = _caches(document.get("caches"), fail, where)
-    fitted = _fitted(document.get("fitted", {}), costs, caches, fail)
+    memory = memory_spec(document["memory"], fail) if "memory" in document else None
+    fitted = _fitted(document.get("fitted", {}), costs, caches, fail, memory)
     driver = _driver_settings(document.get("driver", {}), fail)
     shipped = path.parent == CPU_DIR
     return CpuSpec(
@@ -244,7 +245,7 @@ def load_cpu_file(path: Path | str) -> CpuSpec:
         driver=driver,
         description=description,
         digest=hashlib.sha256(raw).hexdigest(),
-        memory=memory_spec(document["memory"], fail) if "memory" in document else None,
+        memory=memory,
         threads_per_pipeline=threads,
         thread_share=share,
     )
@@ -371,11 +372,16 @@ def _caches(table: Any, fail, where: str) -> CacheHierarchy:
     )
 
 
-def _fittable(costs: CpuCosts, caches: CacheHierarchy) -> dict[str, tuple[str, float]]:
-    """What a ``[fitted]`` entry may name: every cost (``rx_per_packet``) and every cache
-    line operation (``"caches.L2.invalidate"``), each with the key its value is read from
-    and the value."""
+def _fittable(
+    costs: CpuCosts, caches: CacheHierarchy, memory: MemorySpec | None = None
+) -> dict[str, tuple[str, float]]:
+    """What a ``[fitted]`` entry may name: every cost (``rx_per_packet``), every cache
+    line operation (``"caches.L2.invalidate"``) and every time of the ``[memory]`` table
+    (``"memory.page_hit_ns"``), each with the key its value is read from and the value."""
     found = {name: (f"costs.{name}", getattr(costs, name)) for name in CpuCosts.cost_names()}
+    if memory is not None:
+        for key in ("page_hit_ns", "page_miss_ns", "turnaround_ns"):
+            found[f"memory.{key}"] = (f"memory.{key}", getattr(memory, key))
     for number, level in enumerate(caches.levels, start=1):
         for op in CacheOp:
             found[f"caches.{level.name}.{op.value}"] = (
@@ -385,10 +391,12 @@ def _fittable(costs: CpuCosts, caches: CacheHierarchy) -> dict[str, tuple[str, f
     return found
 
 
-def _fitted(table: Any, costs: CpuCosts, caches: CacheHierarchy, fail) -> dict[str, FittedConstant]:
+def _fitted(
+    table: Any, costs: CpuCosts, caches: CacheHierarchy, fail, memory: MemorySpec | None = None
+) -> dict[str, FittedConstant]:
     if not isinstance(table, dict):
         raise fail("fitted", table, "must be a table ([fitted])")
-    fittable = _fittable(costs, caches)
+    fittable = _fittable(costs, caches, memory)
     found: dict[str, FittedConstant] = {}
     figures: dict[str, str] = {}
     for name, entry in table.items():
