@@ -7,6 +7,10 @@ A condition with a figure is a calibration: it gets a "within
 prediction: no expectation (its figure is not known here). ``macdma regress`` writes
 ``field_reports.json`` (:func:`write_field_reports_json`), one object per (report,
 condition), and the report opens with their table (:func:`field_reports_table`).
+
+A report measured both ways (a router's download and upload) names a second Mb/s metric,
+``mbps_up_metric``: its conditions then have ``mbps_up`` beside ``mbps`` (the upload
+figure, and the model's number for it).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from .selection import check_at, declaration_error, matches, points_selected
 #: A calibration condition must land within this share of its figure (issue: "calibration
 #: conditions within 10% of their figures").
 CALIBRATION_TOLERANCE_PCT = 10.0
-#: The figures a condition may give, as field_reports.json names them.
-FIGURE_KEYS = ("mbps", "irqs_per_second", "cpu_pct")
+#: The figures a condition may give, as field_reports.json names them (``mbps_up`` only
+#: for an experiment with an ``mbps_up_metric``).
+FIGURE_KEYS = ("mbps", "mbps_up", "irqs_per_second", "cpu_pct")
+#: The figure keys that are rates in Mb/s, counted as the report's tool counts them.
+MBPS_KEYS = ("mbps", "mbps_up")
 #: An ``mbps`` figure that is "the link's full line rate" rather than a number.
 LINE_RATE_FIGURE = "line rate"
 #: The Mb/s metrics ``mbps_metric`` may name, with their share-of-line-rate metric.
@@ -43,7 +50,8 @@ class Condition:
     ``mbps_metric`` is the metric reported as ``mbps``; ``payload_bytes`` (None: the whole
     frame) the bytes of each ``frame_size``-byte frame the report's tool counts, e.g. 1448
     of a 1514-byte TCP segment for iperf, so ``mbps`` is ``mbps_metric`` x payload_bytes /
-    frame_size."""
+    frame_size; ``mbps_up_metric`` (None: no upload figure) the metric reported as
+    ``mbps_up``, counted the same way."""
 
     report: str
     name: str
@@ -53,6 +61,7 @@ class Condition:
     mbps_metric: str = "throughput_mbps"
     payload_bytes: int | None = None
     frame_size: int | None = None
+    mbps_up_metric: str | None = None
 
     @property
     def payload_share(self) -> float:
@@ -65,15 +74,28 @@ class Condition:
     def calibration(self) -> bool:
         return bool(self.figure)
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The figure keys this condition reports (``mbps_up`` only with an upload metric)."""
+        return tuple(k for k in FIGURE_KEYS if k != "mbps_up" or self.mbps_up_metric)
+
     def metric(self, key: str) -> str:
         """The summary metric behind figure ``key``."""
-        return self.mbps_metric if key == "mbps" else key
+        if key == "mbps":
+            return self.mbps_metric
+        if key == "mbps_up":
+            if self.mbps_up_metric is None:
+                raise ValueError(f"{self.report} {self.name}: no mbps_up_metric")
+            return self.mbps_up_metric
+        return key
 
 
 def _figure_text(key: str, value) -> str:
     if value == LINE_RATE_FIGURE:
         return LINE_RATE_FIGURE
-    unit = {"mbps": "Mb/s", "irqs_per_second": "IRQs/s", "cpu_pct": "% CPU"}[key]
+    unit = {
+        "mbps": "Mb/s", "mbps_up": "Mb/s up", "irqs_per_second": "IRQs/s", "cpu_pct": "% CPU",
+    }[key]  # fmt: skip
     return f"{value:,g} {unit}"
 
 
@@ -85,10 +107,13 @@ def parse_conditions(
     report = table.get("report")
     raw = table.get("condition", [])
     mbps_metric = table.get("mbps_metric", "throughput_mbps")
+    mbps_up_metric = table.get("mbps_up_metric")
     payload_bytes = table.get("payload_bytes")
     if report is None:
         misplaced = ["condition"] if raw else []
-        misplaced += [key for key in ("mbps_metric", "payload_bytes") if key in table]
+        misplaced += [
+            key for key in ("mbps_metric", "mbps_up_metric", "payload_bytes") if key in table
+        ]
         if misplaced:
             raise declaration_error(where, f'{misplaced[0]} needs report = "<field report id>"')
         return None, (), ()
@@ -100,6 +125,11 @@ def parse_conditions(
         raise declaration_error(
             f"{where} mbps_metric",
             f"must be one of {', '.join(MBPS_METRICS)}, got {mbps_metric!r}",
+        )
+    if mbps_up_metric is not None and mbps_up_metric not in MBPS_METRICS:
+        raise declaration_error(
+            f"{where} mbps_up_metric",
+            f"must be one of {', '.join(MBPS_METRICS)}, got {mbps_up_metric!r}",
         )
     frame_size = base.get("frame_size")
     if payload_bytes is not None:
@@ -151,6 +181,11 @@ def parse_conditions(
                 raise declaration_error(
                     f"{here} figure", f"unknown key {key!r}; known: {', '.join(FIGURE_KEYS)}"
                 )
+            if key == "mbps_up" and mbps_up_metric is None:
+                raise declaration_error(
+                    f"{here} figure.mbps_up",
+                    "needs the experiment's mbps_up_metric (the metric the upload is read from)",
+                )
             line_rate = key == "mbps" and value == LINE_RATE_FIGURE
             number = isinstance(value, int | float) and not isinstance(value, bool)
             if not line_rate and not (number and value > 0):
@@ -159,8 +194,9 @@ def parse_conditions(
                     f"{here} figure.{key}", f"must be a number > 0{allowed}, got {value!r}"
                 )
         condition = Condition(
-            report, name, experiment, at, dict(figure), mbps_metric, payload_bytes, frame_size
-        )
+            report, name, experiment, at, dict(figure), mbps_metric, payload_bytes, frame_size,
+            mbps_up_metric,
+        )  # fmt: skip
         conditions.append(condition)
         for key, value in figure.items():
             context = f"{report} {name} (calibration)"
@@ -177,7 +213,7 @@ def parse_conditions(
                 expectation = Within(
                     **common, metric=MBPS_METRICS[mbps_metric], value=100.0, shown="line rate"
                 )
-            elif key == "mbps" and payload_bytes is not None:
+            elif key in MBPS_KEYS and payload_bytes is not None:
                 # The report counts payload; the metric counts frame bytes: compare the
                 # figure converted to frame bytes.
                 frames = float(value) / condition.payload_share
@@ -211,7 +247,7 @@ class FieldReportRow:
         if key == "cpu_pct":
             return cpu_pct(self.result["metrics"])[0]
         value = self.result["summary"].get(self.condition.metric(key))
-        if key == "mbps" and value is not None:
+        if key in MBPS_KEYS and value is not None:
             value *= self.condition.payload_share
         return value
 
@@ -222,7 +258,7 @@ class FieldReportRow:
         return {
             "report": self.condition.report,
             "condition": self.condition.name,
-            **{key: self.value(key) for key in FIGURE_KEYS},
+            **{key: self.value(key) for key in self.condition.keys},
         }
 
 
@@ -250,7 +286,8 @@ def field_report_rows(sweep, results: list[dict]) -> list[FieldReportRow]:
 
 def write_field_reports_json(path: Path, rows: list[FieldReportRow]) -> None:
     """``field_reports.json``: a list of {report, condition, mbps, irqs_per_second,
-    cpu_pct}, null where a point did not finish."""
+    cpu_pct} (and ``mbps_up`` for a report with an upload figure), null where a point did
+    not finish."""
     path.write_text(json.dumps([row.as_json() for row in rows], indent=2) + "\n")
 
 
@@ -258,7 +295,10 @@ def _model_cell(row: FieldReportRow, key: str) -> str:
     value = row.value(key)
     if value is None:
         return "FAILED" if row.result is not None else "not run"
-    return f"{value:,.1f}" if key != "irqs_per_second" else f"{value:,.0f}"
+    text = f"{value:,.1f}" if key != "irqs_per_second" else f"{value:,.0f}"
+    if key == "mbps" and "mbps_up" in row.condition.keys:
+        text += f" down, {row.value('mbps_up'):,.1f} up"
+    return text
 
 
 def _calibration_cell(row: FieldReportRow) -> str:
@@ -285,6 +325,8 @@ def _calibration_cell(row: FieldReportRow) -> str:
 
 
 FIELD_REPORT_HEADERS = ["report", "condition", "Mb/s", "IRQs/s", "CPU %", "calibration figure"]
+#: The figure keys the table has a column for (``mbps_up`` shares the Mb/s column).
+TABLE_KEYS = ("mbps", "irqs_per_second", "cpu_pct")
 
 
 def field_reports_table(rows: list[FieldReportRow]) -> list[list[str]]:
@@ -294,7 +336,7 @@ def field_reports_table(rows: list[FieldReportRow]) -> list[list[str]]:
         [
             row.condition.report,
             row.condition.name,
-            *(_model_cell(row, key) for key in FIGURE_KEYS),
+            *(_model_cell(row, key) for key in TABLE_KEYS),
             _calibration_cell(row),
         ]
         for row in rows

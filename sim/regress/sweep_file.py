@@ -38,6 +38,7 @@ EXPERIMENT_KEYS = (
     "expect",
     "report",
     "mbps_metric",
+    "mbps_up_metric",
     "payload_bytes",
     "condition",
 )

@@ -294,6 +294,11 @@ class Scenario:
         "= offered at line rate or --rate-mbps)", unit="frames", low=1, high=4096,
         optional=True, needs=("traffic", WINDOWED_TRAFFIC),
     )  # fmt: skip
+    forward_acks: bool = knob(
+        False, bool, "forward: the far end's receiver acknowledges every second frame that "
+        "comes out with an ACK frame sent back through the router (TCP through NAT: both "
+        "directions routed)", needs=("traffic", ("forward",)),
+    )  # fmt: skip
     irq_core: int = knob(
         0, int, "core of the IRQ handler, NAPI poll, timers and polling loop (IRQ "
         "affinity), 0..cores-1 of the CPU file", unit="core", low=0, high=MAX_CORES - 1,
@@ -1017,6 +1022,8 @@ def _traffic_metrics(scenario: Scenario, record: dict, result: dict, window: dic
         metrics["goodput_mbps"] = {d: result[d]["mbps"] for d in ("tx", "rx") if d in result}
     elif model == "forward":
         metrics["goodput_mbps"] = {"forwarded": result.get("tx", {}).get("mbps", 0.0)}
+        if "acks" in traffic:  # forward_acks: the ACKs routed back, counted apart
+            metrics["acks"] = traffic["acks"]
     elif model == "stream":
         metrics["goodput_mbps"] = {"rx": result.get("rx", {}).get("mbps", 0.0)}
         # the window in force: --window, capped by what the socket holds (flow control)

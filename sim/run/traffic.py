@@ -416,7 +416,14 @@ class Forward(Traffic):
     with ``window``, keeps at most that many frames inside the router: a frame coming back
     out (or lost and counted) lets the next one in, as a TCP sender's ACK clock does
     through a bottleneck router (no congestion control; a lost frame's slot is freed as
-    stream frees a lost segment's)."""
+    stream frees a lost segment's).
+
+    With ``forward_acks`` the stream through the router is TCP's both ways: the far end's
+    receiver answers every second data frame that comes out (and the last) with an
+    ACK_FRAME_BYTES-byte ACK sent back into the router, which routes it like any frame
+    (the RX and TX driver work, ``forward_per_packet``) back out to the sender. The ACKs
+    are checked where they come out and counted apart (``acks``): the rates are the data
+    frames'."""
 
     name = "forward"
 
@@ -429,6 +436,9 @@ class Forward(Traffic):
         self.returned = 0  # frames back out at the far end, or lost and counted
         self.losses_seen = 0
         self.returned_event = Event()
+        self.acks_sent = 0  # ACKs the far end's receiver sent into the router
+        self.acks_routed = 0  # ACKs the router received and routed
+        self.acks_back = 0  # ACKs that came back out to the sender
 
     async def offer_rx(self) -> None:
         if self.window is None:
@@ -457,11 +467,23 @@ class Forward(Traffic):
             self.returned += lost - self.losses_seen
             self.losses_seen = lost
 
+    def send_ack(self, ack: int) -> None:
+        """The far end's receiver sends ACK ``ack`` back through the router."""
+        data = make_frame(ACK_SOURCE, ack, ACK_FRAME_BYTES)
+        (self.peer or self.bench.rx_source).send_nowait(GmiiFrame.from_payload(data))
+        self.acks_sent += 1
+
     async def on_receive(self, data: bytes, ok: bool = True, meta=None) -> None:
-        seq = self.check_rx(data, ok, meta)
-        if seq is None:
-            return
-        self.deliver(seq)
+        if self.scenario.forward_acks and ok and frame_family(bytes(data)) == ACK_SOURCE:
+            ack = frame_seq(bytes(data))
+            if bytes(data) != make_frame(ACK_SOURCE, ack, ACK_FRAME_BYTES):
+                self.errors.append(f"forward: ACK {ack} damaged on its way in")
+            self.acks_routed += 1
+        else:
+            seq = self.check_rx(data, ok, meta)
+            if seq is None:
+                return
+            self.deliver(seq)
         await self.platform.charge(self.costs.forward_per_packet, "forward_per_packet")
         if len(self.qdisc) >= QDISC_PACKETS:
             self.drops["qdisc"] += 1
@@ -493,7 +515,13 @@ class Forward(Traffic):
     async def collect_tx(self) -> None:
         while True:
             frame = await self.recv_tx()
-            seq = frame_seq(bytes(frame.get_payload()))
+            payload = bytes(frame.get_payload())
+            seq = frame_seq(payload)
+            if self.scenario.forward_acks and frame_family(payload) == ACK_SOURCE:
+                self.check_tx(frame, ACK_SOURCE, seq, ACK_FRAME_BYTES)
+                self.acks_back += 1
+                self.changed.set()
+                continue
             if seq is None or seq <= self.last_forwarded:
                 self.errors.append(f"forwarded frame {seq} after {self.last_forwarded}: reordered")
             else:
@@ -504,15 +532,25 @@ class Forward(Traffic):
             self.returned += 1
             self.returned_event.set()
             self.changed.set()
+            last = seq == self.frames - 1
+            if self.scenario.forward_acks and (len(self.tx_wire) % 2 == 0 or last):
+                self.send_ack(seq + 1)
 
     async def finished(self) -> None:
         """Every frame in is accounted, and every one routed has left (or was dropped)."""
         await self.rx_settled()
         while (
-            self.forwarded + self.drops["qdisc"] < len(self.received)
-            or len(self.tx_wire) < self.forwarded
+            self.forwarded + self.drops["qdisc"] < len(self.received) + self.acks_routed
+            or len(self.tx_wire) + self.acks_back < self.forwarded
         ):
             await Timer(5, "us")
+        # The last ACKs on their way back (the run's CPU work includes routing them); one
+        # the hardware dropped ends the wait once nothing has moved for the loss check.
+        idle_ns = 0.0
+        while self.acks_back < self.acks_sent and idle_ns < STREAM_LOSS_CHECK_NS:
+            back = self.acks_back
+            await Timer(5, "us")
+            idle_ns = 0.0 if self.acks_back > back else idle_ns + 5000.0
 
     def start(self) -> list:
         cocotb.start_soon(self.offer_rx())
@@ -524,6 +562,10 @@ class Forward(Traffic):
         record = super().record()
         record["tx"]["offered"] = len(self.received)  # the frames the router had to send
         record["traffic"]["window_frames"] = self.window
+        if self.scenario.forward_acks:
+            record["traffic"]["acks"] = {
+                "sent": self.acks_sent, "routed": self.acks_routed, "back": self.acks_back,
+            }  # fmt: skip
         return record
 
 

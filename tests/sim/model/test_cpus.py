@@ -77,9 +77,13 @@ def test_shipped_cpus_are_the_presets_with_their_driver_settings():
     assert {name: (spec.clock_mhz, spec.cores) for name, spec in CPU_PRESETS.items()} == {
         "armv7-noncoherent": (1000.0, 1),
         "ideal": (1000.0, 1),
+        "imx6dl": (1000.0, 2),
         "imx6qp-lan743x": (1000.0, 4),
+        "imx6sx": (1000.0, 1),
+        "ipq806x": (1700.0, 2),
         "microblaze-66": (66.0, 1),
         "mips-router": (500.0, 1),
+        "qca9558": (720.0, 1),
         "rockchip-stmmac": (1500.0, 4),
         "usb-nic-host": (2000.0, 1),
         "vexriscv": (100.0, 1),

@@ -45,7 +45,23 @@ REPORTS = {
         "static": {"mbps": 840, "irqs_per_second": 69_920, "cpu_pct": 43},
         "dim": None,
     },
+    # the second set (issue 41)
+    "lantiq-nat": {
+        "vanilla": {"mbps": 539, "mbps_up": 599},
+        "desc192": None,
+        "napi64": None,
+        "build_skb": None,
+    },
+    "fec-pagepool": {"alloc": {"mbps": 605}, "pagepool": None},
+    "arge-align": {"bounce": {"mbps": 130}, "tx-align": None, "rx-offset": None},
+    "stmmac-txtimer": {"timer": {"mbps": 938, "cpu_pct": 40}, "hrtimer": None, "fixed": None},
+    "fec-swtso": {"linear": {"mbps": 278}, "swtso": None},
 }
+
+#: Reports whose calibration misses its 10% on the model (docs/field-reports.md, the
+#: second set): in the full sweep with every condition, kept out of the CI profile and the
+#: default sweep, where a miss would fail the run.
+CALIBRATION_MISSES = {"lantiq-nat", "fec-pagepool"}
 
 
 def declared(sweep) -> dict:
@@ -63,7 +79,7 @@ def test_the_field_report_sweep_declares_every_report_and_condition_of_the_table
 
 def test_the_ci_profile_runs_one_condition_of_every_report():
     ci = declared(load_sweep(CI_SWEEP))
-    assert set(ci) == set(REPORTS)
+    assert set(ci) == set(REPORTS) - CALIBRATION_MISSES
     for report, conditions in ci.items():
         assert len(conditions) == 1, report
         ((name, figure),) = conditions.items()
@@ -71,9 +87,10 @@ def test_the_ci_profile_runs_one_condition_of_every_report():
 
 
 def test_the_default_sweep_opens_with_every_field_report():
-    """make regress (the main job) carries a calibration condition of every report."""
+    """make regress (the main job) carries a calibration condition of every report whose
+    calibration holds."""
     default = declared(load_sweep(DEFAULT_SWEEP))
-    assert set(default) == set(REPORTS)
+    assert set(default) == set(REPORTS) - CALIBRATION_MISSES
     for report, conditions in default.items():
         for name, figure in conditions.items():
             assert figure and set(figure) <= set(REPORTS[report][name]), (report, name)
@@ -136,6 +153,54 @@ def test_payload_bytes_reports_the_payload_share_of_the_frame_rate(tmp_path):
 def test_a_bad_payload_bytes_is_named(change, message):
     with pytest.raises(ValueError, match=message):
         parse_sweep(payload_sweep(231, **change))
+
+
+# -- a report measured both ways (download and upload) ----------------------------------
+
+
+def test_mbps_up_is_read_from_its_metric_and_checked_against_the_upload_figure(tmp_path):
+    table = payload_sweep(231, mbps_up_metric="throughput_mbps")
+    table["experiment"][0]["condition"][0]["figure"]["mbps_up"] = 250
+    sweep = parse_sweep(table)
+    results = stored(tmp_path, sweep, 250.0)  # 239.1 Mb/s of payload
+    rows = {row.condition.name: row for row in field_report_rows(sweep, results)}
+    assert rows["small"].value("mbps_up") == pytest.approx(250.0 * 1448 / 1514)
+    assert rows["small"].as_json()["mbps_up"] == pytest.approx(250.0 * 1448 / 1514)
+    statuses = {c.name: c.status for c in check_results(sweep, results)}
+    assert statuses["iperf-like.small.mbps"] == "PASS"  # +3.5% of 231
+    assert statuses["iperf-like.small.mbps_up"] == "PASS"  # -4.4% of 250
+    table["experiment"][0]["condition"][0]["figure"]["mbps_up"] = 290  # 239.1 is -17.5%
+    far = parse_sweep(table)
+    statuses = {c.name: c.status for c in check_results(far, stored(tmp_path / "far", far, 250.0))}
+    assert statuses["iperf-like.small.mbps_up"] == "FAIL"
+
+
+def test_only_a_report_with_an_upload_metric_has_mbps_up(tmp_path):
+    sweep = parse_sweep(payload_sweep(231))
+    (row, _) = field_report_rows(sweep, stored(tmp_path, sweep, 250.0))
+    assert set(row.as_json()) == {"report", "condition", "mbps", "irqs_per_second", "cpu_pct"}
+    written = declared(load_sweep(FIELD_REPORTS_SWEEP))
+    assert [c for c, figure in written["lantiq-nat"].items() if figure and "mbps_up" in figure]
+    assert not any(
+        figure and "mbps_up" in figure
+        for report, conditions in written.items()
+        if report != "lantiq-nat"
+        for figure in conditions.values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mbps_up_metric": "cpu_pct"}, "mbps_up_metric: must be one of throughput_mbps"),
+        ({}, "figure.mbps_up: needs the experiment's mbps_up_metric"),
+    ],
+)
+def test_a_bad_upload_declaration_is_named(change, message):
+    table = payload_sweep(231, **change)
+    table["experiment"][0]["condition"][0]["figure"]["mbps_up"] = 250
+    with pytest.raises(ValueError, match=message):
+        parse_sweep(table)
 
 
 def test_payload_bytes_needs_a_report():

@@ -55,6 +55,22 @@ def test_forwarding_sends_out_what_came_in_and_a_slow_router_forwards_less(sim):
     assert router["traffic"]["goodput_mbps"]["forwarded"] < 0.9 * ideal["tx"]["mbps"]
 
 
+def test_forwarded_acks_are_routed_back_and_cost_the_router_their_work(sim):
+    """TCP through a router: every second data frame out brings an ACK back in, which the
+    router routes out again; the rates stay the data frames', and the ACKs' work slows a
+    CPU-bound router."""
+    knobs = {"traffic": "forward", "cpu": "mips-router", "window": 4, "frames": 40}
+    both = _run(sim, forward_acks=True, **knobs)
+    assert both["traffic"]["acks"] == {"sent": 20, "routed": 20, "back": 20}
+    assert both["tx"]["frames_sent"] == both["rx"]["frames_received"] == 40
+    routed = both["cpu"]["cycles_by_cost_run"]["forward_per_packet"]
+    assert routed == 60 * 4000.0  # 40 data frames + 20 ACKs
+    one_way = _run(sim, **knobs)
+    assert "acks" not in one_way["traffic"]
+    forwarded = (run["traffic"]["goodput_mbps"]["forwarded"] for run in (both, one_way))
+    assert next(forwarded) < 0.9 * next(forwarded)
+
+
 def test_request_response_is_one_frame_each_way_at_a_time(sim):
     metrics = _run(sim, traffic="rr")
     traffic = metrics["traffic"]
