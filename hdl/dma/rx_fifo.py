@@ -327,14 +327,14 @@ class RxFrameFifo(wiring.Component):
                 self.o.p.error.eq(1),
             ]
         with m.Else():
+            meta = self._meta_out(stored_meta)
+            if self._checksum:
+                meta["csum"] = fold_partial(words.r_data[layout.size + cause_bits :])
+            fields = {name: fifo_word[name] for name in layout.members}
             m.d.comb += [
                 self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
-                *(getattr(self.o.p, name).eq(getattr(fifo_word, name)) for name in layout.members),
-                *self._meta_out(stored_meta),
+                self.o.p.eq(whole(self.o.p.shape(), fields, meta=whole(RxFrameMeta, meta))),
             ]
-            if self._checksum:
-                partial = words.r_data[layout.size + cause_bits :]
-                m.d.comb += self.o.p.meta.csum.eq(fold_partial(partial))
         pop = words.r_rdy & words.r_en & ~flush
         m.d.comb += words.r_en.eq(flush | (self.o.ready & ~abort_pending))
         with m.If(flush):
@@ -368,13 +368,28 @@ class RxFrameFifo(wiring.Component):
         return meta.cause
 
     def _meta_out(self, stored):
-        """``o``'s ``meta`` from what :meth:`_cause_and_time` stored."""
-        meta = self.o.p.meta
+        """``o``'s ``meta`` fields from what :meth:`_cause_and_time` stored."""
         cause = RxError.as_shape().width
-        assignments = [meta.cause.eq(stored[:cause])]
+        fields = {"cause": stored[:cause]}
         if self._timestamps:
-            assignments += [
-                meta.ts_ns.eq(stored[cause : cause + 32]),
-                meta.ts_valid.eq(stored[cause + 32]),
-            ]
-        return assignments
+            fields.update(ts_ns=stored[cause : cause + 32], ts_valid=stored[cause + 32])
+        return fields
+
+
+def whole(shape, fields: dict, **more) -> Value:
+    """A value of the struct ``shape`` from its fields' values (zero for those not given), as one
+    expression. A comb signal assigned field by field leaves the fields no branch sets to an
+    ``always @*`` block that holds only a constant, which Icarus never runs (X there, 0 on
+    Verilator: sim/cosim/verilog.py refuses such Verilog)."""
+    layout = data.Layout.cast(shape)
+    given = {**fields, **more}
+    unknown = given.keys() - {name for name, _ in layout}
+    if unknown:
+        raise ValueError(f"{sorted(unknown)}: not fields of {layout!r}")
+    parts = []
+    for name, field in sorted(layout, key=lambda item: item[1].offset):
+        value = Value.cast(given.get(name, C(0, field.width)))
+        if len(value) != field.width:
+            raise ValueError(f"field {name}: {len(value)} bits given, {field.width} wanted")
+        parts.append(value)
+    return Cat(*parts)

@@ -483,8 +483,8 @@ class RxInductionBaseCaseHarness(RxOwnershipInductionHarness):
         m.d.comb += [usable.own.eq(1), usable.length.eq(MIN_RX_BUFFER_BYTES)]
         narrow_to_usable_descriptors(m, dut, read_props, usable, unowned_too=True)
         m.d.comb += [
-            Assume(dut.i_cause == RxError.NONE),
+            Assume(dut.i.p.meta.cause == RxError.NONE),
             Assume(dut.wait_for_buffers),
-            Assume(~dut.i_ts_valid),
+            Assume(~dut.i.p.meta.ts_valid),
         ]
         return dut, ownership, read_props

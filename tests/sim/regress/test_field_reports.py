@@ -230,4 +230,6 @@ def test_the_ci_profile_writes_every_report_into_field_reports_json(tmp_path):
     ]
     for entry in written:
         assert entry["mbps"] > 0 and entry["irqs_per_second"] >= 0, entry
-        assert 0 < entry["cpu_pct"] <= 100 + 1e-9, entry  # a saturated core sums to 100
+        # A saturated core sums to 100, to within the SoC clock at which a charge running
+        # past the window's end is cut (arge-align bounce: 100.0000567, ~12 ns of 22 ms)
+        assert 0 < entry["cpu_pct"] <= 100 + 1e-3, entry
