@@ -15,6 +15,7 @@ from amaranth import C, Cat, Mux, Value
 from amaranth.lib import data
 
 from ..mac.frame import RxError
+from .packed import pack_struct
 
 __all__ = [
     "DESCRIPTOR_BYTES",
@@ -125,23 +126,9 @@ if Descriptor.as_shape().size != 8 * DESCRIPTOR_BYTES:
 
 def pack_descriptor(**fields) -> Descriptor:
     """A :class:`Descriptor` view of ``fields`` (name -> value; every other field 0), built
-    as one concatenation in layout order rather than a signal assigned field by field.
-
-    Why not ``Signal(Descriptor)`` and an ``.eq`` per field: the Verilog backend may split
-    such a signal's constant bits into ``always @*`` blocks that read nothing, which Icarus
-    never runs, so those bits stay X (Verilator shows them as 0). A concatenation is a
-    continuous assignment."""
-    layout = data.Layout.cast(Descriptor)
-    unknown = sorted(set(fields) - {name for name, _ in layout})
-    if unknown:
-        raise ValueError(f"Descriptor has no field(s) {', '.join(unknown)}")
-    pieces = []
-    for name, fld in sorted(layout, key=lambda item: item[1].offset):
-        value = Value.cast(fields.get(name, 0)).as_unsigned()
-        pieces.append(value[: fld.width] if len(value) >= fld.width else value)
-        if len(value) < fld.width:
-            pieces.append(C(0, fld.width - len(value)))
-    return Descriptor(Cat(*pieces))
+    as one concatenation (:func:`~.packed.pack_struct`) rather than a signal assigned field
+    by field."""
+    return Descriptor(pack_struct(Descriptor, **fields))
 
 
 class DescriptorWriteback:

@@ -14,7 +14,7 @@ from amaranth.utils import ceil_log2
 
 from ..gray import gray_decode, gray_encode
 from ..mac.frame import RxByteBeat, RxError, RxFrameMeta
-from .packed import packed_layout
+from .packed import pack_struct, packed_layout
 from .rx_checksum import PARTIAL_BITS, FrameChecksum, fold_partial
 from .tx_fifo import check_fifo_params
 
@@ -333,7 +333,9 @@ class RxFrameFifo(wiring.Component):
             fields = {name: fifo_word[name] for name in layout.members}
             m.d.comb += [
                 self.o.valid.eq(words.r_rdy & ~flush & ~abort_pending),
-                self.o.p.eq(whole(self.o.p.shape(), fields, meta=whole(RxFrameMeta, meta))),
+                self.o.p.eq(
+                    pack_struct(self.o.p.shape(), **fields, meta=pack_struct(RxFrameMeta, **meta))
+                ),
             ]
         pop = words.r_rdy & words.r_en & ~flush
         m.d.comb += words.r_en.eq(flush | (self.o.ready & ~abort_pending))
@@ -374,22 +376,3 @@ class RxFrameFifo(wiring.Component):
         if self._timestamps:
             fields.update(ts_ns=stored[cause : cause + 32], ts_valid=stored[cause + 32])
         return fields
-
-
-def whole(shape, fields: dict, **more) -> Value:
-    """A value of the struct ``shape`` from its fields' values (zero for those not given), as one
-    expression. A comb signal assigned field by field leaves the fields no branch sets to an
-    ``always @*`` block that holds only a constant, which Icarus never runs (X there, 0 on
-    Verilator: sim/cosim/verilog.py refuses such Verilog)."""
-    layout = data.Layout.cast(shape)
-    given = {**fields, **more}
-    unknown = given.keys() - {name for name, _ in layout}
-    if unknown:
-        raise ValueError(f"{sorted(unknown)}: not fields of {layout!r}")
-    parts = []
-    for name, field in sorted(layout, key=lambda item: item[1].offset):
-        value = Value.cast(given.get(name, C(0, field.width)))
-        if len(value) != field.width:
-            raise ValueError(f"field {name}: {len(value)} bits given, {field.width} wanted")
-        parts.append(value)
-    return Cat(*parts)
