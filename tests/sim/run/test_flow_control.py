@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_driver import FakeDevice, FakePlatform, run
-from test_scenario_metrics import synthetic_record
+from driver_fakes import FakeDevice, FakePlatform, run
+from synthetic_records import synthetic_record
 
 from macdma.firmware import regs
 from macdma.firmware.costs import CpuCosts
