@@ -8,7 +8,7 @@ import dataclasses
 from collections import defaultdict
 
 from macdma.firmware import regs
-from macdma.firmware.cache import COHERENT, CacheHierarchy
+from macdma.firmware.cache import COHERENT, CacheHierarchy, CacheLevel
 from macdma.firmware.costs import CpuCosts
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 from macdma.firmware.driver import (
@@ -270,3 +270,50 @@ async def make(
 def ring_desc(platform: FakePlatform, base_reg: int, index: int) -> Descriptor:
     address = platform.regs[base_reg] + index * DESCRIPTOR_BYTES
     return Descriptor.unpack(platform.mem[address : address + DESCRIPTOR_BYTES])
+
+
+DONE = regs.IRQ_STATUS_TX_DONE_MASK | regs.IRQ_STATUS_RX_DONE_MASK
+
+
+ERRORS = (
+    regs.IRQ_STATUS_TX_ERROR_MASK | regs.IRQ_STATUS_RX_ERROR_MASK | regs.IRQ_STATUS_CFG_ERROR_MASK
+)
+
+
+def assert_own_written_last(platform: FakePlatform, desc_address: int) -> None:
+    """The descriptor's stores: words 0..2 first, then word 3 alone, last."""
+    stores = [
+        (a, n)
+        for a, n in platform.mem_writes
+        if desc_address <= a < desc_address + DESCRIPTOR_BYTES
+    ]
+    assert stores[-2:] == [(desc_address, 12), (desc_address + 12, 4)]
+
+
+class TimedPlatform(FakePlatform):
+    """A FakePlatform on which a charge takes time: one cycle = one nanosecond."""
+
+    async def charge(self, cycles: float, what: str) -> None:
+        await super().charge(cycles, what)
+        await self.sleep_ns(cycles)
+
+
+async def make_timed(costs: CpuCosts, **config):
+    platform = TimedPlatform()
+    device = FakeDevice(platform)
+    driver = MacDmaDriver(platform, DriverConfig(**config), None, costs)
+    task = asyncio.ensure_future(driver.open())
+    while not task.done():
+        await platform.advance(1000)
+    return driver, platform, device
+
+
+#: A non-coherent CPU with 32-byte lines and two levels whose costs tell the ops apart.
+TWO_LEVELS = CacheHierarchy(
+    line_bytes=32,
+    levels=(
+        CacheLevel("L1", 32 * 1024, clean=2.0, invalidate=3.0, clean_invalidate=5.0),
+        CacheLevel("L2", 1 << 20, clean=20.0, invalidate=30.0, clean_invalidate=50.0),
+    ),
+    coherent_dma=False,
+)
