@@ -1,7 +1,8 @@
-"""``macdma regress``: sweep files, point keys, skip/force, the shipped sweeps' declared
-expectations, CSV and report writing on synthetic results; and one real ``--quick`` sweep
-on Verilator. The expectation kinds and field reports on their own:
-tests/sim/regress/test_regress_expectations.py."""
+"""``macdma regress``: the shipped sweeps' declared checks on synthetic results, CSV and
+report writing, the progress of a sweep; and one real ``--quick`` sweep on Verilator. Sweep
+files, keys, points on disk and readings have their own test modules beside this one
+(test_sweep_file.py, test_keys.py, test_points.py, test_readings.py); the expectation kinds
+and field reports on their own: tests/sim/regress/test_expectations.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import subprocess
 
 import pytest
-from synthetic import synthetic_metrics
+from synthetic import stored_point, sweep_data, synthetic_metrics
 
 from macdma.sim import regress
 from macdma.sim.cosim.progress import PointsProgress
@@ -25,9 +26,6 @@ from macdma.sim.regress import (
     expand,
     load_sweep,
     parse_sweep,
-    plan,
-    point_key,
-    readings,
     store,
     summarise,
     write_csv,
@@ -36,180 +34,6 @@ from macdma.sim.regress import (
 from macdma.sim.run.scenario import Scenario
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def sweep_data(**experiment):
-    table = {
-        "name": "frags",
-        "x": "frags",
-        "fixed": {"cpu": "microblaze-66", "frames": 4},
-        "sweep": {"frags": [0, 1, 2], "irq": ["eop", "napi"]},
-        "metrics": ["throughput_mbps"],
-    }
-    table.update(experiment)
-    return {"name": "t", "defaults": {"direction": "tx"}, "experiment": [table]}
-
-
-# -- sweep files and expansion -------------------------------------------------------------
-
-
-def test_shipped_sweeps_parse_and_expand():
-    for path, least in ((DEFAULT_SWEEP, 50), (QUICK_SWEEP, 5)):
-        sweep = load_sweep(path)
-        points = expand(sweep, "src")
-        assert len(points) >= least
-        assert len({p.key for p in points}) == len(points)
-
-
-def test_default_sweep_has_a_section_per_field_report():
-    sweep = load_sweep(DEFAULT_SWEEP)
-    readings = {e.reading for e in sweep.experiments}
-    assert {"fragments_irq", "tx_budget", "burst_prefetch", "rx_buffers", "irq_rate"} <= readings
-    assert "ideal" in readings
-
-
-def test_expansion_is_the_cross_product_with_defaults_and_fixed_fields():
-    sweep = parse_sweep(sweep_data())
-    points = expand(sweep, "src")
-    assert [(p.scenario.frags, p.scenario.irq) for p in points] == [
-        (0, "eop"),
-        (0, "napi"),
-        (1, "eop"),
-        (1, "napi"),
-        (2, "eop"),
-        (2, "napi"),
-    ]
-    assert all(p.scenario.direction == "tx" and p.scenario.frames == 4 for p in points)
-    assert all(p.experiments == ["frags"] for p in points)
-    assert sweep.experiments[0].series == ("irq",)  # the other swept fields by default
-
-
-def test_sim_override_changes_every_point_and_its_key():
-    sweep = parse_sweep(sweep_data())
-    verilator = expand(sweep, "src")
-    icarus = expand(sweep, "src", sim="icarus")
-    assert all(p.scenario.sim == "icarus" for p in icarus)
-    assert not {p.key for p in verilator} & {p.key for p in icarus}
-
-
-def test_a_point_shared_by_two_experiments_runs_once():
-    data = sweep_data()
-    data["experiment"].append({**data["experiment"][0], "name": "again"})
-    points = expand(parse_sweep(data), "src")
-    assert len(points) == 6
-    assert all(p.experiments == ["frags", "again"] for p in points)
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"sweep": {"fragz": [1]}}, "unknown scenario field"),
-        ({"sweep": {"frags": []}}, "non-empty list"),
-        ({"x": "burst_beats"}, "not a swept field"),
-        ({"metrics": ["speed"]}, "unknown metric"),
-        ({"reading": "poem"}, "unknown reading"),
-        ({"name": "bad name"}, "name must be"),
-        ({"colour": "red"}, "unknown key"),
-    ],
-)
-def test_bad_sweep_entries_are_named(change, message):
-    with pytest.raises(ValueError, match=message):
-        parse_sweep(sweep_data(**change))
-
-
-def test_an_invalid_scenario_names_its_experiment():
-    with pytest.raises(ValueError, match="experiment 'frags'.*frags must be"):
-        expand(parse_sweep(sweep_data(sweep={"frags": [99]})), "src")
-
-
-def test_toml_syntax_errors_name_the_file(tmp_path):
-    path = tmp_path / "broken.toml"
-    path.write_text("name = \n")
-    with pytest.raises(ValueError, match="broken.toml"):
-        load_sweep(path)
-    with pytest.raises(ValueError, match="does not exist"):
-        load_sweep(tmp_path / "missing.toml")
-
-
-def test_memory_latency_and_tx_clean_budget_knobs_are_validated_and_reach_run():
-    from macdma.sim.cli import build_parser, scenario_from_args
-
-    with pytest.raises(ValueError, match="mem_latency_cycles must be 0..1000"):
-        Scenario(mem_latency_cycles=1001)
-    with pytest.raises(ValueError, match="tx_clean_budget must be 0..4096"):
-        Scenario(tx_clean_budget=-1)
-    args = build_parser().parse_args(
-        ["run", "--mem-latency-cycles", "20", "--tx-clean-budget", "0"]
-    )
-    scenario = scenario_from_args(args)
-    assert (scenario.mem_latency_cycles, scenario.tx_clean_budget) == (20, 0)
-    assert scenario_from_args(build_parser().parse_args(["run"])).tx_clean_budget is None
-
-
-# -- keys, skip and force ------------------------------------------------------------------
-
-
-def test_key_depends_on_scenario_and_sources_not_on_output_options():
-    scenario = Scenario(direction="tx", frames=4)
-    assert point_key(scenario, "a") == point_key(dataclasses.replace(scenario, waves=True), "a")
-    assert point_key(scenario, "a") != point_key(scenario, "b")
-    assert point_key(scenario, "a") != point_key(dataclasses.replace(scenario, frames=5), "a")
-
-
-def test_source_hash_follows_simulated_sources_only(tmp_path):
-    simulated = ("hdl/mac/tx.py", "firmware/driver.py", "sim/cosim/progress.py", "sim/run/bench.py")
-    reporting = ("sim/regress/report.py", "sim/regress/command.py", "hdl/boards/b.py")
-    for relative in simulated + reporting:
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("x = 1\n")
-    before = regress.source_hash(tmp_path)
-    for relative in reporting:  # the regression's own code, synthesis only
-        (tmp_path / relative).write_text("x = 2\n")
-    assert regress.source_hash(tmp_path) == before
-    for relative in simulated:  # each one a point's input
-        (tmp_path / relative).write_text("x = 2\n")
-        assert regress.source_hash(tmp_path) != before
-        before = regress.source_hash(tmp_path)
-
-
-def stored_point(tmp_path, scenario: Scenario, mbps: float, experiments=("e",), **kwargs):
-    point = regress.Point(point_key(scenario, "src"), scenario, list(experiments))
-    result = {"status": "ok", "metrics": synthetic_metrics(scenario, mbps, **kwargs)}
-    return store(tmp_path, point, result, "src")
-
-
-def test_plan_skips_finished_points_reruns_failed_ones_and_force_reruns_all(tmp_path):
-    points = expand(parse_sweep(sweep_data()), "src")
-    first, second = points[0], points[1]
-    store(tmp_path, first, {"status": "ok", "metrics": synthetic_metrics(first.scenario, 9)}, "src")
-    store(tmp_path, second, {"status": "failed", "error": "frame 3 damaged"}, "src")
-    todo, done = plan(points, tmp_path)
-    assert set(done) == {first.key}
-    assert [p.key for p in todo] == [p.key for p in points[1:]]
-    todo, done = plan(points, tmp_path, force=True)
-    assert not done and len(todo) == len(points)
-
-
-def test_a_skipped_point_gets_every_current_metric_from_its_stored_metrics(tmp_path):
-    (point, *_) = expand(parse_sweep(sweep_data()), "src")
-    metrics = synthetic_metrics(point.scenario, 9)
-    store(tmp_path, point, {"status": "ok", "metrics": metrics}, "src")
-    path = regress.point_path(tmp_path, point.key)
-    old = json.loads(path.read_text())
-    del old["summary"]["cpu_pct"]  # written before the metric existed
-    path.write_text(json.dumps(old))
-    _, done = plan([point], tmp_path)
-    assert done[point.key]["summary"] == summarise(metrics)
-
-
-def test_a_half_written_json_is_rerun(tmp_path):
-    points = expand(parse_sweep(sweep_data()), "src")
-    path = regress.point_path(tmp_path, points[0].key)
-    path.parent.mkdir(parents=True)
-    path.write_text('{"status": "o')
-    todo, _ = plan(points, tmp_path)
-    assert points[0] in todo
 
 
 # -- the checks on synthetic results -----------------------------------------------------------
@@ -485,168 +309,6 @@ def test_quick_sweep_writes_report_csv_json_and_plots(quick_regress):
 # -- readings: every conclusion printed only when the numbers support it ----------------------
 
 
-def reading_point(summary: dict, **scenario) -> dict:
-    """A stored result with just what the readings read."""
-    base = dataclasses.asdict(Scenario(direction="tx", frame_size=1500, cpu="microblaze-66"))
-    full = {
-        "throughput_ci_mbps": 1.0,
-        "line_rate_pct": 10.0,
-        "irqs_per_packet": 1.0,
-        "irqs_per_second": 1e4,
-        "cycles_per_packet": 5000.0,
-        "cpu_utilisation_pct": 99.0,
-        "cpu_bound_mbps": 150.0,
-        "frames_dropped": 0,
-        "queue_stops": 0,
-        "bus_utilisation_pct": 50.0,
-        **summary,
-    }
-    return {"scenario": {**base, **scenario}, "summary": full}
-
-
-def experiment_named(name: str) -> Experiment:
-    return next(e for e in load_sweep(DEFAULT_SWEEP).experiments if e.name == name)
-
-
-def test_reading_ideal_concludes_only_at_line_rate():
-    exp = experiment_named("ideal")
-    good = [reading_point({"tx_line_rate_pct": 100.0, "rx_line_rate_pct": 99.8}, cpu="ideal")]
-    bad = [reading_point({"tx_line_rate_pct": 100.0, "rx_line_rate_pct": 97.0}, cpu="ideal")]
-    assert "the RTL alone holds line rate" in readings.reading_ideal(exp, good)
-    text = readings.reading_ideal(exp, bad)
-    assert "RTL alone holds" not in text and "below 99%" in text
-
-
-def fragments_results(*, eop0: float, napi5: float, coalesce5: float, eop5_cpu: float):
-    return [
-        reading_point({"throughput_mbps": eop0, "cycles_per_packet": 3400.0}, irq="eop", frags=0),
-        reading_point(
-            {
-                "throughput_mbps": 116.0,
-                "cycles_per_packet": 6900.0,
-                "cpu_utilisation_pct": eop5_cpu,
-            },
-            irq="eop",
-            frags=5,
-        ),  # fmt: skip
-        reading_point(
-            {"throughput_mbps": 110.0, "cycles_per_packet": 7300.0}, irq="per-desc", frags=5
-        ),
-        reading_point({"throughput_mbps": napi5, "cycles_per_packet": 6500.0}, irq="napi", frags=5),
-        reading_point(
-            {"throughput_mbps": coalesce5, "cycles_per_packet": 6600.0}, irq="coalesce", frags=5
-        ),
-    ]
-
-
-def test_reading_fragments_irq_both_ways():
-    exp = experiment_named("fragments_irq")
-    text = readings.reading_fragments_irq(
-        exp, fragments_results(eop0=230.0, napi5=125.0, coalesce5=124.5, eop5_cpu=99.0)
-    )
-    assert "the CPU is 99.0% busy, the bottleneck" in text
-    assert "napi and coalesce are within their ± of each other" in text
-    assert "is fastest" not in text
-    assert "(6,900 - 3,400) / 5 = 700 cycles per packet" in text
-    assert "napi instead of per-desc saves 800, 1.1 fragments' worth" in text
-    assert "both levers matter and neither alone" in text
-
-    text = readings.reading_fragments_irq(
-        exp, fragments_results(eop0=120.0, napi5=140.0, coalesce5=124.5, eop5_cpu=80.0)
-    )
-    assert "napi is fastest beyond the measurement's ±" in text
-    assert "the bottleneck" not in text and "something else limits too" in text
-    assert "moderating interrupts alone brings back the unfragmented 120.0 Mb/s" in text
-    assert "both levers" not in text
-
-
-def budget_results(capped: float, free: float):
-    return [
-        reading_point({"throughput_mbps": mbps, "throughput_ci_mbps": 2.0},
-                      cpu="mips-router", frags=3, tx_ring=ring, tx_clean_budget=budget)
-        for ring in (64, 192)
-        for budget, mbps in ((32, capped), (0, free))
-    ]  # fmt: skip
-
-
-def test_reading_tx_budget_both_ways():
-    exp = experiment_named("tx_budget")
-    text = readings.reading_tx_budget(exp, budget_results(capped=380.0, free=530.0))
-    assert "32 frames x 1000 ticks/s x 12,000 bits = 384.0 Mb/s" in text
-    assert "the budget binds" in text and "does not bind" not in text
-    text = readings.reading_tx_budget(exp, budget_results(capped=380.0, free=382.0))
-    assert "the budget does not bind" in text and "helps only until" not in text
-
-
-def rx_results(big_cycles: float, ratio_goodput: float):
-    return [
-        reading_point({"throughput_mbps": 982.0 / ratio_goodput, "cycles_per_packet": big_cycles,
-                       "cpu_bound_mbps": 1e9 / big_cycles * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf_bytes=9216, cpu="armv7-noncoherent"),
-        reading_point({"throughput_mbps": 982.0, "cycles_per_packet": 6000.0,
-                       "cpu_bound_mbps": 1e9 / 6000 * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf_bytes=1536, cpu="armv7-noncoherent"),
-        reading_point({"throughput_mbps": 982.0, "cycles_per_packet": 7600.0,
-                       "cpu_bound_mbps": 1e9 / 7600 * 12112 / 1e6},
-                      direction="rx", frame_size=1514, rx_buf_bytes=256, cpu="armv7-noncoherent"),
-    ]  # fmt: skip
-
-
-def test_reading_rx_buffers_both_ways():
-    exp = experiment_named("rx_buffers")
-    text = readings.reading_rx_buffers(exp, rx_results(big_cycles=13_200.0, ratio_goodput=1.3))
-    assert "13,200 / 6,000 = 2.20x" in text and "— the report's 'more than doubled'." in text
-    assert "The delivered goodput shows it too." in text
-    assert "cost more than MTU-sized ones" in text
-    text = readings.reading_rx_buffers(exp, rx_results(big_cycles=9_000.0, ratio_goodput=1.0))
-    assert "not the report's 'more than doubled' (1.50x)" in text
-    assert "does not differ beyond its ±" in text
-
-
-def irq_results(napi_mbps: float, eop_cpu: float):
-    out = []
-    for link, eop, napi in ((100, 98.4, 98.4), (1000, 228.6, napi_mbps)):
-        pct = 100.0 if link == 100 else 23.0
-        out.append(reading_point({"throughput_mbps": eop, "line_rate_pct": pct,
-                                  "cpu_utilisation_pct": eop_cpu, "irqs_per_second": 19_051.0},
-                                 irq="eop", link_mbps=link))  # fmt: skip
-        out.append(reading_point({"throughput_mbps": napi, "line_rate_pct": pct,
-                                  "irqs_per_packet": 0.2}, irq="napi", link_mbps=link))  # fmt: skip
-    return out
-
-
-def test_reading_irq_rate_both_ways_and_its_arithmetic():
-    exp = experiment_named("irq_rate")
-    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=99.5))
-    assert "At 100 Mb/s every strategy is at line rate" in text
-    fps = 228.6e6 / 12000
-    assert f"{fps:,.0f} frames/s x 12,000 bits = 228.6 Mb/s" in text
-    assert "the CPU is the cap" in text
-    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=229.0, eop_cpu=99.5))
-    assert "No strategy beats one IRQ per packet" in text and "the CPU is the cap" not in text
-    text = readings.reading_irq_rate(exp, irq_results(napi_mbps=300.0, eop_cpu=60.0))
-    assert "the CPU is the cap" not in text and "eop leaves the CPU 60.0% busy" in text
-
-
-def burst_results(lo: float, hi: float, prefetch_effect: float):
-    return [
-        reading_point({"throughput_mbps": mbps + (prefetch_effect if prefetch == 8 else 0.0)},
-                      cpu="ideal", burst_beats=burst, prefetch=prefetch, mem_latency_cycles=20)
-        for burst, mbps in ((2, lo), (16, hi))
-        for prefetch in (1, 8)
-    ]  # fmt: skip
-
-
-def test_reading_burst_prefetch_both_ways():
-    exp = experiment_named("burst_prefetch")
-    text = readings.reading_burst_prefetch(exp, burst_results(300.0, 980.0, 10.0))
-    assert "Short bursts spend most of the bus time waiting" in text
-    assert "under 5% of the rate" in text
-    text = readings.reading_burst_prefetch(exp, burst_results(950.0, 980.0, 100.0))
-    assert "Burst length changes the rate by less than 10%" in text
-    assert "descriptor fetches matter as much" in text
-
-
 def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatch):
     """A CPU file given by a relative path is swept as the absolute path the scenarios
     hold, so the plot and the tables find every point's cpu among the swept values."""
@@ -682,14 +344,6 @@ def test_a_sweep_over_cpu_files_plots_each_point_at_its_cpu(tmp_path, monkeypatc
     assert (tmp_path / "cpus.png").read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="cpus.*nothere.toml"):
         parse_sweep({"experiment": [{"name": "cpus", "sweep": {"cpu": ["nothere.toml"]}}]})
-
-
-def test_reading_fragments_irq_quotes_the_field_reports_figures_from_the_sweep_file():
-    exp = experiment_named("fragments_irq")
-    results = fragments_results(eop0=230.0, napi5=125.0, coalesce5=124.5, eop5_cpu=99.0)
-    assert "the field report: 232 -> 116 Mb/s" in readings.reading_fragments_irq(exp, results)
-    bare = dataclasses.replace(exp, conditions=())
-    assert "field report" not in readings.reading_fragments_irq(bare, results)
 
 
 def test_the_burst_axis_says_the_measured_bytes_per_beat():
