@@ -34,7 +34,7 @@ SUPPORT_FOLDERS = ("cocotb", "models", "cpus", "data")
 
 #: Test modules whose subject is a helper of the tests, not a source module.
 TESTS_OF_HELPERS = {
-    "tests/sim/cosim/test_cocotb_cases.py": "tests/cocotb_cases.py: a cocotb run's tests as subtests",
+    "tests/sim/cosim/test_cocotb_cases.py": "tests/cocotb_cases.py (cocotb tests as subtests)",
 }
 #: Source modules with no behaviour of their own: constants, layouts, re-exports, a
 #: package's docstring. The check holds each to it: one that gains a function needs a test
@@ -70,9 +70,82 @@ WITHOUT_BEHAVIOUR = {
 GENERATED = {
     "firmware/regs.py": "written by sim/flows/regmap_gen.py from hdl/regmap.py",
 }
-#: Source modules with behaviour and no test module of their name yet, and where they are
-#: exercised. Each is a gap to close (writing its test module removes it from here).
-WITHOUT_TEST_MODULE: dict[str, str] = {}
+#: Source modules with behaviour and no test module of their name yet, and the tests that
+#: exercise them. Each is a gap to close (a test module of its name makes the entry stale).
+WITHOUT_TEST_MODULE = {
+    # firmware/
+    "firmware/c/abi.py": "through the built image: tests/firmware/c/test_build.py",
+    "firmware/descriptor.py": "against the HDL layout: tests/hdl/dma/test_descriptor.py",
+    "firmware/platform.py": "the driver's door to the machine: every driver test's platform",
+    # hdl/
+    "hdl/boards/boards.py": "tests/hdl/boards/test_top.py, tests/sim/flows/test_synth.py",
+    "hdl/boards/pll.py": "tests/sim/flows/test_synth.py (the boards' clocks)",
+    "hdl/boards/uart.py": "tests/hdl/boards/test_uart_bridge.py",
+    "hdl/bus/axi4.py": "signatures; every AXI4 component's tests",
+    "hdl/bus/axi_lite.py": "signatures; tests/hdl/bus/test_csr_bank.py",
+    "hdl/bus/cpu_traffic.py": "tests/hdl/bus/test_host_memory_system.py (its bench)",
+    "hdl/cpu/firmware_port.py": "tests/hdl/cpu/test_top.py (the C driver's console and exit)",
+    "hdl/cpu/memory_map.py": "tests/hdl/cpu/test_interconnect.py, test_timer.py",
+    "hdl/cpu/ram.py": "tests/hdl/cpu/test_top.py, tests/sim/flows/test_synth.py",
+    "hdl/cpu/subsystem.py": "tests/hdl/cpu/test_top.py",
+    "hdl/cpu/vexriscv.py": "tests/hdl/cpu/test_top.py, tests/sim/flows/test_synth.py",
+    "hdl/cpu/wishbone.py": "signatures; tests/hdl/cpu/test_interconnect.py",
+    "hdl/dma/bursts.py": "tests/hdl/dma/test_axi_reader.py (plan_bursts, next_burst_beats)",
+    "hdl/dma/channel.py": "tests/hdl/dma/test_tx_channel.py, test_rx_channel.py",
+    "hdl/dma/packed.py": "tests/hdl/dma/test_descriptor.py, test_rx_fifo.py",
+    "hdl/dma/us_timer.py": "tests/hdl/dma/test_irq.py",
+    "hdl/flatten.py": "every exported top (tests/sim/cosim/test_verilog_export.py)",
+    "hdl/formal/arbiter_proofs.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/axi4_properties.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/axi_lite_properties.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/channel_induction.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/channel_proofs.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/crossing_proofs.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/gray.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/harness.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/internal.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/irq_proofs.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/mover_invariants.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/ownership_properties.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/queue.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/register_fifo.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/rx_induction.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/formal/streams.py": "tests/hdl/formal/test_proofs.py",
+    "hdl/gray.py": "tests/hdl/dma/test_tx_fifo.py, tests/hdl/mac/test_ptp_clock.py",
+    "hdl/hostmem_top.py": "tests/sim/benches/test_hdl_memory.py, the scenario tests",
+    "hdl/mac/gmii.py": "signatures; tests/hdl/mac/test_tx.py, test_rx.py",
+    "hdl/mac/stats.py": "tests/hdl/mac/test_rx.py",
+    "hdl/regmodel.py": "tests/hdl/test_regmap.py, tests/hdl/bus/test_csr_bank.py",
+    "hdl/sim_wire/player.py": "tests/hdl/sim_wire/test_sim_wire.py",
+    "hdl/sim_wire/recorder.py": "tests/hdl/sim_wire/test_sim_wire.py",
+    # sim/
+    "sim/benches/board.py": "tests/hdl/boards/test_sim_top.py (tests/cocotb/board_tb.py)",
+    "sim/benches/cpu_port.py": "tests/hdl/bus/test_host_memory_system.py (its bench)",
+    "sim/benches/cpu_soc.py": "tests/hdl/cpu/test_top.py (tests/cocotb/soc_cpu_tb.py)",
+    "sim/benches/frame_wire.py": "tests/hdl/sim_wire/test_sim_wire.py",
+    "sim/benches/gmii.py": "the MAC's and the SoC's cocotb tests (tests/cocotb/)",
+    "sim/benches/guard.py": "the SoC's cocotb tests, tests/hdl/dma/test_axi_mover_properties.py",
+    "sim/benches/loopback.py": "tests/sim/run/test_bench.py",
+    "sim/benches/loopback_tb.py": "tests/sim/run/test_bench.py",
+    "sim/benches/mac.py": "tests/hdl/mac/test_mac.py, test_mac_lfc.py, test_mac_pause.py",
+    "sim/benches/mac_linerate.py": "none: `macdma demo` runs it, no test does",
+    "sim/benches/pausing_peer.py": "tests/hdl/test_soc_pause.py",
+    "sim/benches/soc.py": "the SoC's cocotb tests (tests/hdl/test_soc*.py) and scenarios",
+    "sim/cosim/failures.py": "tests/sim/test_cli_errors.py",
+    "sim/cosim/simulators.py": "tests/sim/cosim/test_runner.py, every simulator test",
+    "sim/flows/formal.py": "tests/hdl/formal/test_proofs.py",
+    "sim/flows/regmap_gen.py": "tests/hdl/test_regmap.py (the generated files are current)",
+    "sim/regress/failures.py": "tests/sim/regress/test_report_notes.py",
+    "sim/regress/metrics.py": "tests/sim/regress/test_command.py, test_expectations.py",
+    "sim/regress/plots.py": "tests/sim/regress/test_command.py, test_report_notes.py",
+    "sim/regress/pool.py": "tests/sim/regress/test_command.py (the real --quick sweep)",
+    "sim/regress/report_content.py": "tests/sim/regress/test_report_notes.py, test_report_html.py",
+    "sim/regress/screenshot.py": "tests/sim/regress/test_report_notes.py (a picture of it)",
+    "sim/regress/results_csv.py": "tests/sim/regress/test_command.py (CSV and report)",
+    "sim/regress/selection.py": "tests/sim/regress/test_expectations.py",
+    "sim/run/scenario_tb.py": "tests/sim/run/test_scenario_*.py (every scenario on the RTL)",
+    "sim/soak/coverage.py": "tests/sim/soak/test_soak_tb.py (the CI profile's coverage goal)",
+}
 
 
 def _defines_a_function(module: Path) -> bool:
@@ -92,7 +165,7 @@ def _test_modules(tests: Path) -> list[Path]:
 def subject(test_module: Path, tests: Path) -> Path | None:
     """The source a test module names: ``test_<name>[_<aspect>].py`` in tests/<folder>/
     names the module, other source file or subpackage <name> of <folder>, or <folder>
-    itself; the longest name that matches wins. None when it names nothing."""
+    itself. None when it names nothing."""
     folder = test_module.parent.relative_to(tests)
     if not folder.parts or folder.parts[0] not in SOURCE_FOLDERS:
         return None
@@ -106,9 +179,12 @@ def subject(test_module: Path, tests: Path) -> Path | None:
             continue
         stem = entry.stem if entry.is_file() else entry.name
         candidates.append((stem.replace("-", "_"), entry))
-    named = [(len(stem), entry) for stem, entry in candidates
+    # The longest name wins; at equal length a file over its folder (hdl/mac/mac.py, not
+    # hdl/mac/), a Python module over another file (limit/harness.py, not harness.cpp).
+    named = [(len(stem), entry != source_folder, entry.suffix == ".py", entry)
+             for stem, entry in candidates
              if name == stem or name.startswith(stem + "_")]  # fmt: skip
-    return max(named, key=lambda match: match[0])[1] if named else None
+    return max(named, key=lambda match: match[:3])[3] if named else None
 
 
 def _tested_modules(tests: Path) -> set[Path]:
@@ -164,6 +240,7 @@ def test_the_exemptions_hold():
     tested = {str(p.relative_to(ROOT)) for p in _tested_modules(TESTS)}
     wrong += [f"{name}: has a test module now (remove it from WITHOUT_TEST_MODULE)"
               for name in WITHOUT_TEST_MODULE if name in tested]  # fmt: skip
+    wrong += [f"{name}: not found" for name in TESTS_OF_HELPERS if not (ROOT / name).is_file()]
     assert not wrong, f"stale or wrong layout exemptions: {wrong}"
 
 
@@ -179,9 +256,7 @@ def test_the_checks_name_a_planted_module(tmp_path):
     (tmp_path / "tests" / "hdl" / "dma" / "test_rx_path.py").write_text("")
     assert modules_without_test_module(tmp_path, set()) == ["hdl/dma/fifo.py"]
     assert modules_without_test_module(tmp_path, {"hdl/dma/fifo.py"}) == []
-    assert _unnamed_test_modules(tmp_path / "tests") == [
-        "tests/hdl/dma/test_rx_path.py"
-    ]
+    assert _unnamed_test_modules(tmp_path / "tests") == ["tests/hdl/dma/test_rx_path.py"]
 
 
 def _imported_names(module: Path) -> set[str]:
@@ -250,8 +325,8 @@ def test_a_helper_at_the_root_is_shared_by_several_folders():
 
 
 def test_cocotb_benches_are_in_one_place():
-    """A cocotb bench (``*_tb.py``, not a test module) of the tests is in tests/cocotb/; one in sim/ is run by
-    a command, so a module of sim/ other than itself names it."""
+    """A cocotb bench (``*_tb.py``, not a test module) of the tests is in tests/cocotb/; one
+    in sim/ is run by a command, so a module of sim/ other than itself names it."""
     stray = [str(p.relative_to(ROOT)) for p in TESTS.rglob("*_tb.py")
              if p.parent.name != "cocotb" and not p.name.startswith("test_")]  # fmt: skip
     assert not stray, f"cocotb benches outside tests/cocotb/: {stray}"
