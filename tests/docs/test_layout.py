@@ -119,7 +119,6 @@ WITHOUT_TEST_MODULE = {
     "hdl/sim_wire/player.py": "tests/hdl/sim_wire/test_sim_wire.py",
     "hdl/sim_wire/recorder.py": "tests/hdl/sim_wire/test_sim_wire.py",
     # sim/
-    "sim/benches/board.py": "tests/hdl/boards/test_sim_top.py (tests/cocotb/board_tb.py)",
     "sim/benches/cpu_port.py": "tests/hdl/bus/test_host_memory_system.py (its bench)",
     "sim/benches/cpu_soc.py": "tests/hdl/cpu/test_top.py (tests/cocotb/soc_cpu_tb.py)",
     "sim/benches/frame_wire.py": "tests/hdl/sim_wire/test_sim_wire.py",
