@@ -296,7 +296,7 @@ def test_helpers_are_importable_by_their_bare_name_and_no_test_module_imports_an
     assert not importers, f"test modules importing test modules (share a helper): {importers}"
 
 
-def test_every_test_module_sits_in_a_folder_mirroring_a_source_folder():
+def test_every_test_module_sits_in_the_folder_of_a_source_folder():
     misplaced = []
     for module in _test_modules(TESTS):
         folder = module.parent.relative_to(TESTS)
