@@ -76,6 +76,7 @@ sim: deps $(INSTALLED) ## run TEST on SIM only, e.g. make sim SIM=verilator TEST
 	  tests/*) ;; \
 	  *) module="$${node%%::*}"; found=$$(find tests -name "$$module" -path "*/test_*"); \
 	     test -n "$$found" || { echo "error: no test module $$module in tests/" >&2; exit 2; }; \
+	     test "$$(echo "$$found" | wc -l)" -eq 1 || { echo "error: $$module is in several folders, give its path:" $$found >&2; exit 2; }; \
 	     node="$$found$${node#"$$module"}" ;; \
 	esac; \
 	$(PY) -m pytest --sim $(SIM) "$$node"

@@ -8,7 +8,7 @@ points where a queue hands memory to the DMA or takes it back, with the queue (a
 defaults change nothing, so a driver without hooks is the driver. The recovery paths a
 bench may want to trigger are public methods of the driver and its queues
 (``MacDmaDriver.tx_timeout``, ``RxQueue.recover``, ``MacDmaDriver.reset_device``): a bench
-never replaces a member of the driver nor calls a private one (tests/firmware/test_driver_hooks.py
+never replaces a member of the driver nor calls a private one (tests/firmware/test_hooks.py
 holds every module outside firmware/ to that).
 """
 

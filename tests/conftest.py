@@ -103,7 +103,7 @@ class QuickRegress:
 @pytest.fixture(scope="session")
 def quick_regress(tmp_path_factory: pytest.TempPathFactory) -> QuickRegress:
     """The quick sweep run once per session on its default simulator (Verilator), shared by
-    the tests that read its output (test_regress.py, test_report_html.py)."""
+    the tests that read its output (tests/sim/regress/test_command.py, test_report_html.py)."""
     base = tmp_path_factory.mktemp("quick_regress")
     out = base / "quick"
     command = [sys.executable, "-m", "macdma.sim.cli", "regress", "--quick", "--out", str(out)]

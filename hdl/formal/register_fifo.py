@@ -8,7 +8,7 @@ the entry at the read pointer, writes ignored when full, reads when empty, ``lev
 the same way, entries not reset, as a memory's are not), with its entries as the registers
 ``entry0``, ``entry1``, ...; :func:`register_fifos` swaps it in while a proof harness
 elaborates its component. Only the proof's netlist changes: the component's source and its
-synthesised and simulated designs are untouched. ``tests/hdl/formal/test_formal.py`` checks the
+synthesised and simulated designs are untouched. ``tests/hdl/formal/test_proofs.py`` checks the
 equivalence in simulation, side by side with ``SyncFIFO`` on random traffic.
 """
 

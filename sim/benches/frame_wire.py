@@ -10,8 +10,8 @@ link modes) on a top built with the wire (``macdma_soc_wire``,
 and ``error``, and ``tx_complete`` called when a frame has left. The HDL does per clock
 what those models do per clock (hdl/sim_wire/player.py, recorder.py say exactly what),
 so the frames, their stamps and everything the SoC does with them are the same; the tests
-of that are tests/hdl/sim_wire/test_frame_wire.py (the wire beside cocotbext-eth's models) and
-tests/hdl/sim_wire/test_frame_wire_soc.py (a whole scenario's record on either wire), on both
+of that are tests/hdl/sim_wire/test_sim_wire.py (the wire beside cocotbext-eth's models) and
+tests/hdl/sim_wire/test_tops.py (a whole scenario's record on either wire), on both
 simulators. Where in a time step a frame is handed to the player decides the clock edge
 it starts on, as for ``GmiiSource``: see :meth:`FrameSource._load`.
 

@@ -58,7 +58,7 @@ SCRATCH_BYTES = 16 * 1024
 #: write reached the device and the device's output settled; sampled sooner, the line
 #: still shows the interrupt just acknowledged and the ISR would run again for nothing.
 #: One clock is enough on this RTL (with 0 every ack was followed by an ISR finding no
-#: cause: tests/sim/model/test_model_accounting.py); two keep a clock of margin.
+#: cause: tests/sim/model/test_platform_cocotb_accounting.py); two keep a clock of margin.
 IRQ_SETTLE_CYCLES = 2
 
 

@@ -1,7 +1,7 @@
 """Readings: one paragraph per experiment, written from its measured numbers
 (``reading = "<name>"`` in the sweep file; :data:`READINGS`). Every sentence that states a
 conclusion has a condition in code and a counter-sentence when the numbers do not support
-it (tests/sim/regress/test_regress.py runs both branches of each)."""
+it (tests/sim/regress/test_command.py runs both branches of each)."""
 
 from __future__ import annotations
 

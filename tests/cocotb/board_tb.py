@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import cocotb
+from board_bench import BoardBench, now_ns
 from cocotb.task import resume
 from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.eth import GmiiFrame
@@ -26,7 +27,6 @@ from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver
 from macdma.hdl.boards.sim_top import DEFAULT_SYS_CLK_HZ
 from macdma.hdl.boards.uart_bridge import NOTIFY_IRQ
 from macdma.hdl.mac.mdio import MDIO_PIN_NAMES
-from macdma.sim.benches.board import BoardBench, now_ns
 
 # tests/models/mdio_phy.py, the clause 22 PHY model of the Amaranth tests, runs here through a
 # small cocotb adapter (CocotbContext); tests/ is not on the simulator's path otherwise.

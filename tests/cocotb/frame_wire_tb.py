@@ -1,5 +1,5 @@
 """cocotb bench: the frame wire beside cocotbext-eth's GMII models
-(tests/hdl/sim_wire/test_frame_wire.py).
+(tests/hdl/sim_wire/test_sim_wire.py).
 
 On ``macdma_sim_wire_check`` the frame player drives ``gmii_rx*`` while a GmiiSource fed
 the same frames drives ``ref_rx*``; the top counts every receive clock where the two pin

@@ -1,7 +1,7 @@
 """cocotb bench for the host memory's CPU traffic port and shared timing
-(tests/hdl/bus/test_memory_system.py), on ``memory_system_top``: a ``SharedHostMemory`` whose DMA
-port is ``s_axi_*`` (driven here by cocotbext-axi's AxiMaster standing in for the DMA)
-and whose bench ports are ``mem_*``.
+(tests/hdl/bus/test_host_memory_system.py), on ``memory_system_top``: a
+``SharedHostMemory`` whose DMA port is ``s_axi_*`` (driven here by cocotbext-axi's
+AxiMaster standing in for the DMA) and whose bench ports are ``mem_*``.
 
 Each test reads its timing from env ``MEMORY_SYSTEM`` (JSON of a MemoryTiming, or
 absent for the bench timing) and writes what it measured to env ``MEMORY_SYSTEM_OUT``

@@ -3,8 +3,16 @@ interrupts, better/same/worse on bytes, packets, then interrupts, and the walk o
 profile table (right while better, turn when not, park on top, park tired)."""
 
 import pytest
+from driver_fakes import (
+    make,
+    run,
+)
 
+from macdma.firmware import regs
 from macdma.firmware.dim import DIM_NEVENTS, DIM_RX_PROFILES, DimSample, NetDim
+from macdma.firmware.driver import (
+    IrqStrategy,
+)
 
 
 class Feed:
@@ -89,3 +97,30 @@ def test_bad_tables_are_refused():
         NetDim(())
     with pytest.raises(ValueError, match="profile_index 5 is outside"):
         NetDim(DIM_RX_PROFILES, profile_index=5)
+
+
+def test_the_axienet_dim_table_starts_at_its_second_profile_and_counts_rx_interrupts():
+    """axienet's DIM: frames 1, 4, 16, 64, 255 at a fixed 16 µs, from (4, 16); its events
+    are RX interrupts, so TX-only interrupts do not move a measurement along."""
+
+    async def body():
+        stock, p0, _, _ = await make(strategy=IrqStrategy("dim"), tx_ring=16, rx_ring=8)
+        assert stock.dim is not None and stock.dim.profile == DIM_RX_PROFILES[0]
+        driver, p, device, _ = await make(
+            strategy=IrqStrategy("dim"), dim_table="axienet", tx_ring=16, rx_ring=8
+        )
+        assert driver.dim is not None
+        assert driver.dim.profiles == ((1, 16), (4, 16), (16, 16), (64, 16), (255, 16))
+        assert driver.dim.profile == (4, 16)
+        rx_coalesce = p.writes_to(regs.IRQ_RX_COALESCE)[-1]
+        assert (rx_coalesce & regs.IRQ_RX_COALESCE_FRAMES_MASK) >> (
+            regs.IRQ_RX_COALESCE_FRAMES_SHIFT
+        ) == 4
+        await driver.xmit([b"t" * 100])
+        device.complete_tx()
+        await driver.isr()  # TX done only
+        device.receive(bytes(100))
+        await driver.isr()  # RX done
+        assert (driver.stats.irqs, driver.stats.rx_irqs) == (2, 1)
+
+    run(body())

@@ -10,8 +10,8 @@ from amaranth import *
 from amaranth.hdl import UnusedElaboratable
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
+from axi_lite_master import AxiLiteMaster
 from mdio_phy import OP_READ, OP_WRITE, MdioFrame, MdioPhy
-from test_csr_bank import AxiLiteMaster
 
 from macdma.firmware import regs
 from macdma.hdl.soc import MacDmaSoc, SocTop

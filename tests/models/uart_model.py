@@ -1,6 +1,6 @@
 """The host's UART for the board tests in Amaranth's simulator (tests/test_synth_*.py).
 
-cocotbext-uart (UartSource/UartSink, used by the cocotb board bench sim/benches/board.py)
+cocotbext-uart (UartSource/UartSink, used by the cocotb board bench tests/cocotb/board_bench.py)
 needs cocotb and so cannot drive an Amaranth ``Simulator``; this is its counterpart there,
 written once: 8N1, LSB first, one bit every ``bit_cycles`` clocks of the domain it runs in.
 """

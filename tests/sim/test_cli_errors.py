@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ctrl_c import python_with_default_sigint
-from test_runner import BENCH, TOP, SmokeCounter
+from runner_smoke import BENCH, TOP, SmokeCounter
 
 from macdma.sim import cli
 from macdma.sim.cosim import runner

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_axi_reader import check_command, run_reader
-from test_axi_writer import check_commands, run_writer
+from mover_runs import check_command, check_commands, run_reader, run_writer
 
 from macdma.sim.benches.guard import PAGE_BYTES, plan_bursts
 

@@ -1,13 +1,12 @@
 """AxiBurstReader (and the burst planner it uses) in Amaranth's simulator against AxiMemory."""
 
 import random
-from dataclasses import dataclass
 
 import pytest
 from amaranth import *
 from amaranth.back import verilog
 from amaranth.sim import Simulator
-from axi_model import AxiMemory, StreamSink, StreamSource
+from mover_runs import check_command, run_reader
 from unbuilt import rejected
 
 from macdma.hdl.bus.axi4 import (
@@ -21,107 +20,6 @@ from macdma.hdl.dma.axi_reader import AxiBurstReader
 from macdma.hdl.dma.bursts import next_burst_beats, plan_bursts, transfer_beats
 
 CAPS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-
-
-@dataclass
-class ReadRun:
-    commands: list
-    outputs: list  # per command: list of (cycle, beat dict)
-    accepted: list  # cycle each command was accepted
-    memory: AxiMemory
-    cycles: int
-
-
-def run_reader(
-    commands,
-    *,
-    data_width=32,
-    cap=16,
-    latency=0,
-    ready_prob=1.0,
-    valid_prob=1.0,
-    out_ready_prob=1.0,
-    cmd_valid_prob=1.0,
-    errors=(),
-    seed=0,
-    max_outstanding=4,
-):
-    dut = AxiBurstReader(data_width=data_width, max_outstanding=max_outstanding)
-    mem = AxiMemory(
-        dut.axi,
-        data_width=data_width,
-        latency=latency,
-        ready_prob=ready_prob,
-        valid_prob=valid_prob,
-        errors=errors,
-        seed=seed,
-    )
-    mem.mem[:] = random.Random(seed).randbytes(len(mem.mem))
-    source = StreamSource(dut.cmd, valid_prob=cmd_valid_prob, seed=seed + 1)
-    for addr, length in commands:
-        source.send({"addr": addr, "length": length})
-    sink = StreamSink(
-        dut.o,
-        {name: getattr(dut.o.p, name) for name in ("data", "count", "last", "error")},
-        ready_prob=out_ready_prob,
-        seed=seed + 2,
-    )
-    mem.monitor.cap = cap
-    mem.monitor.windows = list(commands)
-    mem.monitor.command_of = lambda: len(source.accepted) - 1
-
-    # Generous bound: every beat could be slowed by every random stall, plus per-burst latency.
-    w = data_width // 8
-    beats = sum(transfer_beats(a, max(n, 1), w) + 2 for a, n in commands)
-    bursts = sum(len(plan_bursts(a, max(n, 1), cap, w)) for a, n in commands)
-    slowest = min(ready_prob, valid_prob, out_ready_prob, cmd_valid_prob)
-    limit = int(beats * 4 / slowest) + (len(commands) + bursts) * (latency + 20) * 4 + 200
-    elapsed = 0
-
-    async def testbench(ctx):
-        nonlocal elapsed
-        ctx.set(dut.burst_beats, cap)
-        while sink.ends < len(commands):
-            await ctx.tick()
-            elapsed += 1
-            assert elapsed < limit, f"reader hung: {sink.ends}/{len(commands)} commands done"
-        # A few idle cycles so a stray AR or extra output beat would still be caught.
-        for _ in range(8):
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(mem.run)
-    sim.add_process(source.run)
-    sim.add_process(sink.run)
-    sim.add_testbench(testbench)
-    sim.run()
-
-    outputs = [[] for _ in commands]
-    index = 0
-    for cycle, beat in sink.beats:
-        assert index < len(commands), "output beat after the last command"
-        outputs[index].append((cycle, beat))
-        index += beat["last"]
-    return ReadRun(list(commands), outputs, source.accepted, mem, elapsed)
-
-
-def check_command(run, k, *, cap, data_width=32):
-    """Byte-exact packed output and the exact planned bursts for a successful command."""
-    w = data_width // 8
-    addr, length = run.commands[k]
-    beats = [b for _, b in run.outputs[k]]
-    assert beats, f"command {k} produced no output"
-    got = bytearray()
-    for i, beat in enumerate(beats):
-        final = i == len(beats) - 1
-        assert beat["error"] == 0, f"command {k} ({addr:#x}+{length}) failed unexpectedly"
-        assert beat["last"] == final
-        assert beat["count"] == w or (final and 1 <= beat["count"] <= w), beat
-        assert beat["data"] >> (8 * beat["count"]) == 0, "lanes above count must be zero"
-        got += beat["data"].to_bytes(w, "little")[: beat["count"]]
-    assert got == run.memory.mem[addr : addr + length], f"command {k}: {addr:#x}+{length}"
-    assert run.memory.monitor.for_command(k) == plan_bursts(addr, length, cap, w)
 
 
 def check_error_command(run, k, data_width=32):

@@ -1,163 +1,16 @@
 """AxiBurstWriter in Amaranth's simulator against AxiMemory, with a byte-exact memory guard."""
 
-import random
-from dataclasses import dataclass
-
 import pytest
 from amaranth import *
 from amaranth.back import verilog
-from amaranth.sim import Simulator
-from axi_model import AxiMemory, StreamSink, StreamSource
+from mover_runs import check_commands, check_memory, run_writer
 from unbuilt import rejected
 
 from macdma.hdl.bus.axi4 import RESP_DECERR, RESP_SLVERR, Axi4WriteSignature
 from macdma.hdl.dma.axi_writer import AxiBurstWriter
-from macdma.hdl.dma.bursts import plan_bursts, transfer_beats
+from macdma.hdl.dma.bursts import plan_bursts
 
 CAPS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-
-
-@dataclass
-class WriteRun:
-    commands: list  # (addr, bytes)
-    done: list  # error flag per command
-    done_cycles: list
-    accepted: list  # cycle each command was accepted
-    input_cycles: list  # cycle of every input beat handshake
-    initial: bytes
-    memory: AxiMemory
-    cycles: int
-
-
-def packed_beats(payload, w):
-    """The writer's input: bytes from lane 0, full beats except the last."""
-    chunks = [payload[i : i + w] for i in range(0, len(payload), w)]
-    return [
-        {
-            "data": int.from_bytes(chunk, "little"),
-            "count": len(chunk),
-            "last": int(i == len(chunks) - 1),
-        }
-        for i, chunk in enumerate(chunks)
-    ]
-
-
-def run_writer(
-    commands,
-    *,
-    data_width=32,
-    cap=16,
-    latency=0,
-    ready_prob=1.0,
-    valid_prob=1.0,
-    in_valid_prob=1.0,
-    done_ready_prob=1.0,
-    errors=(),
-    seed=0,
-    max_outstanding=4,
-    aw_waits_for_w=False,
-):
-    """``commands`` is a list of ``(addr, length)``; the payloads are random bytes."""
-    w = data_width // 8
-    rng = random.Random(seed)
-    dut = AxiBurstWriter(data_width=data_width, max_outstanding=max_outstanding)
-    mem = AxiMemory(
-        dut.axi,
-        data_width=data_width,
-        latency=latency,
-        ready_prob=ready_prob,
-        valid_prob=valid_prob,
-        errors=errors,
-        seed=seed,
-        aw_waits_for_w=aw_waits_for_w,
-    )
-    mem.mem[:] = rng.randbytes(len(mem.mem))
-    initial = bytes(mem.mem)
-    cmd = StreamSource(dut.cmd, seed=seed + 1)
-    data_in = StreamSource(dut.i, valid_prob=in_valid_prob, seed=seed + 2)
-    with_data = []
-    for addr, length in commands:
-        payload = rng.randbytes(length)
-        with_data.append((addr, payload))
-        cmd.send({"addr": addr, "length": length})
-        for beat in packed_beats(payload, w):
-            data_in.send(beat)
-    done = StreamSink(dut.done, {"error": dut.done.p.error}, ready_prob=done_ready_prob, seed=3)
-    mem.monitor.cap = cap
-    mem.monitor.windows = list(commands)
-    mem.monitor.command_of = lambda: len(cmd.accepted) - 1
-
-    beats = sum(transfer_beats(a, max(n, 1), w) + 2 for a, n in commands)
-    bursts = sum(len(plan_bursts(a, max(n, 1), cap, w)) for a, n in commands)
-    slowest = min(ready_prob, valid_prob, in_valid_prob, done_ready_prob)
-    limit = int(beats * 4 / slowest) + (len(commands) + bursts) * (latency + 20) * 4 + 200
-    elapsed = 0
-
-    async def testbench(ctx):
-        nonlocal elapsed
-        ctx.set(dut.burst_beats, cap)
-        while done.ends < len(commands):
-            await ctx.tick()
-            elapsed += 1
-            assert elapsed < limit, f"writer hung: {done.ends}/{len(commands)} commands done"
-        for _ in range(8):
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(mem.run)
-    sim.add_process(cmd.run)
-    sim.add_process(data_in.run)
-    sim.add_process(done.run)
-    sim.add_testbench(testbench)
-    sim.run()
-
-    assert len(done.beats) == len(commands), "exactly one done per command"
-    assert not data_in.queue, "the writer left input beats unconsumed"
-    return WriteRun(
-        with_data,
-        [beat["error"] for _, beat in done.beats],
-        [cycle for cycle, _ in done.beats],
-        cmd.accepted,
-        data_in.accepted,
-        initial,
-        mem,
-        elapsed,
-    )
-
-
-def check_memory(run, *, failed=()):
-    """Written bytes exact, every other byte untouched; a failed command may leave its own
-    window partly written (each byte old or new), never anything outside it."""
-    expected = bytearray(run.initial)
-    for k, (addr, payload) in enumerate(run.commands):
-        if k not in failed:
-            expected[addr : addr + len(payload)] = payload
-    got = run.memory.mem
-    for k in failed:
-        addr, payload = run.commands[k]
-        for i, byte in enumerate(payload):
-            assert got[addr + i] in (byte, run.initial[addr + i]), f"command {k} byte {i}"
-            expected[addr + i] = got[addr + i]
-    if got != expected:
-        first = next(i for i in range(len(got)) if got[i] != expected[i])
-        raise AssertionError(f"memory differs first at {first:#x}")
-
-
-def check_commands(run, *, cap, data_width=32, failed=()):
-    w = data_width // 8
-    assert run.done == [int(k in failed) for k in range(len(run.commands))]
-    check_memory(run, failed=failed)
-    for k, (addr, payload) in enumerate(run.commands):
-        bursts = [b for b in run.memory.monitor.bursts if b.command == k]
-        plan = plan_bursts(addr, len(payload), cap, w)
-        if k in failed:
-            errors = [b.resp_cycle for b in bursts if b.resp_cycle is not None]
-            assert errors, "the injected error was never answered"
-            assert all(b.valid_cycle <= min(errors) for b in bursts), "AW issued after the error"
-            assert [(b.addr, b.beats) for b in bursts] == plan[: len(bursts)]
-        else:
-            assert [(b.addr, b.beats) for b in bursts] == plan
 
 
 # ---- data correctness ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from amaranth import *
 from amaranth.back import verilog
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
-from test_csr_bank import AxiLiteMaster
+from axi_lite_master import AxiLiteMaster
 from unbuilt import rejected
 
 from macdma.hdl.bus.csr_bank import CsrBank

@@ -7,20 +7,12 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+from ring_arithmetic import expected_fetch
 
 from macdma.hdl.dma.ring import RingDoorbell, fetch_count, ring_distance, wrap_increment
 from macdma.hdl.regmap import RING_INDEX_BITS, RING_SIZE_BITS
 
 RINGS = range(1, 9)
-
-
-def expected_fetch(position, tail, ring_size, prefetch, max_prefetch, limit):
-    """PREFETCH with 0 as 1 and at most max_prefetch; never past the ring's end; up to the
-    tail when it is inside the ring and not the position itself; within the limit."""
-    count = min(max(prefetch, 1), max_prefetch, ring_size - position, limit)
-    if tail < ring_size and tail != position:
-        count = min(count, (tail - position) % ring_size)
-    return count
 
 
 class _Arithmetic(wiring.Component):

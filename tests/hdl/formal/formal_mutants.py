@@ -1,5 +1,5 @@
 """Mutants of the real components, one planted bug per property class, for
-tests/hdl/formal/test_formal.py.
+tests/hdl/formal/test_proofs.py.
 
 Each mutant is the shipped component with one behaviour changed, built without copying it:
 a subclass that adds a statement after the component's own (the last assignment wins in

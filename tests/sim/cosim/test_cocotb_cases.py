@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 import pytest
 from cocotb_cases import run_cocotb_cases
-from test_runner import BENCH, TOP, SmokeCounter
+from runner_smoke import BENCH, TOP, SmokeCounter
 
 
 class RecordingSubtests:

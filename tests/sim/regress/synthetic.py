@@ -1,10 +1,16 @@
 """Synthetic ``run_point`` results for tests of the sweep machinery (no simulator): the
-fields :func:`macdma.sim.regress.summarise` reads, consistent with one another."""
+fields :func:`macdma.sim.regress.summarise` reads, consistent with one another; a small
+sweep's data and a point stored as a finished run would store it."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from macdma.sim import regress
+from macdma.sim.regress import (
+    point_key,
+    store,
+)
 from macdma.sim.run.scenario import Scenario
 
 
@@ -36,3 +42,21 @@ def synthetic_metrics(scenario: Scenario, mbps: float, *, irqs=1.0, dropped=0) -
         "driver": {"queue_stops": 0},
         "tx": tx,
     }
+
+
+def sweep_data(**experiment):
+    table = {
+        "name": "frags",
+        "x": "frags",
+        "fixed": {"cpu": "microblaze-66", "frames": 4},
+        "sweep": {"frags": [0, 1, 2], "irq": ["eop", "napi"]},
+        "metrics": ["throughput_mbps"],
+    }
+    table.update(experiment)
+    return {"name": "t", "defaults": {"direction": "tx"}, "experiment": [table]}
+
+
+def stored_point(tmp_path, scenario: Scenario, mbps: float, experiments=("e",), **kwargs):
+    point = regress.Point(point_key(scenario, "src"), scenario, list(experiments))
+    result = {"status": "ok", "metrics": synthetic_metrics(scenario, mbps, **kwargs)}
+    return store(tmp_path, point, result, "src")

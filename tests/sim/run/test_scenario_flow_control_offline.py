@@ -1,29 +1,17 @@
-"""802.3x flow control without a simulator: the ``flow_control`` knob, what the driver
-model programs at open (and refuses on a build without it), and the metrics a run's
-PAUSE frames give (sim/run/scenario.py, sim/regress/metrics.py)."""
+"""802.3x flow control without a simulator: the ``flow_control`` knob and the metrics a
+run's PAUSE frames give (sim/run/scenario.py, sim/regress/metrics.py). What the driver
+model programs at open: tests/firmware/test_driver_flow_control.py."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from test_driver import FakeDevice, FakePlatform, run
-from test_scenario_metrics import synthetic_record
+from synthetic_records import synthetic_record
 
-from macdma.firmware import regs
-from macdma.firmware.costs import CpuCosts
-from macdma.firmware.driver import (
-    FC_CTRL_VALUE,
-    DriverConfig,
-    FlowControlUnsupportedError,
-    MacDmaDriver,
-)
-from macdma.hdl.regmap import REGISTER_MAP
 from macdma.sim.cli import main
 from macdma.sim.regress.metrics import METRICS, summarise
 from macdma.sim.run.scenario import Scenario, compute_metrics, format_summary, paused_intervals_ns
-
-FC_REGISTERS = (regs.MAC_FC_CTRL, regs.MAC_FC_QUANTA, regs.MAC_FC_WATER)
 
 # -- the knob -------------------------------------------------------------------------------
 
@@ -47,71 +35,6 @@ def test_the_command_line_rejects_a_bad_setting(capsys):
     assert "argument --flow-control: must be one of off, on; got 'maybe'" in (
         capsys.readouterr().err
     )
-
-
-def test_the_driver_config_takes_only_a_bool():
-    with pytest.raises(ValueError, match=r"DriverConfig.flow_control = 'on' must be a bool"):
-        DriverConfig(flow_control="on")
-
-
-# -- the driver at open ---------------------------------------------------------------------
-
-
-def _open(flow_control: bool, features: int):
-    """A driver opened on fake hardware whose ID_FEATURES reads ``features``; the platform,
-    or the exception open raised."""
-
-    async def body():
-        platform = FakePlatform()
-        FakeDevice(platform)
-        platform.regs[regs.ID_FEATURES] = features
-        driver = MacDmaDriver(
-            platform, DriverConfig(flow_control=flow_control), lambda *a: None, CpuCosts()
-        )
-        try:
-            await driver.open()
-        except FlowControlUnsupportedError as error:
-            return platform, error
-        return platform, None
-
-    return run(body())
-
-
-def test_open_programs_pause_both_ways_with_the_register_maps_defaults_before_the_mac_runs():
-    platform, error = _open(True, regs.ID_FEATURES_FLOW_CONTROL_MASK)
-    assert error is None
-    assert platform.writes_to(regs.MAC_FC_CTRL) == [
-        regs.MAC_FC_CTRL_RX_PAUSE_MASK | regs.MAC_FC_CTRL_TX_PAUSE_MASK
-    ]
-    assert FC_CTRL_VALUE == regs.MAC_FC_CTRL_RX_PAUSE_MASK | regs.MAC_FC_CTRL_TX_PAUSE_MASK
-    quanta = REGISTER_MAP.register("MAC_FC_QUANTA")
-    water = REGISTER_MAP.register("MAC_FC_WATER")
-    assert platform.writes_to(regs.MAC_FC_QUANTA) == [quanta.reset]
-    assert platform.writes_to(regs.MAC_FC_WATER) == [water.reset]
-    assert (quanta.field("quanta").reset, water.field("high").reset) == (65535, 1024)
-    log = [(kind, offset) for kind, offset, _ in platform.mmio_log]
-    # quasi-static: every MAC_FC_* write before the write that starts the MAC
-    mac_on = log.index(("w", regs.MAC_CTRL))
-    assert all(log.index(("w", offset)) < mac_on for offset in FC_REGISTERS)
-    assert log.index(("r", regs.ID_FEATURES)) < log.index(("w", regs.MAC_FC_CTRL))
-
-
-def test_open_refuses_flow_control_on_a_build_without_it():
-    other_features = regs.ID_FEATURES_RX_CHECKSUM_MASK | 4  # everything but flow_control
-    platform, error = _open(True, other_features)
-    assert isinstance(error, FlowControlUnsupportedError)
-    assert "flow control asked for, but this macdma build has none" in str(error)
-    assert f"ID_FEATURES = 0x{other_features:08x}" in str(error)
-    written = {offset for kind, offset, _ in platform.mmio_log if kind == "w"}
-    assert not written & set(FC_REGISTERS), "nothing of flow control was programmed"
-    assert regs.MAC_CTRL not in written, "the MAC was not started"
-
-
-def test_off_leaves_the_flow_control_registers_alone():
-    platform, error = _open(False, 0)
-    assert error is None
-    touched = {offset for _, offset, _ in platform.mmio_log}
-    assert not touched & {regs.ID_FEATURES, *FC_REGISTERS}
 
 
 # -- the metrics ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The board's UART host bridge in Amaranth's simulator: a UART model on the pins, the real
 register bank and an Axi4Ram behind it, and the PHY control word. (MDIO is a register
-bank block: through the bridge in tests/hdl/boards/test_board_core.py.)"""
+bank block: through the bridge in tests/hdl/boards/test_top.py.)"""
 
 from amaranth import *
 from amaranth.lib.wiring import connect

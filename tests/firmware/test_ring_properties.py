@@ -2,14 +2,14 @@
 of xmit, device completions, tx_clean, frames arriving, rx_poll and error recovery keeps
 the rings' indices, the descriptors' own bits and the frame counts consistent.
 
-The device is tests/firmware/test_driver.py's scripted fake; no simulator runs.
+The device is tests/firmware/driver_fakes.py's scripted fake; no simulator runs.
 """
 
 from __future__ import annotations
 
+from driver_fakes import FakeDevice, FakePlatform, ring_desc, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_driver import FakeDevice, FakePlatform, ring_desc, run
 
 from macdma.firmware import regs
 from macdma.firmware.driver import DriverConfig, IrqStrategy, MacDmaDriver

@@ -18,7 +18,7 @@ import pytest
 from amaranth import *
 from amaranth.lib import data
 from amaranth.sim import Simulator
-from test_ring import expected_fetch
+from ring_arithmetic import expected_fetch
 from unbuilt import rejected
 
 from macdma.hdl.dma.descriptor import Descriptor

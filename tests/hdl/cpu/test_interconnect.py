@@ -1,49 +1,19 @@
-"""The soft core's own blocks in Amaranth's simulator (hdl/cpu/): the Wishbone -> AXI4
-bridge (single writes, cache line refills as one burst, a burst begun mid-line, a burst
-the master ends early, an error response), the address decoder's bus error, and the
-machine timer. The whole subsystem with VexRiscv runs in tests/hdl/cpu/test_soc_cpu.py."""
+"""The soft core's interconnect in Amaranth's simulator (hdl/cpu/interconnect.py): the
+Wishbone -> AXI4 bridge (single writes, cache line refills as one burst, a burst begun
+mid-line, a burst the master ends early, an error response) and the address decoder's bus
+error. The machine timer: tests/hdl/cpu/test_timer.py; the whole subsystem with VexRiscv:
+tests/hdl/cpu/test_top.py."""
 
 from amaranth import *
 from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 from axi_model import AxiMemory
+from wishbone_master import burst_read, wishbone_cycle
 
 from macdma.hdl.bus.axi4 import RESP_SLVERR
 from macdma.hdl.cpu.interconnect import CACHE_LINE_WORDS, WishboneDecoder, WishboneToAxi4
 from macdma.hdl.cpu.memory_map import FIRMWARE_PORT, TIMER, TIMER_REGISTERS
 from macdma.hdl.cpu.timer import MachineTimer
-from macdma.hdl.cpu.wishbone import CTI_CLASSIC, CTI_END, CTI_INCREMENTING
-
-TIMEOUT_CYCLES = 200
-
-
-async def wishbone_cycle(ctx, bus, adr, *, we=0, data=0, sel=0xF, cti=CTI_CLASSIC):
-    """One beat: hold the request until ack or err; return (data, err)."""
-    ctx.set(bus.adr, adr)
-    ctx.set(bus.we, we)
-    ctx.set(bus.dat_w, data)
-    ctx.set(bus.sel, sel)
-    ctx.set(bus.cti, cti)
-    ctx.set(bus.cyc, 1)
-    ctx.set(bus.stb, 1)
-    for _ in range(TIMEOUT_CYCLES):
-        _, _, ack, err, dat_r = await ctx.tick().sample(bus.ack, bus.err, bus.dat_r)
-        if ack or err:
-            ctx.set(bus.cyc, 0)
-            ctx.set(bus.stb, 0)
-            return dat_r, err
-    raise AssertionError(f"no ack for adr 0x{adr:x}")
-
-
-async def burst_read(ctx, bus, first, beats):
-    """An incrementing burst of ``beats`` words from word ``first``; (words, errors)."""
-    words, errors = [], []
-    for index in range(beats):
-        cti = CTI_END if index == beats - 1 else CTI_INCREMENTING
-        data, err = await wishbone_cycle(ctx, bus, first + index, cti=cti)
-        words.append(data)
-        errors.append(err)
-    return words, errors
 
 
 def run_bridge(testbench, **memory):
@@ -141,31 +111,3 @@ def test_the_decoder_answers_err_for_an_unmapped_address_and_routes_the_rest():
     sim.run()
     assert seen["unmapped"] == 1
     assert seen["timer_err"] == 0 and seen["cmp_hi"] == 0xFFFFFFFF
-
-
-def test_the_machine_timer_interrupts_when_mtime_reaches_mtimecmp():
-    timer = MachineTimer()
-    seen = {}
-
-    async def testbench(ctx):
-        base = TIMER_REGISTERS
-        lo, _ = await wishbone_cycle(ctx, timer.bus, base["MTIME_LO"] // 4)
-        deadline = lo + 40
-        await wishbone_cycle(ctx, timer.bus, base["MTIMECMP_LO"] // 4, we=1, data=deadline)
-        await wishbone_cycle(ctx, timer.bus, base["MTIMECMP_HI"] // 4, we=1, data=0)
-        seen["early"] = ctx.get(timer.interrupt)
-        rose_at = None
-        for _ in range(100):
-            await ctx.tick()
-            if ctx.get(timer.interrupt):
-                rose_at, _ = await wishbone_cycle(ctx, timer.bus, base["MTIME_LO"] // 4)
-                break
-        seen["deadline"], seen["rose_at"] = deadline, rose_at
-
-    sim = Simulator(timer)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
-    # The read of MTIME once the line is seen high returns the deadline or just past it.
-    assert not seen["early"]
-    assert seen["rose_at"] is not None and 0 <= seen["rose_at"] - seen["deadline"] <= 3

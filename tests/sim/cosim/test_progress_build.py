@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import time
 
-from test_runner import TOP, SmokeCounter
+from runner_smoke import TOP, SmokeCounter
 
 from macdma.sim.cosim import progress, runner
 from macdma.sim.cosim.progress import RunProgress, about_text, showing_build

@@ -1,4 +1,4 @@
-"""PTP in the driver model against the scripted fake device of tests/firmware/test_driver.py: the
+"""PTP in the driver model against the scripted fake device of tests/firmware/driver_fakes.py: the
 64-bit extension of the descriptors' 32-bit times, RX timestamps in RxFrameMeta, TX
 timestamps through ``on_tx_timestamp``, and a build without PTP refused at open."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_driver import make, ring_desc, run
+from driver_fakes import make, ring_desc, run
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, extend_timestamp

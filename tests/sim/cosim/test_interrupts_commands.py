@@ -24,7 +24,7 @@ from ctrl_c import press_ctrl_c, process_tree, python_with_default_sigint, still
 from macdma.sim.run.scenario import Scenario, scenario_top
 from macdma.sim.soak.command import soak_config, soak_top
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: /proc's command names (cut to 15 characters) of the simulators each command runs.
 RUN_SIMULATOR = scenario_top(Scenario())[0][:15]
 SOAK_SIMULATOR = soak_top(soak_config(5000, 3).on("verilator"))[:15]

@@ -3,7 +3,7 @@ per-byte GMII models, on each simulator and link mode (tests/cocotb/frame_wire_t
 the same frames through both, side by side in one simulation, must give the same pins on
 every receive clock, the same frames, errors and stamps, at the same times. The top holds
 the wire and the pins only (:class:`WireCheckTop`);
-tests/hdl/sim_wire/test_frame_wire_soc.py checks a whole SoC scenario both ways."""
+tests/hdl/sim_wire/test_tops.py checks a whole SoC scenario both ways."""
 
 from __future__ import annotations
 

@@ -38,8 +38,7 @@ from cocotbext.eth import RgmiiSink, RgmiiSource
 from cocotbext.uart import UartSink, UartSource
 
 from macdma.hdl.boards.sim_top import DEFAULT_SYS_CLK_HZ, DEFAULT_UART_BIT_CYCLES
-
-from ..model.platform_serial import SerialPlatform
+from macdma.sim.model.platform_serial import SerialPlatform
 
 __all__ = ["BoardBench", "BridgedSerialPort", "UartModel"]
 

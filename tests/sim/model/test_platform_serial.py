@@ -1,5 +1,5 @@
 """SerialPlatform's use of the bridge protocol, against a Python model of the bridge (the
-RTL bridge itself is tested in test_board_bridge.py)."""
+RTL bridge itself is tested in tests/hdl/boards/test_uart_bridge.py)."""
 
 import asyncio
 

@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from test_driver import FakeDevice, FakePlatform, make, ring_desc, run
+from driver_fakes import FakeDevice, FakePlatform, make, ring_desc, run
 
 from macdma.firmware import regs
 from macdma.firmware.descriptor import Descriptor
