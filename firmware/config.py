@@ -428,8 +428,9 @@ class DriverConfig:
             tx_coal_timer): ``none``; ``timer_list`` (mod_timer on every xmit,
             ``timer_list_arm``); ``hrtimer`` (hrtimer_start on every xmit,
             ``hrtimer_arm``; its expiry an interrupt); ``hrtimer_idle`` (armed only while
-            NAPI is not scheduled and the timer not pending). Its expiry schedules the
-            NAPI poll that cleans TX. Needs a NAPI strategy.
+            NAPI is not scheduled, cancelled while it is). The TX poll arms it too when it
+            leaves frames in the ring. Its expiry schedules the NAPI poll that cleans TX.
+            Needs a NAPI strategy.
         tx_timer_us: the timer's delay after the arming xmit, 1..65535 µs.
         tx_bounce: the TX DMA takes only 4-byte-aligned buffers while the stack's frames
             start at NET_IP_ALIGN (2): each fragment is copied into an aligned bounce

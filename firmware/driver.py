@@ -362,10 +362,12 @@ class MacDmaDriver:
 
     # -- the queues' work, as the stack and the contexts call it ------------------------------
 
-    async def xmit(self, fragments: list[bytes], *, hw_timestamp: bool = False) -> bool:
-        """ndo_start_xmit (:meth:`~.tx_queue.TxQueue.xmit`): True (NETDEV_TX_OK) when
-        queued, False (NETDEV_TX_BUSY) while the queue is stopped."""
-        return await self._opened_tx().xmit(fragments, hw_timestamp=hw_timestamp)
+    async def xmit(
+        self, fragments: list[bytes], *, hw_timestamp: bool = False, dirty_bytes: int | None = None
+    ) -> bool:
+        """ndo_start_xmit, :meth:`~.tx_queue.TxQueue.xmit`: True queued, False TX_BUSY."""
+        tx = self._opened_tx()
+        return await tx.xmit(fragments, hw_timestamp=hw_timestamp, dirty_bytes=dirty_bytes)
 
     async def xmit_tso(
         self, header: bytes, payload: list[bytes], mss: int, *, seq_offset: int | None = None
@@ -454,7 +456,7 @@ class MacDmaDriver:
         Returns the work done (RX frames; ``budget`` when TX cleaning used its whole
         weight, as igb does). Only when work < budget: napi_complete_done and unmask the
         done causes (a cause that arrived meanwhile fires at once). Otherwise NAPI stays
-        scheduled.
+        scheduled. Last, the TX coalescing timer (:meth:`~.tx_timer.TxCoalesceTimer.after_clean`).
         """
         budget = self.strategy.budget if budget is None else budget
         tx_weight = self.config.tx_napi_weight or budget
@@ -469,6 +471,7 @@ class MacDmaDriver:
             self.napi_scheduled = False
             await self.moderation.napi_complete(self.platform.now_ns(), self.stats)
             await self.io.writel(regs.IRQ_ENABLE, self.strategy.irq_enable)
+        await self.tx_timer.after_clean(self._opened_tx().pending(), self.napi_scheduled)
         return work
 
     async def _handle_errors(self, status: int) -> None:

@@ -47,21 +47,31 @@ class DeviceIo:
         if read_bytes or write_bytes:
             await self.platform.memory_traffic(what, read_bytes, write_bytes)
 
-    async def cache_pass(self, op: CacheOp, address: int, length: int) -> None:
+    async def cache_pass(
+        self, op: CacheOp, address: int, length: int, dirty_bytes: int | None = None
+    ) -> None:
         """One pass of ``op`` over ``length`` bytes at ``address`` (a dma_map, dma_unmap or
-        dma_sync): per line and per level, charged as ``cache_<op>``; a clean also writes
-        the lines back to memory (the CPU just wrote them: they are dirty). Nothing on a
-        coherent DMA."""
+        dma_sync): per line and per level, charged as ``cache_<op>``. A clean also writes
+        back to memory the lines the CPU has dirty: those its first ``dirty_bytes`` bytes
+        touch (None: all of them, a buffer the CPU just wrote). The operation on a line
+        that is clean or not in the cache writes nothing back (a MIPS ``CACHE
+        Hit_Writeback``, an ARM clean by MVA): a forwarded frame came in by DMA and the
+        CPU rewrote only its headers. Nothing on a coherent DMA."""
         op = CacheOp(op)
         lines = self.caches.lines(address, length)
         if self.caches.coherent_dma or not lines:
             return
+        if dirty_bytes is not None and dirty_bytes < 0:
+            raise ValueError(f"dirty_bytes = {dirty_bytes} cannot be negative")
         self.stats.cache_lines_maintained += lines
         cycles = self.caches.maintenance_cycles(op, address, length)
         if cycles:
             await self.platform.charge(cycles, f"cache_{op.value}")
         if op is not CacheOp.INVALIDATE:
-            await self.memory(f"cache_{op.value}", write_bytes=lines * self.caches.line_bytes)
+            dirty = lines
+            if dirty_bytes is not None:
+                dirty = self.caches.lines(address, min(dirty_bytes, length))
+            await self.memory(f"cache_{op.value}", write_bytes=dirty * self.caches.line_bytes)
 
     async def uncached(self, read_words: int) -> None:
         """Descriptor loads on a non-coherent DMA: the ring is dma_alloc_coherent memory,

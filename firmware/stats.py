@@ -48,7 +48,8 @@ class DriverStats:
     tx_linearized (fragmented frames copied into one buffer: ``linearize``), dim_changes
     (coalescing profiles DIM programmed), cache_lines_maintained (line operations of DMA
     cache maintenance, per pass: a line cleaned at map and invalidated at unmap counts
-    twice), tx_timer_arms and tx_timer_expiries (the TX coalescing timer: ``tx_timer``),
+    twice), tx_timer_arms, tx_timer_cancels and tx_timer_expiries (the TX coalescing
+    timer: ``tx_timer``),
     tx_bounced (fragments copied into an aligned bounce buffer: ``tx_bounce``), rx_fixups
     (received frames copied 2 bytes along: ``rx_fixup``), rx_irqs (device interrupts with
     RX done among their causes, what axienet's DIM counts), gro_flushes (merged batches
@@ -82,6 +83,7 @@ class DriverStats:
     dim_changes: int = 0
     cache_lines_maintained: int = 0
     tx_timer_arms: int = 0
+    tx_timer_cancels: int = 0
     tx_timer_expiries: int = 0
     tx_bounced: int = 0
     rx_fixups: int = 0

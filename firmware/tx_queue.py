@@ -150,9 +150,18 @@ class TxQueue(DescriptorRing):
 
     # -- ndo_start_xmit ---------------------------------------------------------------------
 
-    async def xmit(self, fragments: list[bytes], *, hw_timestamp: bool = False) -> bool:
+    async def xmit(
+        self,
+        fragments: list[bytes],
+        *,
+        hw_timestamp: bool = False,
+        dirty_bytes: int | None = None,
+    ) -> bool:
         """ndo_start_xmit for a frame of ``fragments`` (one descriptor each);
-        ``hw_timestamp`` asks for its TX time (DriverConfig.ptp: ``on_tx_timestamp``).
+        ``hw_timestamp`` asks for its TX time (DriverConfig.ptp: ``on_tx_timestamp``);
+        ``dirty_bytes``: how much of the frame, from its start, the CPU wrote and holds
+        dirty in its cache, which the map's clean writes back (None: all of it, a frame
+        the stack built; a forwarded frame: the headers the router rewrote).
 
         Returns True (NETDEV_TX_OK) when queued, False (NETDEV_TX_BUSY) without queuing
         anything while the queue is stopped. Stops the queue once fewer than
@@ -169,6 +178,8 @@ class TxQueue(DescriptorRing):
             raise ValueError("xmit(hw_timestamp=True) needs a driver opened with ptp=True")
         if self.stopped:
             return False  # NETDEV_TX_BUSY: the stack requeues and waits for the wake
+        if dirty_bytes is not None and dirty_bytes < 0:
+            raise ValueError(f"dirty_bytes = {dirty_bytes} cannot be negative")
         if config.linearize and count > 1:
             # No scatter-gather (validate_xmit_skb -> skb_linearize, before the driver's
             # lock): the fragments are copied into one buffer, posted as one descriptor.
@@ -176,6 +187,7 @@ class TxQueue(DescriptorRing):
             await self.io.charge("per_byte_memcpy", len(fragments[0]))
             count = 1
             self.stats.tx_linearized += 1
+            dirty_bytes = None  # the copy wrote every byte
         async with spin_lock(self.platform, self.xmit_lock, self.lock_level, self.io):
             await self.index_line.touch(self.io, write=True)  # next_to_clean in, next_to_use out
             if self.unused() < count:
@@ -198,17 +210,22 @@ class TxQueue(DescriptorRing):
             first = self.next_to_use
             index = first
             ioc = self.netdev.strategy.ioc
+            unwritten = 0  # bytes of the frame before this fragment
             for n, frag in enumerate(fragments):
+                dirty = None if dirty_bytes is None else max(0, dirty_bytes - unwritten)
+                unwritten += len(frag)
                 if config.tx_bounce:
                     # The fragment starts at NET_IP_ALIGN: copied into an aligned bounce
                     # buffer, which is what gets mapped (its source lines are cache-hot).
                     await self.io.charge("per_byte_memcpy", len(frag))
                     self.stats.tx_bounced += 1
+                    dirty = None  # the copy wrote every byte of the bounce buffer
                 await self.io.charge("tx_per_fragment_map")
                 address = self.map_fragment(index, frag)
                 # dma_map_single(DMA_TO_DEVICE): one clean pass over the fragment's lines
-                # (its unmap does no maintenance for this direction).
-                await self.io.cache_pass(CacheOp.CLEAN, address, len(frag))
+                # (its unmap does no maintenance for this direction); the lines the CPU
+                # has dirty are written back.
+                await self.io.cache_pass(CacheOp.CLEAN, address, len(frag), dirty)
                 await self.io.charge("tx_per_descriptor")
                 desc = Descriptor.tx(
                     address, len(frag), sop=n == 0, eop=n == count - 1, ioc=ioc,
@@ -321,6 +338,10 @@ class TxQueue(DescriptorRing):
     def _following(self, start: int, count: int) -> list[int]:
         """``count`` ring slots from ``start`` (wrapping)."""
         return [(start + n) % self.size for n in range(count)]
+
+    def pending(self) -> bool:
+        """Frames posted and not reaped remain (stmmac's dirty_tx != cur_tx)."""
+        return self.next_to_clean != self.next_to_use
 
     def stop_queue(self) -> None:
         """netif_stop_queue (counted once per stop)."""

@@ -353,7 +353,8 @@ class Scenario:
     tx_timer: str = knob(
         "none", str, "the driver's TX coalescing timer, armed by xmit, whose expiry "
         "schedules the TX clean: timer_list (mod_timer every xmit), hrtimer (hrtimer_start "
-        "every xmit) or hrtimer_idle (only while NAPI is not scheduled); NAPI strategies",
+        "every xmit) or hrtimer_idle (only while NAPI is not scheduled); each also armed by "
+        "the TX poll when it leaves frames in the ring; NAPI strategies",
         choices=TX_TIMER_KINDS, driver="tx_timer",
     )  # fmt: skip
     tx_timer_us: int = knob(
@@ -588,14 +589,24 @@ class Scenario:
 #
 # Every rate of a run comes from what happened, inside ONE measurement window shared by all
 # metrics (docs/driver-model.md, "The measurement window"):
-#   events     TX: the wire start stamps; RX: the times frames reached on_receive. A run
-#              in both directions uses both lists.
+#   events     TX: the wire start stamps; RX: the times frames reached the application.
+#              The directions that carry the traffic's data choose the window: both for
+#              pktgen, udp and forward; a stream's data direction alone (stream: RX,
+#              stream_tx: TX), its reverse direction being only ACKs (one per GRO batch,
+#              a few dozen in a run), as iperf measures the receiver's goodput.
 #   warm-up    the first WARMUP_FRACTION of each direction's frames is excluded: the
-#              window starts at the first event after them (the later one of the two).
+#              window starts at the first event after them (the later one of the two),
+#              or, when that event is one of a batch delivered together (events closer
+#              than half a frame's wire slot: frames that queued, then went up at once),
+#              at the batch's last event, so no frame queued before the window counts in it.
 #   periods    the slowest periodic activity that fires at least twice in the run (poll
 #              timer, housekeeping tick, coalescing timer) sets the window's length: a
-#              whole number of its periods, cut into equal batches of whole periods.
-#              Without one, the window runs to the last event and has BATCHES batches.
+#              whole number of its periods, cut into equal batches of whole periods;
+#              unless the data pauses longer than that period between two events (it
+#              then comes in batches the period does not describe, and a window of whole
+#              periods would end inside a pause). Otherwise the window runs to the last
+#              event and has BATCHES batches, or, when the data pauses longer than a
+#              tenth of it, one batch per run of data between two pauses.
 #   counting   the cumulative count of frames, linear between two events, is read at the
 #              window's and batches' edges; every other counter (CPU busy time, IRQs,
 #              bus beats) is sampled through the run and read the same way.
@@ -653,40 +664,79 @@ def _whole_period_batches(periods: int) -> tuple[int, int]:
     return best
 
 
-def choose_window(event_lists: list[list[float]], frames: int, periods_ns: list[float]) -> dict:
-    """The measurement window for a run whose directions finished frames at the times of
-    ``event_lists`` (ns, sorted), out of ``frames`` per direction, with periodic
-    activities of ``periods_ns``. Returns start/end (ns), the period used, the batch
-    edges and flags (see the rule above)."""
+def _batch_end(events: list[float], index: int, batch_gap_ns: float) -> int:
+    """The last event of the batch ``events[index]`` belongs to: events closer than
+    ``batch_gap_ns`` to the one before went up together (never past the second-to-last)."""
+    while index < len(events) - 2 and events[index + 1] - events[index] < batch_gap_ns:
+        index += 1
+    return index
+
+
+def _longest_pause(events: list[float], start: float, end: float) -> float:
+    """The longest time between two consecutive events inside [start, end]."""
+    inside = events[bisect.bisect_left(events, start) : bisect.bisect_right(events, end)]
+    return max((b - a for a, b in zip(inside, inside[1:], strict=False)), default=0.0)
+
+
+def _pause_cuts(lists: list[list[float]], start: float, end: float, limit: float) -> list[float]:
+    """The events inside (start, end) after which a list pauses longer than ``limit``."""
+    cuts = {
+        e[i]
+        for e in lists
+        for i in range(len(e) - 1)
+        if start < e[i] < end and e[i + 1] - e[i] > limit
+    }
+    return sorted(cuts)
+
+
+def choose_window(
+    event_lists: list[list[float]],
+    frames: int,
+    periods_ns: list[float],
+    batch_gap_ns: float = 0.0,
+) -> dict:
+    """The measurement window for a run whose data directions finished frames at the
+    times of ``event_lists`` (ns, sorted), out of ``frames`` per direction, with periodic
+    activities of ``periods_ns``; events closer than ``batch_gap_ns`` went up as one
+    batch (0: never). Returns start/end (ns), the period used, the batch edges and flags
+    (see the rule above)."""
     lists = [e for e in event_lists if len(e) >= 2]
     if not lists:
         return {"start_ns": 0.0, "end_ns": 0.0, "batches": [], "ok": False,
                 "reason": "fewer than two frames done"}  # fmt: skip
     warmup = max(1, int(frames * WARMUP_FRACTION))
-    starts = [e[min(warmup, len(e) - 2)] for e in lists]
+    starts = [e[_batch_end(e, min(warmup, len(e) - 2), batch_gap_ns)] for e in lists]
     start = max(starts)
     last = min(e[-1] for e in lists)
     span = last - start
     if span <= 0:
         return {"start_ns": start, "end_ns": start, "batches": [], "ok": False,
                 "reason": "no time between the warm-up and the last frame"}  # fmt: skip
-    fitting = [p for p in periods_ns if 0 < p <= span / 2]
+    pause = max(_longest_pause(e, start, last) for e in lists)
+    fitting = [p for p in periods_ns if pause <= p <= span / 2 and p > 0]
     period = max(fitting) if fitting else None
     if period is not None:
         k, per_batch = _whole_period_batches(int(span // period))
         batch_ns = per_batch * period
         end = start + k * batch_ns
+        edges = [(start + i * batch_ns, start + (i + 1) * batch_ns) for i in range(k)]
     else:
-        k = BATCHES
         end = last
-        batch_ns = (end - start) / k
-    edges = [(start + i * batch_ns, start + (i + 1) * batch_ns) for i in range(k)]
+        # Data that pauses longer than a tenth of the window comes in batches: the
+        # batch means are then the batches' own (from one batch's end to the next's).
+        cuts = _pause_cuts(lists, start, end, (end - start) / BATCHES)
+        bounds = [start, *cuts, end] if cuts else [
+            start + i * (end - start) / BATCHES for i in range(BATCHES + 1)
+        ]  # fmt: skip
+        edges = list(zip(bounds, bounds[1:], strict=False))
+        k = len(edges)
     done = sum(cumulative(e, end) - cumulative(e, start) for e in lists)
     window = {
         "start_ns": start,
         "end_ns": end,
         "duration_ns": end - start,
         "warmup_frames": warmup,
+        "longest_pause_ns": pause,
         "period_ns": period,
         "periods": round((end - start) / period) if period else None,
         "batches": edges,
@@ -756,6 +806,20 @@ def _events(record: dict) -> dict[str, list[float]]:
     return events
 
 
+#: The direction carrying a stream's data; its reverse direction carries only ACKs.
+STREAM_DATA_DIRECTION = {"stream": "rx", "stream_tx": "tx"}
+
+
+def window_directions(scenario: Scenario, events: dict[str, list[float]]) -> list[str]:
+    """The directions whose events choose the measurement window: a stream's data
+    direction alone (its ACKs are few, one per GRO batch, and would put the window
+    between the last two of them), every direction of the other traffic models."""
+    data = STREAM_DATA_DIRECTION.get(scenario.traffic)
+    if data is not None and data in events:
+        return [data]
+    return list(events)
+
+
 def compute_metrics(record: dict) -> dict:
     """Turn the bench's raw ``record`` into the reported metrics (see docs/driver-model.md).
 
@@ -778,7 +842,14 @@ def compute_metrics(record: dict) -> dict:
     slot_s = scenario.wire_bytes_per_frame * scenario.byte_time_ns * 1e-9
     mhz = cpu.get("mhz", 0.0)
     events = _events(record)
-    window = choose_window(list(events.values()), scenario.frames, record.get("periodic_ns", []))
+    # Events closer than half a data frame's wire slot did not come one by one off the
+    # wire: they queued and went up together.
+    window = choose_window(
+        [events[d] for d in window_directions(scenario, events)],
+        scenario.frames,
+        record.get("periodic_ns", []),
+        batch_gap_ns=slot_s * 1e9 / 2,
+    )
     duration_ns = window["end_ns"] - window["start_ns"]
     done = {d: cumulative(e, window["end_ns"]) - cumulative(e, window["start_ns"])
             for d, e in events.items()}  # fmt: skip

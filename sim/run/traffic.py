@@ -494,9 +494,15 @@ class Forward(Traffic):
             await self.send_head()  # dev_queue_xmit straight through an empty qdisc
 
     async def send_head(self) -> None:
+        """dev_queue_xmit of the qdisc's first frame. The frame came in by DMA (its lines
+        invalidated) and the router wrote only its headers (the Ethernet header by the
+        neighbour output, TTL, checksum and NAT in the IPv4 and TCP headers:
+        TCP_HEADER_BYTES), so the map's clean writes back only those lines; with
+        ``rx_fixup`` the driver's copy 2 bytes along wrote the whole frame."""
         frame = self.qdisc[0]
         called = self.platform.now_ns()
-        if await self.driver.xmit([frame]):
+        dirty = None if self.scenario.rx_fixup else TCP_HEADER_BYTES
+        if await self.driver.xmit([frame], dirty_bytes=dirty):
             self.qdisc.popleft()
             self.xmit_ns.append(called)
             self.forwarded += 1

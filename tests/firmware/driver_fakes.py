@@ -298,8 +298,8 @@ class TimedPlatform(FakePlatform):
         await self.sleep_ns(cycles)
 
 
-async def make_timed(costs: CpuCosts, **config):
-    platform = TimedPlatform()
+async def make_timed(costs: CpuCosts, *, platform: TimedPlatform | None = None, **config):
+    platform = TimedPlatform() if platform is None else platform
     device = FakeDevice(platform)
     driver = MacDmaDriver(platform, DriverConfig(**config), None, costs)
     task = asyncio.ensure_future(driver.open())

@@ -58,10 +58,10 @@ REPORTS = {
     "fec-swtso": {"linear": {"mbps": 278}, "swtso": None},
 }
 
-#: Reports whose calibration misses its 10% on the model (docs/field-reports.md, the
-#: second set): in the full sweep with every condition, kept out of the CI profile and the
-#: default sweep, where a miss would fail the run.
-CALIBRATION_MISSES = {"lantiq-nat", "fec-pagepool"}
+#: Reports whose calibration misses its 10% on the model (docs/field-reports.md, "The
+#: second set measured again"): in the full sweep with every condition, kept out of the CI
+#: profile and the default sweep, where a miss would fail the run.
+CALIBRATION_MISSES = {"lantiq-nat", "lantiq-burst", "stmmac-txtimer"}
 
 
 def declared(sweep) -> dict:
