@@ -18,7 +18,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 
-from .bursts import BurstRecord
+from .bursts import AddressClass, BurstRecord, RecordMeter
 from .gmii import GMII_1000, GmiiPhy, LinkMode, start_clock
 
 PAGE_BYTES = 4096
@@ -63,9 +63,10 @@ class HostMemory(AxiRam):
 
         return recv_and_record
 
-    async def check_record(self) -> None:
-        """Nothing to check: every burst is recorded as the model takes it (the HDL
-        memory's ``check_record`` compares its record with the RAM's counters)."""
+    def count_from_here(self, classes: tuple[AddressClass, ...] = ()) -> RecordMeter:
+        """A meter of the traffic from now on (the bursts recorded from here), counting
+        apart those whose address lies in each of ``classes`` (``(start, end)``)."""
+        return RecordMeter(self.bursts, classes)
 
     def _check_window(self, address: int, length: int, kind: str):
         for start, end, kinds in self.error_windows:
