@@ -7,9 +7,9 @@ the bus runs in the simulator. Every other port is the SoC's (``clk``, the AXI4-
 ``mem_latency_cycles``, ``mem_err<i>_{start,end,read,write}``, the traffic counters
 ``mem_{ar,aw}_{bursts,beats}``, ``mem_{ar,aw}_class<i>_{bursts,beats}`` with their address
 classes ``mem_class<i>_{start,end}``, ``mem_{ar,aw}_took``, ``mem_cycles`` and the last
-burst ``mem_{ar,aw}_burst_{addr,len}`` (the DMA's bursts only) and the memory system's timing ``mem_shared``, ``mem_page_{hit,miss}_cycles``,
-``mem_turnaround_cycles``, ``mem_page_bytes_log2``, ``mem_bank_bits``,
-``mem_{,cpu_}beat_cost_x16`` (see ``Axi4Ram``).
+burst ``mem_{ar,aw}_burst_{addr,len}`` (the DMA's bursts only) and the memory system's
+timing ``mem_shared``, ``mem_page_{hit,miss}_cycles``, ``mem_turnaround_cycles``,
+``mem_page_bytes_log2``, ``mem_bank_bits``, ``mem_{,cpu_}beat_cost_x16`` (see ``Axi4Ram``).
 
 The memory has a second master: :class:`~macdma.hdl.bus.cpu_traffic.CpuTrafficMaster`,
 the modelled CPU's own memory traffic, whose bench ports are under ``mem_cpu_``
