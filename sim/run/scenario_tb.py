@@ -62,10 +62,10 @@ class Sampler:
         "write_bytes",
     )
 
-    def __init__(self, cpu, driver, traffic, period_ns: float):
-        # traffic: the host memory's meter (count_from_here), whose counts may come once
+    def __init__(self, cpu, driver, bus_meter, period_ns: float):
+        # bus_meter: the host memory's meter (count_from_here), whose counts may come once
         # the time step has settled; take() leaves their places in the row to it.
-        self.cpu, self.driver, self.traffic = cpu, driver, traffic
+        self.cpu, self.driver, self.bus_meter = cpu, driver, bus_meter
         self.period_ns = period_ns
         self.lock_names = sorted(driver.locks)
         self.fields = [
@@ -115,7 +115,7 @@ class Sampler:
                 ),
             ]
         )
-        self.traffic.sample(partial(self._fill_bus, self.rows[-1]))
+        self.bus_meter.sample(partial(self._fill_bus, self.rows[-1]))
 
     async def run(self) -> None:
         while True:
@@ -221,10 +221,10 @@ async def test_scenario(dut):
     port_before = _port_bytes(platform)
     cpu.reset_accounting()
     ring_classes = _ring_classes(driver)
-    traffic = bench.memory.count_from_here(ring_classes)
+    bus_meter = bench.memory.count_from_here(ring_classes)
     started_ns = get_sim_time("ns")
     slot_ns = scenario.wire_bytes_per_frame * scenario.byte_time_ns
-    sampler = Sampler(cpu, driver, traffic, max(1000.0, slot_ns))
+    sampler = Sampler(cpu, driver, bus_meter, max(1000.0, slot_ns))
     sampler_task = cocotb.start_soon(sampler.run())
 
     record: dict = {"scenario": dataclasses.asdict(scenario)}
@@ -271,7 +271,7 @@ async def test_scenario(dut):
         )
     # Every burst up to now (the HDL memory reads its counters once the time step has
     # settled; this ends the run's simulated time).
-    bus = await traffic.total()
+    bus = await bus_meter.total()
     record.update(
         driver=driver_stats,
         cpu=cpu_report,
