@@ -151,6 +151,16 @@ def _host_memory(model: str, dut, size: int):
     raise ValueError(f"unknown host memory model {model!r}; choose one of {MEMORY_MODELS}")
 
 
+def _gpi_log_level_in_c() -> None:
+    """Tell cocotb's C side the GPI logger's level (the one it has already, so no message
+    appears or goes): cocotb passes it down only when the level is set, and until then
+    every GPI message, the debug ones of each handle the benches make included, is a
+    call into Python that drops it (five per memory word's first touch; measured in
+    docs/performance.md)."""
+    gpi = logging.getLogger("gpi")
+    gpi.setLevel(gpi.getEffectiveLevel())
+
+
 def _phy(wire: str, dut, mode: LinkMode, ifg: int):
     if wire == "cocotbext":
         return GmiiPhy(dut, mode, ifg)
@@ -177,6 +187,7 @@ class SocBench:
         memory: str = "python",
         wire: str = "cocotbext",
     ):
+        _gpi_log_level_in_c()
         self.dut = dut
         self.mode = mode
         self.sys_clk_ns = sys_clk_ns
