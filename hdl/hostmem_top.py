@@ -4,11 +4,12 @@ The SoC's AXI4 master drives an :class:`~macdma.hdl.bus.axi4_ram.Axi4Ram` with b
 instead of leaving the ``m_axi_*`` ports to a Python memory model, so the per-beat work of
 the bus runs in the simulator. Every other port is the SoC's (``clk``, the AXI4-Lite slave,
 ``irq``, the GMII side, MDIO), plus the RAM's bench ports under ``mem_``:
-``mem_latency_cycles``, ``mem_err<i>_{start,end,read,write}``, the burst record
-``mem_{ar,aw}_bursts``, ``mem_{ar,aw}_burst_{addr,len}`` (the DMA's bursts only) and the
-memory system's timing ``mem_shared``, ``mem_page_{hit,miss}_cycles``,
-``mem_turnaround_cycles``, ``mem_page_bytes_log2``, ``mem_bank_bits``,
-``mem_{,cpu_}beat_cost_x16`` (see ``Axi4Ram``).
+``mem_latency_cycles``, ``mem_err<i>_{start,end,read,write}``, the traffic counters
+``mem_{ar,aw}_{bursts,beats}``, ``mem_{ar,aw}_class<i>_{bursts,beats}`` with their address
+classes ``mem_class<i>_{start,end}``, ``mem_{ar,aw}_took``, ``mem_cycles`` and the last
+burst ``mem_{ar,aw}_burst_{addr,len}`` (the DMA's bursts only) and the memory system's
+timing ``mem_shared``, ``mem_page_{hit,miss}_cycles``, ``mem_turnaround_cycles``,
+``mem_page_bytes_log2``, ``mem_bank_bits``, ``mem_{,cpu_}beat_cost_x16`` (see ``Axi4Ram``).
 
 The memory has a second master: :class:`~macdma.hdl.bus.cpu_traffic.CpuTrafficMaster`,
 the modelled CPU's own memory traffic, whose bench ports are under ``mem_cpu_``

@@ -8,15 +8,15 @@ beyond ``size_bytes`` answers SLVERR for the whole burst and writes nothing; the
 base address is 0 (a top that maps it elsewhere subtracts the base first).
 
 With ``bench_ports=True`` (a simulation top's host memory, not a board's) the RAM also has
-the ports a bench drives: a per-burst latency, error windows, and a counter of the bursts
-it took with the last one's address and length, so a bench records bursts without
-watching every clock; and its AXI timing is then not the board's but that of
-cocotbext-axi's AxiRam with the bench's per-burst latency (:class:`_BenchTiming`), so a
-scenario gives the same numbers on either host memory. With ``verilog_array=True`` its
-words are a plain Verilog array (:data:`ARRAY_VERILOG`, which the exported file must carry
-beside the design) that a bench reads and writes through the simulator's handle, and that
-holds up to 64 MiB without an initialiser per word in the netlist (Amaranth's simulator
-cannot run that one).
+the ports a bench drives: a per-burst latency, error windows, and counters of the bursts
+and beats it took (in all and per address class) with the last one's address and length,
+so a bench measures the traffic without watching every burst; and its AXI timing is then
+not the board's but that of cocotbext-axi's AxiRam with the bench's per-burst latency
+(:class:`_BenchTiming`), so a scenario gives the same numbers on either host memory. With
+``verilog_array=True`` its words are a plain Verilog array (:data:`ARRAY_VERILOG`, which
+the exported file must carry beside the design) that a bench reads and writes through the
+simulator's handle, and that holds up to 64 MiB without an initialiser per word in the
+netlist (Amaranth's simulator cannot run that one).
 """
 
 from types import SimpleNamespace
@@ -29,7 +29,7 @@ from amaranth.utils import exact_log2
 
 from .axi4 import RESP_OKAY, RESP_SLVERR, Axi4Signature
 
-__all__ = ["ARRAY_MODULE", "ARRAY_VERILOG", "Axi4Ram"]
+__all__ = ["ADDRESS_CLASSES", "ARRAY_MODULE", "ARRAY_VERILOG", "COUNTERS", "Axi4Ram"]
 
 #: Module name of the bench-port RAM's word array.
 ARRAY_MODULE = "macdma_ram_array"
@@ -75,8 +75,16 @@ endmodule
 ERROR_WINDOWS = 2
 #: Width of the bench-port RAM's ``latency_cycles`` input.
 LATENCY_BITS = 10
-#: Width of the bench-port RAM's burst counters (``ar_bursts``, ``aw_bursts``).
+#: Width of the bench-port RAM's counters (``ar_bursts``, ``aw_beats``, ``cycles``...).
 BURST_COUNT_BITS = 32
+#: Address classes (windows) whose bursts a bench-port RAM also counts on their own.
+ADDRESS_CLASSES = 2
+#: The counters a bench-port RAM keeps per direction (``ar_<name>``, ``aw_<name>``).
+COUNTERS = (
+    "bursts",
+    "beats",
+    *(f"class{i}_{what}" for i in range(ADDRESS_CLASSES) for what in ("bursts", "beats")),
+)
 #: Width of a beat's cost in the shared timing, in 1/16 SoC clocks (up to 64 clocks a beat).
 BEAT_COST_BITS = 10
 #: The shared timing's bench ports (a RAM with ``cpu_id_bit``) and their widths; each is
@@ -116,18 +124,30 @@ class Axi4Ram(wiring.Component):
     err<i>_start, err<i>_end : In(addr_width); err<i>_read, err<i>_write : In(1)
         Error window ``i`` (0..1): a read (write) burst any of whose bytes lies in
         [start, end) answers SLVERR for the whole burst and writes nothing.
-    ar_bursts, aw_bursts : Out(32)
-        Read (write) bursts taken so far: counted when the RAM takes a burst from its
-        address queue, the moment AxiRam's coroutine takes it (and the bench's
-        ``HostMemory`` records it); never reset, wrapping at 2**32. A bench wakes on its
-        value change and reads it, and the two below, once the time step has settled;
-        at the end of a run the count tells whether the record missed any.
+    ar_bursts, aw_bursts, ar_beats, aw_beats : Out(32)
+        Read (write) bursts taken so far, and their beats: counted when the RAM takes a
+        burst from its address queue, the moment AxiRam's coroutine takes it (and the
+        bench's ``HostMemory`` records it); never reset, wrapping at 2**32. A bench reads
+        them at the two ends of a measurement window (``HdlHostMemory.count_from_here``)
+        instead of watching every burst.
+    class<i>_start, class<i>_end : In(addr_width)
+        Address class ``i`` (0..1, e.g. the two descriptor rings): a burst whose AxADDR
+        lies in [start, end) is also counted by the class's counters below.
+    ar_class<i>_bursts, ar_class<i>_beats, aw_class<i>_bursts, aw_class<i>_beats : Out(32)
+        The bursts (beats) counted above whose address was in class ``i`` when taken.
+    ar_took, aw_took : Out(1)
+        Whether the last rising edge took a burst (so a bench reading the counters once
+        a time step settled knows what that step's edge added).
+    cycles : Out(32)
+        Rising edges of the RAM's clock (never reset, wrapping): the bench checks the
+        edge a reading falls on against it.
     ar_burst_addr, ar_burst_len, aw_burst_addr, aw_burst_len : Out
-        The last taken burst's AxADDR and AxLEN, held until the next one.
+        The last taken burst's AxADDR and AxLEN, held until the next one (a bench that
+        records every burst wakes on ``ar_bursts``'s change and reads them).
 
     With ``cpu_id_bit`` (bench ports only): the bursts whose AxID has that bit set are the
     CPU traffic port's (:class:`~macdma.hdl.bus.cpu_traffic.CpuTrafficMaster` behind an
-    arbiter); the burst record above leaves them out. And the RAM has a second timing, the
+    arbiter); the counters above leave them out. And the RAM has a second timing, the
     memory system's, on while ``shared`` is 1 (:class:`_SharedPort`; with ``shared`` 0 the
     timing is the one above, clock for clock):
 
@@ -195,10 +215,16 @@ class Axi4Ram(wiring.Component):
                 members[f"err{index}_write"] = In(1)
             if cpu_id_bit is not None:
                 members.update({name: In(shape) for name, shape in SHARED_TIMING_PORTS.items()})
+            for index in range(ADDRESS_CLASSES):
+                members[f"class{index}_start"] = In(addr_width)
+                members[f"class{index}_end"] = In(addr_width)
             for channel in ("ar", "aw"):
-                members[f"{channel}_bursts"] = Out(BURST_COUNT_BITS)
+                for counter in COUNTERS:
+                    members[f"{channel}_{counter}"] = Out(BURST_COUNT_BITS)
+                members[f"{channel}_took"] = Out(1)
                 members[f"{channel}_burst_addr"] = Out(addr_width)
                 members[f"{channel}_burst_len"] = Out(8)
+            members["cycles"] = Out(BURST_COUNT_BITS)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -247,27 +273,49 @@ class Axi4Ram(wiring.Component):
                 if self.cpu_id_bit is not None:
                     # The record is the DMA's: the CPU port's bursts are counted by its master.
                     take = take & ~head["id"][self.cpu_id_bit]
-                # Registers of their own, outside reset: a reset never takes a count back.
-                count = Signal(BURST_COUNT_BITS, name=f"{channel}_taken", reset_less=True)
-                addr = Signal(addr_width, name=f"{channel}_taken_addr", reset_less=True)
-                length = Signal(8, name=f"{channel}_taken_len", reset_less=True)
-                with m.If(take):
-                    m.d.sync += [
-                        count.eq(count + 1),
-                        addr.eq(head["axaddr"]),
-                        length.eq(head["beats"] - 1),
-                    ]
-                m.d.comb += [
-                    getattr(self, f"{channel}_bursts").eq(count),
-                    getattr(self, f"{channel}_burst_addr").eq(addr),
-                    getattr(self, f"{channel}_burst_len").eq(length),
-                ]
+                self._count_takes(m, channel, take, head)
+            cycles = Signal(BURST_COUNT_BITS, name="cycles_counted", reset_less=True)
+            m.d.sync += cycles.eq(cycles + 1)
+            m.d.comb += self.cycles.eq(cycles)
         else:
             m.d.comb += [port.en.eq(0) for port in write_ports[1:]]
             self._one_burst_datapath(
                 m, read_port, write_ports[0], word_shift, word_bits, burst_error
             )
         return m
+
+    def _count_takes(self, m, channel: str, take, head) -> None:
+        """The counters of the bursts ``channel`` takes (``take``, the queue's ``head``):
+        registers of their own, outside reset, so a reset never takes a count back."""
+        addr_in, beats_in = head["axaddr"], head["beats"]
+        counts = {}
+        for counter in COUNTERS:
+            counts[counter] = Signal(
+                BURST_COUNT_BITS, name=f"{channel}_{counter}_counted", reset_less=True
+            )
+            m.d.comb += getattr(self, f"{channel}_{counter}").eq(counts[counter])
+        addr = Signal.like(addr_in, name=f"{channel}_taken_addr", reset_less=True)
+        length = Signal(8, name=f"{channel}_taken_len", reset_less=True)
+        took = Signal(name=f"{channel}_took_last", reset_less=True)
+        m.d.sync += took.eq(take)
+        with m.If(take):
+            m.d.sync += [
+                counts["bursts"].eq(counts["bursts"] + 1),
+                counts["beats"].eq(counts["beats"] + beats_in),
+                addr.eq(addr_in),
+                length.eq(beats_in - 1),
+            ]
+            for index in range(ADDRESS_CLASSES):
+                start = getattr(self, f"class{index}_start")
+                end = getattr(self, f"class{index}_end")
+                with m.If((start <= addr_in) & (addr_in < end)):
+                    bursts, beats = counts[f"class{index}_bursts"], counts[f"class{index}_beats"]
+                    m.d.sync += [bursts.eq(bursts + 1), beats.eq(beats + beats_in)]
+        m.d.comb += [
+            getattr(self, f"{channel}_took").eq(took),
+            getattr(self, f"{channel}_burst_addr").eq(addr),
+            getattr(self, f"{channel}_burst_len").eq(length),
+        ]
 
     def _one_burst_datapath(self, m, read_port, write_port, word_shift, word_bits, burst_error):
         """The board's RAM: one burst per direction at a time, no latency of its own."""

@@ -18,7 +18,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from macdma.firmware import regs
 from macdma.firmware.descriptor import DESCRIPTOR_BYTES, Descriptor
 
-from .bursts import BurstRecord
+from .bursts import AddressClass, BurstRecord, RecordMeter
 from .gmii import GMII_1000, GmiiPhy, LinkMode, start_clock
 
 PAGE_BYTES = 4096
@@ -63,9 +63,10 @@ class HostMemory(AxiRam):
 
         return recv_and_record
 
-    async def check_record(self) -> None:
-        """Nothing to check: every burst is recorded as the model takes it (the HDL
-        memory's ``check_record`` compares its record with the RAM's counters)."""
+    def count_from_here(self, classes: tuple[AddressClass, ...] = ()) -> RecordMeter:
+        """A meter of the traffic from now on (the bursts recorded from here), counting
+        apart those whose address lies in each of ``classes`` (``(start, end)``)."""
+        return RecordMeter(self.bursts, classes)
 
     def _check_window(self, address: int, length: int, kind: str):
         for start, end, kinds in self.error_windows:
@@ -150,6 +151,16 @@ def _host_memory(model: str, dut, size: int):
     raise ValueError(f"unknown host memory model {model!r}; choose one of {MEMORY_MODELS}")
 
 
+def _gpi_log_level_in_c() -> None:
+    """Tell cocotb's C side the GPI logger's level (the one it has already, so no message
+    appears or goes): cocotb passes it down only when the level is set, and until then
+    every GPI message, the debug ones of each handle the benches make included, is a
+    call into Python that drops it (five per memory word's first touch; measured in
+    docs/performance.md)."""
+    gpi = logging.getLogger("gpi")
+    gpi.setLevel(gpi.getEffectiveLevel())
+
+
 def _phy(wire: str, dut, mode: LinkMode, ifg: int):
     if wire == "cocotbext":
         return GmiiPhy(dut, mode, ifg)
@@ -176,6 +187,7 @@ class SocBench:
         memory: str = "python",
         wire: str = "cocotbext",
     ):
+        _gpi_log_level_in_c()
         self.dut = dut
         self.mode = mode
         self.sys_clk_ns = sys_clk_ns

@@ -29,7 +29,7 @@ SIZE = 65536
 
 async def _start(dut, burst_beats: int = 256):
     cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
-    memory = HdlHostMemory(dut, SIZE)
+    memory = HdlHostMemory(dut, SIZE, record_bursts=True)
     port = CpuMemoryPort(dut)
     timing = os.environ.get("MEMORY_SYSTEM")
     if timing:

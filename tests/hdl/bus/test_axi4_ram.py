@@ -411,3 +411,84 @@ def test_bench_counts_back_to_back_bursts_on_both_channels_at_the_take():
             f"{channel}: the first single-beat bursts are taken on consecutive clocks"
         )
     assert seen["ar"][0][2] == seen["aw"][0][2], "both directions take in the same clock"
+
+
+def test_bench_counters_count_beats_and_address_classes_at_the_take():
+    """Back-to-back bursts of 1..4 beats on both channels, with address class 0 over some
+    of the read bursts and class 1 over some of the write bursts and one read: after every
+    clock each direction's burst, beat and per-class counters equal the sums over the
+    bursts taken so far (the address and length ports naming the takes), ``took`` says
+    whether that clock's edge took one, and ``cycles`` counts the edges."""
+    lengths = [1, 3, 1, 1, 2, 4, 1, 1, 2, 1, 1, 4, 1]
+    offered = {"ar": [], "aw": []}
+    addr = {"ar": 0x400, "aw": 0x800}
+    for beats in lengths:
+        for channel in offered:
+            offered[channel].append((addr[channel], beats))
+            addr[channel] += 4 * beats
+    classes = [(0x404, 0x420), (0x810, 0x830)]
+    reads_in_class1 = 0x800  # a read there too: classes count both directions
+    offered["ar"].append((reads_in_class1 + 0x10, 2))
+    checked = []
+
+    def expected(taken, address_class, what):
+        start, end = address_class
+        inside = [(a, b) for a, b in taken if start <= a < end]
+        return len(inside) if what == "bursts" else sum(b for _, b in inside)
+
+    async def bench(ctx, dut):
+        bus = dut.axi
+        for index, (start, end) in enumerate(classes):
+            ctx.set(getattr(dut, f"class{index}_start"), start)
+            ctx.set(getattr(dut, f"class{index}_end"), end)
+        left = {channel: list(bursts) for channel, bursts in offered.items()}
+        w_beats = [beat == beats - 1 for _, beats in offered["aw"] for beat in range(beats)]
+        ctx.set(bus.rready, 1)
+        ctx.set(bus.bready, 1)
+        taken = {"ar": [], "aw": []}
+        cycles = ctx.get(dut.cycles)
+        for _ in range(150):
+            for channel in ("ar", "aw"):
+                pending = bool(left[channel])
+                ctx.set(getattr(bus, f"{channel}valid"), pending)
+                if pending:
+                    ctx.set(getattr(bus, f"{channel}addr"), left[channel][0][0])
+                    ctx.set(getattr(bus, f"{channel}len"), left[channel][0][1] - 1)
+            ctx.set(bus.wvalid, bool(w_beats))
+            if w_beats:
+                ctx.set(bus.wstrb, 0xF)
+                ctx.set(bus.wlast, w_beats[0])
+            _, _, arready, awready, wready = await ctx.tick().sample(
+                bus.arready, bus.awready, bus.wready
+            )
+            for channel, ready in (("ar", arready), ("aw", awready)):
+                if left[channel] and ready:
+                    left[channel].pop(0)
+            if w_beats and wready:
+                w_beats.pop(0)
+            cycles += 1
+            assert ctx.get(dut.cycles) == cycles, "one cycle per clock edge"
+            for channel in ("ar", "aw"):
+                count = ctx.get(getattr(dut, f"{channel}_bursts"))
+                took = ctx.get(getattr(dut, f"{channel}_took"))
+                assert count - len(taken[channel]) == took, f"{channel}: took {took}"
+                if took:
+                    taken[channel].append(
+                        (
+                            ctx.get(getattr(dut, f"{channel}_burst_addr")),
+                            ctx.get(getattr(dut, f"{channel}_burst_len")) + 1,
+                        )
+                    )
+                assert ctx.get(getattr(dut, f"{channel}_beats")) == sum(
+                    b for _, b in taken[channel]
+                ), f"{channel} beats"
+                for index, address_class in enumerate(classes):
+                    for what in ("bursts", "beats"):
+                        got = ctx.get(getattr(dut, f"{channel}_class{index}_{what}"))
+                        want = expected(taken[channel], address_class, what)
+                        assert got == want, f"{channel} class {index} {what}: {got} != {want}"
+            checked.append(taken)
+        assert taken == offered
+
+    run_timeline(bench, 0)
+    assert checked
