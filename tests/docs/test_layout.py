@@ -57,7 +57,6 @@ WITHOUT_BEHAVIOUR = {
     "firmware/stats.py": "the driver's statistics records (dataclasses without methods)",
     "sim/__init__.py": "package docstring",
     "sim/benches/__init__.py": "package docstring",
-    "sim/benches/bursts.py": "the burst record both host memory models keep (a dataclass)",
     "sim/benches/limit/__init__.py": "package docstring",
     "sim/cosim/__init__.py": "package docstring",
     "sim/flows/__init__.py": "package docstring",
