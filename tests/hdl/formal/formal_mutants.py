@@ -498,6 +498,12 @@ MUTANTS = [
     ),
     (
         "rx_ownership_induction",
+        RxChannelWritesPastBuffer,
+        "a write handed to the writer one beat longer than its command",
+        "rx_induction.py",
+    ),
+    (
+        "rx_ownership_induction",
         RxChannelResetForgetsWrite,
         "a reset over while a write of the channel is still on the bus",
         "channel_proofs.py",
