@@ -91,3 +91,18 @@ def test_unknown_goal_is_refused_by_name():
 def test_goal_and_keep_are_exclusive():
     with pytest.raises(ValueError, match="give goal or keep, not both"):
         GoalSplit("x", keep=("y",))
+
+
+def test_make_formal_runs_a_task_per_goal_then_the_covers(tmp_path):
+    """make formal's scheduler (sim/flows/formal.py run_tasks) gives a split proof one
+    property task per group, each with its own netlist, then the covers of the whole."""
+    reported = []
+    results = formal.run_tasks([_pair_proof(0)], tmp_path, 2, reported.append)
+    assert [(r.task, r.goal, r.status) for r in results] == [
+        ("prove", "x", "PASS"),
+        ("prove", "y", "PASS"),
+        ("cover", None, "PASS"),
+    ]
+    assert [r.label for r in results] == ["prove [x]", "prove [y]", "cover"]
+    assert len({r.workdir for r in results}) == 3
+    assert len(reported) == 3
