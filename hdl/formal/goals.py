@@ -45,11 +45,22 @@ class GoalSplit:
     the hypotheses to the top module once everything is built; :attr:`groups` lists the
     groups seen."""
 
-    def __init__(self, goal: str | None, *, keep: tuple[str, ...] | None = None):
+    def __init__(
+        self,
+        goal: str | None,
+        *,
+        keep: tuple[str, ...] | None = None,
+        one_by_one: tuple[str, ...] = (),
+    ):
         if goal is not None and keep is not None:
             raise ValueError("a goal keeps its own group: give goal or keep, not both")
         self.goal = goal
         self.keep = keep
+        #: Groups whose assertions are each a group of their own, ``"<group> <n>"`` in the
+        #: order made (for a group whose step is slow as one query, fast one by one); not
+        #: with ``keep``, which names whole groups.
+        self.one_by_one = one_by_one
+        self._made: dict[str, int] = {}
         self.groups: list[str] = []
         self._labels: list[str] = []
         self._section: str | None = None
@@ -75,6 +86,9 @@ class GoalSplit:
     def _assert(self, test, *args, src_loc_at: int = 0, **kwargs):
         caller = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
         name = self._labels[-1] if self._labels else (self._section or caller)
+        if name in self.one_by_one and self.keep is None:
+            self._made[name] = self._made.get(name, -1) + 1
+            name = f"{name} {self._made[name]}"
         if name not in self.groups:
             self.groups.append(name)
         if self.keep is not None and name not in self.keep:

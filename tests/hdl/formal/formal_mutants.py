@@ -494,7 +494,7 @@ MUTANTS = [
         "rx_ownership_induction",
         RxChannelWritesBackPreviousEntry,
         "a write-back written into the ring entry before",
-        "ownership_properties.py",
+        "rx_induction.py",
     ),
     (
         "rx_ownership_induction",
