@@ -21,6 +21,11 @@ the whole step. Their base cases (one cycle from reset: ``held`` starts at 1, it
 value, so a hypothesis assumes nothing there) check each group in the reset state. Both
 together are the whole proof by k-induction at k = 1; no run assumes what another proves
 at the same cycle, so no circle.
+
+Lemmas: groups whose runs have hypotheses only, and which every other run assumes in the
+cycle it checks as well. Their runs prove "all at t implies the lemmas at t + 1", the
+others "all at t and the lemmas at t + 1 imply this group at t + 1": together again the
+whole step, and still no circle (no lemma's run assumes another group in that cycle).
 """
 
 import sys
@@ -51,6 +56,7 @@ class GoalSplit:
         *,
         keep: tuple[str, ...] | None = None,
         one_by_one: tuple[str, ...] = (),
+        lemmas: tuple[str, ...] = (),
     ):
         if goal is not None and keep is not None:
             raise ValueError("a goal keeps its own group: give goal or keep, not both")
@@ -61,6 +67,9 @@ class GoalSplit:
         #: with ``keep``, which names whole groups.
         self.one_by_one = one_by_one
         self._made: dict[str, int] = {}
+        #: Groups proven first, with hypotheses only; the run of any other group assumes
+        #: them in the cycle it checks too (their runs never assume it there: no circle).
+        self.lemmas = lemmas
         self.groups: list[str] = []
         self._labels: list[str] = []
         self._section: str | None = None
@@ -96,9 +105,15 @@ class GoalSplit:
         if self.goal is None or name == self.goal:
             self.asserted += 1
             return Assert(test, *args, src_loc_at=src_loc_at + 1, **kwargs)
+        self.held += 1
+        if name in self.lemmas and self.goal not in self.lemmas:
+            return [self._hold(test), Assume(test, src_loc_at=src_loc_at + 1)]
+        return self._hold(test)
+
+    def _hold(self, test):
+        """``test`` as a hypothesis: its value, held for the next cycle's assumption."""
         held = Signal(init=1, name=f"hypothesis_{len(self._held)}")
         self._held.append(held)
-        self.held += 1
         return held.eq(Value.cast(test).bool())
 
     @contextmanager

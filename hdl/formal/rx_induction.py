@@ -52,6 +52,11 @@ __all__ = ["RxOwnershipInductionHarness", "RxInductionBaseCaseHarness"]
 #: strobe and read rules, which as one goal did not answer in 20 minutes (1.5 min of CPU at
 #: load 13) while each alone takes seconds.
 ONE_BY_ONE = ("ownership_properties",)
+#: Lemmas of the split (:class:`~.goals.GoalSplit`): what the checker's strobe rule needs
+#: of the same cycle, the writer's strobes inside the command it serves, that command
+#: inside an owned entry's buffer or write-back words, and nothing on the bus as a reset
+#: ends.
+LEMMAS = ("writer strobes", "command served", "channel_proofs")
 _ASSERTING_MODULES = (
     sys.modules[__name__],
     channel_induction,
@@ -125,7 +130,9 @@ class RxOwnershipInductionHarness(
             return super().elaborate_dut(dut)
 
     def build(self, m):
-        self.split = split = GoalSplit(self.goal, keep=self.KEEP, one_by_one=ONE_BY_ONE)
+        self.split = split = GoalSplit(
+            self.goal, keep=self.KEEP, one_by_one=ONE_BY_ONE, lemmas=LEMMAS
+        )
         with split.patched(_ASSERTING_MODULES):
             dut, ownership, read_props = super().build(m)
             if self.LINKING:

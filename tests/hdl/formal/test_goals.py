@@ -21,13 +21,14 @@ class _Pair(Harness):
     after the first cycle, though each follows from the other in the same cycle (what a
     split that assumed the other groups in the cycle it checks would take as proof)."""
 
-    def __init__(self, goal=None, *, skew: int = 0):
+    def __init__(self, goal=None, *, skew: int = 0, lemmas=()):
         super().__init__()
         self.goal = goal
         self.skew = skew
+        self.lemmas = lemmas
 
     def build(self, m):
-        self.split = split = GoalSplit(self.goal)
+        self.split = split = GoalSplit(self.goal, lemmas=self.lemmas)
         x, y = Signal(4, name="x"), Signal(4, name="y")
         i = self.any_seq(4, "i")
         m.d.sync += [x.eq(i), y.eq(i + self.skew)]
@@ -39,10 +40,10 @@ class _Pair(Harness):
         split.hypotheses(m)
 
 
-def _pair_proof(skew):
+def _pair_proof(skew, lemmas=()):
     return Proof(
         name=f"pair_skew{skew}",
-        harness=partial(_Pair, skew=skew),
+        harness=partial(_Pair, skew=skew, lemmas=lemmas),
         mode="prove",
         depth=1,
         cover_depth=1,
@@ -65,6 +66,13 @@ def test_no_goal_leans_on_another_in_the_cycle_it_checks(tmp_path):
     for result in results:
         assert result.status != "PASS", f"goal {result.goal} passed a false invariant"
         assert any(trace.name.startswith("trace_induct") for trace in result.traces)
+
+
+def test_a_lemma_is_proven_by_its_own_run_alone(tmp_path):
+    """With "x" a lemma, the run of "y" assumes x == y in the cycle it checks and passes;
+    the lemma's own run has hypotheses only, and fails: the proof as a whole does not."""
+    results = formal.run_proof(_pair_proof(1, lemmas=("x",)), tmp_path, tasks=("prove",))
+    assert {r.goal: r.status == "PASS" for r in results} == {"x": False, "y": True}
 
 
 def test_goal_keeps_its_group_and_holds_the_others():
