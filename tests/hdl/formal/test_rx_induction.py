@@ -17,7 +17,7 @@ def _split(goal):
 def test_goals_partition_the_whole_step():
     whole = _split(None)
     assert whole.held == 0 and whole.asserted > 100
-    assert {"ownership_properties 0", "writer", "fetch", "command served"} <= set(whole.groups)
+    assert {"ownership_properties 0", "writer 0", "fetch", "command served"} <= set(whole.groups)
     asserted = 0
     for goal in whole.groups:
         split = _split(goal)
