@@ -3,9 +3,11 @@ to the RX channel's state (the ring walker's store, HEAD and ``inflight``, the d
 current buffer, the command queue to the AXI writer and the command it serves), for the
 ownership properties of :class:`~.channel_proofs.RxOwnershipHarness` with resets free.
 
-Not closed yet (docs/formal.md, "Ownership by induction, RX"): what is here is asserted and
-checked from reset by a bounded run; the writer's own group (its bursts tied to the command
-it serves, byte-aligned: RX writes buffers at any alignment) is still missing.
+Proven by k-induction at k = 1 on the build ``RX_INDUCTION_BUILD`` of :mod:`.proofs`
+(movers of 2 bursts, a command queue of 2), the step split into goals (:mod:`.goals`: each
+group of assertions with the others held in the cycle before, a few lemmas in the same
+cycle), one task per goal: ``rx_ownership_induction`` in ``make formal`` (docs/formal.md,
+"Ownership by induction, RX").
 """
 
 import sys

@@ -296,7 +296,7 @@ def test_tx_induction_harness_builds_with_every_invariant(mutant, tmp_path):
 
 
 def test_rx_induction_harness_builds_with_every_invariant(tmp_path):
-    """The RX channel's linking invariants (hdl/formal/rx_induction.py, not closed yet:
+    """The RX channel's linking invariants (hdl/formal/rx_induction.py, proven goal by goal:
     docs/formal.md) find every register they name: the walker's store and the command
     queue are register FIFOs, and each queued command gets its entry."""
     formal.write_design(proof_by_name("rx_ownership_induction"), tmp_path)
