@@ -3,9 +3,9 @@ time with every other assertion held as a hypothesis on the cycle before.
 
 k-induction at k = 1 proves that the conjunction of all the assertions, holding in one
 cycle, holds in the next. The solver gets that step as one query, whose goal is the
-disjunction of every assertion's failure; on the RX channel (about 150 assertions) it did
-not answer in hours of CPU, while the same step with one group's failure as the goal
-answers in seconds to minutes. :class:`GoalSplit` builds the step of one group:
+disjunction of every assertion's failure; on the RX channel (about 150 assertions) it had
+not answered after 6 minutes of solver CPU (12 of wall time), while the same step with one
+group's failure as the goal answers in seconds. :class:`GoalSplit` builds the step of one group:
 
 - the goal's assertions stay ``Assert``;
 - every other assertion ``A`` becomes a *hypothesis*: a register ``before`` that takes the
@@ -17,7 +17,7 @@ Sound: in the induction step (cycles t and t + 1, the goal assumed at t and chec
 t + 1) the hypotheses say that every other assertion held at t, which is what the whole
 step assumes too; nothing is assumed of t + 1. So one run per group proves "all at t
 implies this group at t + 1", and together the runs prove "all at t implies all at t + 1",
-the whole step. Their base cases (one cycle from reset: ``held`` starts at 1, its reset
+the whole step. Their base cases (one cycle from reset: ``before`` starts at 1, its reset
 value, so a hypothesis assumes nothing there) check each group in the reset state. Both
 together are the whole proof by k-induction at k = 1; no run assumes what another proves
 at the same cycle, so no circle.
@@ -45,10 +45,9 @@ class GoalSplit:
     ``goal`` ``None`` every assertion stays one (the whole step), or, with ``keep``, those
     of the groups in ``keep`` and no other (a bounded check of some of a proof's
     assertions); with a ``goal`` only the goal's, the others become hypotheses (the
-    module docstring). :meth:`section` names the group
-    of what follows (until the next section) without a block. :meth:`hypotheses` adds
-    the hypotheses to the top module once everything is built; :attr:`groups` lists the
-    groups seen."""
+    module docstring). :meth:`section` names the group of what follows (until the next
+    section) without a block. :meth:`hypotheses` adds the hypotheses to the top module
+    once everything is built; :attr:`groups` lists the groups seen."""
 
     def __init__(
         self,

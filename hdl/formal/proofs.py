@@ -737,7 +737,8 @@ PROOFS[:0] = [
 
 PROOFS += [
     # k = 1, split into one task per group of assertions (hdl/formal/goals.py): the step
-    # as one query did not answer in hours of CPU, each group's in seconds to minutes. Its
+    # as one query had not answered after 6 minutes of solver CPU, each goal's takes 3 to
+    # 30 s. Its
     # mutants' bounded check reaches the first write-back (its first W beat at step 17 on
     # these inputs). The build: movers of 2 bursts in flight and a command queue of 2
     # (docs/formal.md, "Ownership by induction, RX").
