@@ -9,7 +9,8 @@ assertions: k-induction proves them together with the ownership properties.
 
 TX: proven by k-induction at k = 1 (about 8 minutes of CPU; docs/formal.md, "Ownership by
 induction, TX"), ``tx_ownership_induction`` in ``make formal``; its mutants run the deep
-base case of :class:`TxInductionBaseCaseHarness`. RX: :mod:`.rx_induction`, not closed.
+base case of :class:`TxInductionBaseCaseHarness`. RX: :mod:`.rx_induction`, proven goal by
+goal (:mod:`.goals`).
 """
 
 from collections.abc import Callable

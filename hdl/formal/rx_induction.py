@@ -3,11 +3,14 @@ to the RX channel's state (the ring walker's store, HEAD and ``inflight``, the d
 current buffer, the command queue to the AXI writer and the command it serves), for the
 ownership properties of :class:`~.channel_proofs.RxOwnershipHarness` with resets free.
 
-Not closed yet (docs/formal.md, "Ownership by induction, RX"): what is here is asserted and
-checked from reset by a bounded run; the writer's own group (its bursts tied to the command
-it serves, byte-aligned: RX writes buffers at any alignment) is still missing.
+Proven by k-induction at k = 1 on the build ``RX_INDUCTION_BUILD`` of :mod:`.proofs`
+(movers of 2 bursts, a command queue of 2), the step split into goals (:mod:`.goals`: each
+group of assertions with the others held in the cycle before, a few lemmas in the same
+cycle), one task per goal: ``rx_ownership_induction`` in ``make formal`` (docs/formal.md,
+"Ownership by induction, RX").
 """
 
+import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from unittest import mock
@@ -21,6 +24,7 @@ from ..dma.descriptor import MIN_RX_BUFFER_BYTES, Descriptor
 from ..dma.rx_channel import CHUNK_BEATS, RxDmaChannel
 from ..mac.frame import RxError
 from ..regmap import RING_INDEX_BITS
+from . import channel_induction, channel_proofs, mover_invariants, ownership_properties
 from .channel_induction import (
     _WIDE,
     _offset,
@@ -37,10 +41,32 @@ from .channel_proofs import (
     _ResetWindDown,
     narrow_to_usable_descriptors,
 )
+from .goals import GoalSplit
 from .internal import in_state, internal_signal, mover_fragment, subfragment
 from .register_fifo import FifoView
 
 __all__ = ["RxOwnershipInductionHarness", "RxInductionBaseCaseHarness"]
+
+#: The modules whose assertions a split step files under groups (:mod:`.goals`): this one's
+#: linking invariants, the reader's (shared with TX), the wind-down's, the movers' counts
+#: and the ownership checker's.
+#: Groups whose assertions are proven one at a time (each its own goal): the checker's
+#: read and strobe rules, and the writer's state against its command, which as whole goals
+#: had not answered in 20 minutes (1.5 and 1.9 min of CPU at load 13) while each alone
+#: takes seconds.
+ONE_BY_ONE = ("ownership_properties", "writer")
+#: Lemmas of the split (:class:`~.goals.GoalSplit`): what the checker's strobe rule needs
+#: of the same cycle, the writer's strobes inside the command it serves, that command
+#: inside an owned entry's buffer or write-back words, and nothing on the bus as a reset
+#: ends.
+LEMMAS = ("writer strobes", "command served", "channel_proofs")
+_ASSERTING_MODULES = (
+    sys.modules[__name__],
+    channel_induction,
+    channel_proofs,
+    mover_invariants,
+    ownership_properties,
+)
 
 #: The walker's store on RX: the descriptor fields the channel keeps.
 _RX_FIELDS = ("addr", "length", "ioc")
@@ -71,9 +97,12 @@ class RxOwnershipInductionHarness(
 
     CHECK_OWNERSHIP = True
     REGISTER_FIFOS = True
-    #: Whether the linking invariants are asserted (the proof); without them the harness has
+    #: Whether the linking invariants are built (the proof); without them the harness has
     #: the proof's environment and its other assertions (a base case's bounded check).
     LINKING = True
+    #: The groups of assertions kept (:class:`~.goals.GoalSplit`'s ``keep``); ``None``:
+    #: every one (the proof).
+    KEEP = None
 
     def __init__(
         self,
@@ -81,8 +110,12 @@ class RxOwnershipInductionHarness(
         *,
         max_outstanding: int = CHANNEL_MAX_OUTSTANDING,
         cmd_queue_depth: int | None = None,
+        goal: str | None = None,
     ):
         super().__init__(make_dut, resets=True)
+        #: The group of assertions this build proves (the others its hypotheses: see
+        #: :mod:`.goals`); ``None``: every assertion at once.
+        self.goal = goal
         #: Bursts the channel's movers keep in flight (fewer: a smaller proof build).
         self.MAX_OUTSTANDING = max_outstanding
         #: The command queue's depth in a smaller proof build (None: the channel's).
@@ -100,9 +133,14 @@ class RxOwnershipInductionHarness(
             return super().elaborate_dut(dut)
 
     def build(self, m):
-        dut, ownership, read_props = super().build(m)
-        if self.LINKING:
-            self.linking_invariants(m, dut, ownership, read_props)
+        self.split = split = GoalSplit(
+            self.goal, keep=self.KEEP, one_by_one=ONE_BY_ONE, lemmas=LEMMAS
+        )
+        with split.patched(_ASSERTING_MODULES):
+            dut, ownership, read_props = super().build(m)
+            if self.LINKING:
+                self.linking_invariants(m, dut, ownership, read_props)
+        split.hypotheses(m)
         return dut, ownership, read_props
 
     def covers(self, m, dut, ownership, write_props):
@@ -140,6 +178,8 @@ class RxOwnershipInductionHarness(
         inflight = sig(core, "inflight")
         halted = dut.regs.status.halted
 
+        split = self.split
+        split.section("store")
         # ---- the walker's store and the entries in the DMA's hands -----------------------
         # inflight counts the owned descriptors stored and not yet written back: the entries
         # from HEAD up to the walker's position.
@@ -164,6 +204,7 @@ class RxOwnershipInductionHarness(
                     Assert(ring.buf_length[entry] == length),
                 ]
 
+        split.section("buffer")
         # ---- the data path's buffer ------------------------------------------------------
         data_state = sig(core, "data_state")
         open_buffer = Cat(in_state(data_state, name) for name in _OPEN_STATES).any()
@@ -207,6 +248,7 @@ class RxOwnershipInductionHarness(
         with m.If(spilling):
             m.d.comb += Assert(level != 0)
 
+        split.section("command order")
         # ---- the commands: each for the entry it belongs to ---------------------------------
         # Oldest to newest, the queue holds a buffer's data chunks, then its write-back, then
         # the next buffer's, ...; the newest belong to the open buffer, or, with none open, end
@@ -227,7 +269,7 @@ class RxOwnershipInductionHarness(
             is_wb = valid & (command.kind == _KIND_WB)
             queued_wbs.append(is_wb)
             entry = named(Mux(is_wb, dec(entry), entry), f"cmd_entry_{age}")
-            with m.If(valid):
+            with m.If(valid), split.group(f"command {age}"):
                 self._command_inside(m, ring, command, entry, min_length)
         # With no buffer open, the newest command is the last buffer's write-back.
         newest_age = (cmdq.level - 1)[: len(cmdq.level)]
@@ -241,7 +283,7 @@ class RxOwnershipInductionHarness(
         cur_wb = writer_busy & (current.kind == _KIND_WB)
         cur_entry = named(Mux(cur_wb, dec(entry), entry), "cur_entry")
         in_beats_left = sig(writer, "in_beats_left")
-        with m.If(writer_busy):
+        with m.If(writer_busy), split.group("command served"):
             self._command_inside(
                 m, ring, current, cur_entry, min_length, owned=(in_beats_left != 0) | ~cur_wb
             )
@@ -264,6 +306,7 @@ class RxOwnershipInductionHarness(
         # The entries loaded and not written back, from HEAD up to the walker's head: one
         # per write-back still to land or failed, and the open buffer's.
         loaded_entries = Mux(head_index >= head, head_index - head, head_index + ring.size - head)
+        split.section("head")
         m.d.comb += [
             Assert(lag < ring.size),
             Assert(head == Mux(expected >= lag, expected - lag, expected + ring.size - lag)),
@@ -272,8 +315,10 @@ class RxOwnershipInductionHarness(
             Assert(inflight == sum(queued_wbs) + cur_wb + open_buffer + lag + level),
         ]
 
+        split.section("writer")
         self._writer_invariants(m, writer, FifoView(writer, "w_bursts"), dut.axi_write, current)
 
+        split.section("fetch")
         # ---- the fetch: from the head's entry, never into the entries in the DMA's hands ----
         # Never the whole ring in the DMA's hands: a fetch leaves one entry out, counting the
         # descriptors it stored already in ``inflight``.
@@ -311,6 +356,7 @@ class RxOwnershipInductionHarness(
         with m.If(~in_state(sig(reader, "reader_state"), "Idle")):
             m.d.comb += Assert(reading)
 
+        split.section("cleared")
         # ---- a channel reset: its core reset holds nothing until the driver sees it over ---
         with m.If(self.cleared):
             m.d.comb += [
@@ -325,6 +371,7 @@ class RxOwnershipInductionHarness(
                 Assert(in_state(sig(reader, "reader_state"), "Idle")),
                 Assert((read_props.bursts[0].level == 0) & ~dut.axi_read.arvalid),
             ]
+        split.section(None)
 
     def _writer_invariants(self, m, writer, w_lengths, wr, command):
         """The writer serves ``command`` (``cur``: any byte address and length): its bursts,
@@ -390,10 +437,12 @@ class RxOwnershipInductionHarness(
                 ),
                 Assert(in_flight <= (_offset(next_addr, start) >> 2)),
             ]
+            self.split.section("writer aw")
             with m.If(wr.awvalid):
                 m.d.comb += Assert(
                     ((wr.awaddr + ((wr.awlen + 1) << 2))[:CHANNEL_ADDR_WIDTH]) == next_addr
                 )
+        self.split.section("writer strobes")
         # Each strobed byte is one of the command's (what the ownership checker needs of
         # the writer; the invariants above are what makes it inductive).
         w_addr = self.write_props.w_addr
@@ -401,6 +450,7 @@ class RxOwnershipInductionHarness(
             for lane in range(4):
                 with m.If(wr.wstrb[lane]):
                     m.d.comb += Assert(_offset(w_addr + lane, command.addr) < length)
+        self.split.section("writer bursts")
         # The checker's bursts awaiting W beats (and an AW shown this cycle) follow each
         # other from the next W beat and end where the issuer goes on.
         queue, head_len = _write_queue(props)
@@ -466,16 +516,26 @@ class RxInductionBaseCaseHarness(RxOwnershipInductionHarness):
     """:class:`RxOwnershipInductionHarness` for a deep base case, the bounded check its
     mutants run (as :class:`~.channel_induction.TxInductionBaseCaseHarness` on TX): the
     proof's harness (the same channel build with register FIFOs, the same assumptions, the
-    movers' AXI4 rules assumed, the ownership and wind-down assertions) without the linking
-    invariants, on narrowed inputs: a ring of three, word 3 of every descriptor fetched
-    either owned with a 64-byte buffer (the channel's minimum; its address any) or not
-    owned (the ring's end), AXI slaves always ready, R beats as soon as allowed, every
-    response OKAY, good frames that wait for a buffer, no timestamps; CTRL.run and
-    CTRL.reset stay free. A trace that breaks an assertion here is one of the proof's own
-    inputs that breaks the same assertion of the proof at the same step (or one of its
-    linking invariants before): the proof's base case at that depth fails on it."""
+    movers' AXI4 rules assumed, the ownership and wind-down assertions, and of the linking
+    invariants the writer's: its bursts and strobes those of the command it serves; the
+    others are left out, each step of a bounded check costs more with them) on narrowed
+    inputs: a ring of three, word 3 of every descriptor fetched either owned with a
+    64-byte buffer (the channel's minimum; its address any) or not owned (the ring's end),
+    AXI slaves always ready, R beats as soon as allowed, every response OKAY, good frames
+    that wait for a buffer, no timestamps; CTRL.run and CTRL.reset stay free. A trace that
+    breaks an assertion here is one of the proof's own inputs that breaks the same
+    assertion of the proof at the same step (or another of its assertions before): the
+    proof's base case at that depth fails on it."""
 
-    LINKING = False
+    KEEP = (
+        "ownership_properties",
+        "channel_proofs",
+        "mover_invariants",
+        "writer",
+        "writer aw",
+        "writer strobes",
+        "writer bursts",
+    )
 
     def build(self, m):
         dut, ownership, read_props = super().build(m)

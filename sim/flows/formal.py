@@ -66,6 +66,13 @@ class TaskResult:
     failed_assertions: tuple[str, ...] = ()
     #: CPU seconds (user + system) of sby and every tool it ran for this task.
     cpu_seconds: float = 0.0
+    #: The group of assertions this task proves, for a split proof (``Proof.split``).
+    goal: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The task as the progress lines and the table name it: ``prove [store]``."""
+        return self.task if self.goal is None else f"{self.task} [{self.goal}]"
 
     @property
     def passed(self) -> bool:
@@ -138,15 +145,39 @@ def _sby_text(proof: Proof, mode_task: str) -> str:
 _ELABORATING = threading.Lock()
 
 
-def write_design(proof: Proof, workdir: Path, make_dut: Callable | None = None) -> Path:
-    """Elaborate the proof's harness (around ``make_dut`` if given) and write its RTLIL and
-    sby file into ``workdir``; returns the sby file. Safe to call from several threads:
-    one elaboration runs at a time."""
+def _built(proof: Proof, make_dut: Callable | None, goal: str | None):
+    """``(harness, RTLIL)`` of the proof's harness, around ``make_dut`` if given, built
+    for ``goal`` if given (a split proof's group). Callers hold :data:`_ELABORATING`."""
+    args = () if make_dut is None else (make_dut,)
+    kwargs = {} if goal is None else {"goal": goal}
+    harness = proof.harness(*args, **kwargs)
+    fragment = Fragment.get(harness, None)  # elaborates it: its free inputs are known
+    return harness, rtlil.convert(fragment, ports=harness.ports)
+
+
+def goals_of(proof: Proof, make_dut: Callable | None = None) -> tuple[str, ...]:
+    """The groups of a split proof (``Proof.split``): those its harness files its
+    assertions under, read from one build of it; ``()`` for any other proof."""
+    if not proof.split:
+        return ()
+    with _ELABORATING:
+        harness, _design = _built(proof, make_dut, None)
+    return tuple(harness.split.groups)
+
+
+def _goal_folder(goal: str) -> str:
+    return "goal_" + re.sub(r"\W+", "_", goal)
+
+
+def write_design(
+    proof: Proof, workdir: Path, make_dut: Callable | None = None, goal: str | None = None
+) -> Path:
+    """Elaborate the proof's harness (around ``make_dut`` if given; for ``goal`` if given,
+    a split proof's group) and write its RTLIL and sby file into ``workdir``; returns the
+    sby file. Safe to call from several threads: one elaboration runs at a time."""
     workdir.mkdir(parents=True, exist_ok=True)
     with _ELABORATING:
-        harness = proof.harness() if make_dut is None else proof.harness(make_dut)
-        fragment = Fragment.get(harness, None)  # elaborates it: its free inputs are known
-        design = rtlil.convert(fragment, ports=harness.ports)
+        harness, design = _built(proof, make_dut, goal)
     (workdir / "design.il").write_text(design)
     sby_file = workdir / f"{proof.name}.sby"
     sby_file.write_text(_sby_text(proof, proof.mode))
@@ -158,7 +189,9 @@ _TRACE = re.compile(r"summary:\s+(?:counterexample |cover )?trace(?: \[\w+\])?: 
 _FAILED = re.compile(r"summary:\s+failed assertion \S+ at (\S+:\d+)")
 
 
-def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
+def _run_task(
+    proof: Proof, sby_file: Path, task: str, env: dict, goal: str | None = None
+) -> TaskResult:
     log = sby_file.parent / f"{task}.log"
     workdir = sby_file.parent / f"{sby_file.stem}_{task}"
     start = time.monotonic()
@@ -188,7 +221,7 @@ def _run_task(proof: Proof, sby_file: Path, task: str, env: dict) -> TaskResult:
     depth = proof.cover_depth if task == "cover" else proof.depth
     failed = tuple(dict.fromkeys(_FAILED.findall(stdout)))
     cpu = usage.ru_utime + usage.ru_stime
-    return TaskResult(proof.name, task, depth, status, seconds, workdir, traces, failed, cpu)
+    return TaskResult(proof.name, task, depth, status, seconds, workdir, traces, failed, cpu, goal)
 
 
 def run_proof(
@@ -200,12 +233,22 @@ def run_proof(
     label: str | None = None,
 ) -> list[TaskResult]:
     """Run ``proof`` (its property task, then its covers unless ``tasks`` says otherwise)
-    in ``out_dir/<label or name>``; ``make_dut`` replaces the real component (mutants)."""
+    in ``out_dir/<label or name>``; ``make_dut`` replaces the real component (mutants).
+    A split proof's property task is one task per goal, each in a folder of its own
+    there."""
     env = formal_env()
     warm_tools(env)
-    sby_file = write_design(proof, Path(out_dir) / (label or proof.name), make_dut)
-    tasks = tasks or (proof.mode, "cover")
-    return [_run_task(proof, sby_file, task, env) for task in tasks]
+    folder = Path(out_dir) / (label or proof.name)
+    sby_file = write_design(proof, folder, make_dut)
+    results = []
+    for task in tasks or (proof.mode, "cover"):
+        goals = goals_of(proof, make_dut) if task == proof.mode else ()
+        if not goals:
+            results.append(_run_task(proof, sby_file, task, env))
+        for goal in goals:
+            goal_sby = write_design(proof, folder / _goal_folder(goal), make_dut, goal)
+            results.append(_run_task(proof, goal_sby, task, env, goal))
+    return results
 
 
 def _trace_kind(trace: Path) -> str:
@@ -223,7 +266,7 @@ def _table(results: list[TaskResult]) -> str:
         rows.append(
             (
                 r.proof,
-                r.task,
+                r.label,
                 str(r.depth),
                 r.status,
                 f"{r.seconds:.1f} s",
@@ -242,19 +285,27 @@ def run_tasks(proofs: list[Proof], out_dir: Path, jobs: int, report: Callable) -
     is called with each result as it comes; returns the results in task order."""
     env = formal_env()
     warm_tools(env)
-    designs: dict[str, Path] = {}
+    designs: dict[tuple[str, str | None], Path] = {}
     locks = {proof.name: threading.Lock() for proof in proofs}
 
     def one(item):
-        proof, task = item
+        proof, task, goal = item
+        key = (proof.name, goal)
         with locks[proof.name]:
-            if proof.name not in designs:
-                designs[proof.name] = write_design(proof, Path(out_dir) / proof.name)
-        result = _run_task(proof, designs[proof.name], task, env)
+            if key not in designs:
+                folder = Path(out_dir) / proof.name
+                if goal is not None:
+                    folder = folder / _goal_folder(goal)
+                designs[key] = write_design(proof, folder, goal=goal)
+        result = _run_task(proof, designs[key], task, env, goal)
         report(result)
         return result
 
-    tasks = [(proof, task) for proof in proofs for task in (proof.mode, "cover")]
+    tasks = []
+    for proof in proofs:
+        goals = goals_of(proof) or (None,)
+        tasks += [(proof, proof.mode, goal) for goal in goals]
+        tasks.append((proof, "cover", None))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, tasks))
 
@@ -277,9 +328,10 @@ def main(argv=None) -> int:
             if proof.mutant_check is not None:
                 suite = f"(mutants bmc {proof.mutant_check[1]})"
             pending = " [pending: not closed, not run by make formal]" if proof in PENDING else ""
+            split = " [split: one task per group of assertions]" if proof.split else ""
             print(
                 f"{proof.name:28} {proof.mode:5} depth {proof.depth:<3} {suite:16} "
-                f"{proof.component}{pending}"
+                f"{proof.component}{split}{pending}"
             )
         return 0
     if args.jobs < 1:
@@ -291,7 +343,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    total = 2 * len(proofs)
+    total = sum(len(goals_of(proof)) or 1 for proof in proofs) + len(proofs)
     done = []
     start = time.monotonic()
     lock = threading.Lock()
@@ -299,7 +351,7 @@ def main(argv=None) -> int:
     def report(r: TaskResult) -> None:
         with lock:
             done.append(r)
-            line = f"[{len(done)}/{total}] {r.proof} {r.task} depth {r.depth}: "
+            line = f"[{len(done)}/{total}] {r.proof} {r.label} depth {r.depth}: "
             line += f"{r.status} ({r.seconds:.1f} s, CPU {r.cpu_seconds:.1f} s)"
             if not r.passed:
                 line += f" -- see {r.workdir}"

@@ -494,7 +494,13 @@ MUTANTS = [
         "rx_ownership_induction",
         RxChannelWritesBackPreviousEntry,
         "a write-back written into the ring entry before",
-        "ownership_properties.py",
+        "rx_induction.py",
+    ),
+    (
+        "rx_ownership_induction",
+        RxChannelWritesPastBuffer,
+        "a write handed to the writer one beat longer than its command",
+        "rx_induction.py",
     ),
     (
         "rx_ownership_induction",
