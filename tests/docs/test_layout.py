@@ -108,7 +108,6 @@ WITHOUT_TEST_MODULE = {
     "hdl/formal/ownership_properties.py": "tests/hdl/formal/test_proofs.py",
     "hdl/formal/queue.py": "tests/hdl/formal/test_proofs.py",
     "hdl/formal/register_fifo.py": "tests/hdl/formal/test_proofs.py",
-    "hdl/formal/rx_induction.py": "tests/hdl/formal/test_proofs.py",
     "hdl/formal/streams.py": "tests/hdl/formal/test_proofs.py",
     "hdl/gray.py": "tests/hdl/dma/test_tx_fifo.py, tests/hdl/mac/test_ptp_clock.py",
     "hdl/hostmem_top.py": "tests/sim/benches/test_hdl_memory.py, the scenario tests",
